@@ -1,0 +1,51 @@
+"""rnnfix: find and fix PyTorch train/eval mode bugs.
+
+The small API the CLI is built on::
+
+    import rnnfix
+    findings = rnnfix.check(source)            # list[Finding]
+    result = rnnfix.fix(source)                # result.fixed, result.findings, result.applied
+
+Neither imports torch.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from rnnfix.engine import SourceResult
+    from rnnfix.rules.base import Finding
+    from rnnfix.settings import Settings
+
+
+def check(source: str, settings: Settings | None = None, **options: Any) -> list[Finding]:
+    """Findings in ``source``. ``options`` are ``Settings`` fields
+    (``select=("RNF001",)``, ``strict=True``). Raises ``SyntaxError``."""
+    from rnnfix.engine import check_source
+
+    return check_source(source, _settings(settings, options))
+
+
+def fix(source: str, settings: Settings | None = None, **options: Any) -> SourceResult:
+    """Fixed source and what is left. Raises ``SyntaxError`` for bad input."""
+    from rnnfix.engine import fix_source
+
+    return fix_source(source, _settings(settings, options))
+
+
+def _settings(settings: Settings | None, options: dict[str, Any]) -> Settings:
+    import dataclasses
+
+    from rnnfix.settings import Settings
+
+    base = settings or Settings()
+    for key in ("select", "ignore"):
+        if isinstance(options.get(key), str):
+            options[key] = (options[key],)
+    return dataclasses.replace(base, **options) if options else base
+
+
+__all__ = ["__version__", "check", "fix"]

@@ -1,0 +1,3 @@
+from rnnfix.cli import main
+
+main()

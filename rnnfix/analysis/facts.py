@@ -1,0 +1,46 @@
+"""Per-file facts computed once and shared by every rule."""
+
+from __future__ import annotations
+
+import ast
+import functools
+from typing import TYPE_CHECKING
+
+from rnnfix.analysis.imports import ImportMap
+
+if TYPE_CHECKING:
+    from rnnfix.rules.base import FileContext
+
+
+class FileFacts:
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.tree = ctx.tree
+
+    @classmethod
+    def build(cls, ctx: FileContext) -> FileFacts:
+        return cls(ctx)
+
+    @functools.cached_property
+    def imports(self) -> ImportMap:
+        return ImportMap.build(self.tree)
+
+    @functools.cached_property
+    def parents(self) -> dict[ast.AST, ast.AST]:
+        out: dict[ast.AST, ast.AST] = {}
+        for node in ast.walk(self.tree):
+            for child in ast.iter_child_nodes(node):
+                out[child] = node
+        return out
+
+    def ancestors(self, node: ast.AST) -> list[ast.AST]:
+        out = []
+        parents = self.parents
+        while node in parents:
+            node = parents[node]
+            out.append(node)
+        return out
+
+    def torch_name(self) -> str | None:
+        """How this file spells ``torch`` (``torch``, ``th``), if it imports it."""
+        return self.imports.alias_for("torch")

@@ -1,0 +1,26 @@
+"""Model objects are written as names or attribute paths: ``model``,
+``self.model``, ``agent.critic``. This module turns such expressions into
+their dotted text and back."""
+
+from __future__ import annotations
+
+import ast
+
+
+def dotted(node: ast.AST) -> str | None:
+    """``self.model`` -> "self.model"; None for anything that is not a plain
+    name or attribute path (calls, subscripts)."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
+def method_call(node: ast.AST) -> tuple[ast.expr, str] | None:
+    """For ``<receiver>.<method>(...)`` return (receiver, method)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.value, node.func.attr
+    return None

@@ -1,0 +1,273 @@
+"""The command line: the only place that parses argv. Heavy imports (libcst,
+the rules, and never torch) happen inside the commands so ``--help`` is fast."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from rnnfix import __version__
+
+if TYPE_CHECKING:
+    from rnnfix.process import FileResult
+    from rnnfix.settings import Settings
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _codes(values: Sequence[str]) -> tuple[str, ...]:
+    out: list[str] = []
+    for v in values:
+        out.extend(c.strip().upper() for c in v.split(",") if c.strip())
+    return tuple(out)
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
+            raise
+        except Exception as exc:  # noqa: BLE001 - internal errors exit 2 with one line
+            click.echo(f"rnnfix: internal error: {type(exc).__name__}: {exc}", err=True)
+            ctx.exit(EXIT_ERROR)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="rnnfix")
+def cli() -> None:
+    """Find and fix PyTorch train/eval mode bugs (the cause of
+    "cudnn RNN backward can only be called in training mode")."""
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--diff", is_flag=True, help="Show a unified diff of the fixes; write nothing.")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 if any file would change.")
+@click.option("--select", multiple=True, help="Rule codes or prefixes to run (comma-separated).")
+@click.option("--ignore", multiple=True, help="Rule codes or prefixes to skip (comma-separated).")
+@click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also apply unsafe fixes.")
+@click.option(
+    "--strict/--no-strict",
+    default=None,
+    help="RNF001: also insert train() where the models' mode is unknown (unsafe fixes).",
+)
+@click.option(
+    "--rnn-only/--no-rnn-only",
+    default=None,
+    help="RNF004: fix backward-in-eval through RNNs (opt-in).",
+)
+@click.option(
+    "--rnn-only-strategy",
+    type=click.Choice(["rnn-train", "cudnn-off"]),
+    default=None,
+    help="RNF004 fix: train only the RNN submodules, or scope cuDNN off.",
+)
+@click.option(
+    "--output-format",
+    type=click.Choice(["text", "json", "github", "sarif"]),
+    default="text",
+    show_default=True,
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="pyproject.toml to read [tool.rnnfix] from (default: nearest one).",
+)
+@click.option("--stdin-filename", default="<stdin>", help="Name for '-' in messages.")
+@click.option("-q", "--quiet", is_flag=True, help="No summary line.")
+@click.option(
+    "--verify",
+    "verify_cmd",
+    metavar="CMD",
+    help="After fixing, run CMD under the mode sanitizer; roll back every changed "
+    "file if it fails or shows a violation.",
+)
+@click.option("--verify-timeout", type=float, default=600.0, show_default=True)
+def apply(
+    paths: tuple[Path, ...],
+    diff: bool,
+    check: bool,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    unsafe_fixes: bool | None,
+    strict: bool | None,
+    rnn_only: bool | None,
+    rnn_only_strategy: str | None,
+    output_format: str,
+    config_path: Path | None,
+    stdin_filename: str,
+    quiet: bool,
+    verify_cmd: str | None,
+    verify_timeout: float,
+) -> None:
+    """Fix mode bugs in PATHS (files or folders; '-' reads stdin, writes stdout)."""
+    from rnnfix.config import ConfigError, find_pyproject, load_settings
+
+    start = Path.cwd() if str(paths[0]) == "-" else paths[0]
+    try:
+        settings = load_settings(config_path or find_pyproject(start))
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    overrides: dict[str, Any] = {}
+    if select:
+        overrides["select"] = _codes(select)
+    if ignore:
+        overrides["ignore"] = settings.ignore + _codes(ignore)
+    for key, value in (
+        ("unsafe_fixes", unsafe_fixes),
+        ("strict", strict),
+        ("rnn_only", rnn_only),
+        ("rnn_only_strategy", rnn_only_strategy),
+    ):
+        if value is not None:
+            overrides[key] = value
+    settings = dataclasses.replace(settings, **overrides)
+    dry = diff or check
+
+    if any(str(p) == "-" for p in paths):
+        if len(paths) > 1:
+            raise click.UsageError("'-' (stdin) cannot be combined with other paths")
+        sys.exit(_apply_stdin(settings, stdin_filename, diff, check, output_format, quiet))
+
+    from rnnfix.files import discover
+    from rnnfix.process import process_file
+
+    missing = [p for p in paths if not p.exists() and not p.is_symlink()]
+    if missing:
+        raise click.UsageError(f"{missing[0]}: no such file or folder")
+    files = list(discover(paths, settings.exclude + settings.extend_exclude))
+    results = [process_file(f, settings, write=not dry) for f in files]
+    code = _report(results, settings, diff, check, output_format, quiet)
+    if verify_cmd and not dry:
+        code = max(code, _verify_after_apply(results, verify_cmd, verify_timeout))
+    sys.exit(code)
+
+
+def _apply_stdin(
+    settings: Settings, name: str, diff: bool, check: bool, fmt: str, quiet: bool
+) -> int:
+    from rnnfix.files import FileProblem, decode
+    from rnnfix.process import Outcome, process_text
+
+    data = sys.stdin.buffer.read()
+    try:
+        decoded = decode(data)
+    except FileProblem as exc:
+        click.echo(f"{name}: {exc}", err=True)
+        return EXIT_ERROR
+    result = process_text(name, decoded.text, settings)
+    if result.outcome is Outcome.FAILED:
+        sys.stdout.buffer.write(data)  # a filter must never lose its input
+        sys.stdout.flush()
+    elif not (diff or check):
+        assert result.new_text is not None
+        sys.stdout.buffer.write(decoded.encode(result.new_text))
+        sys.stdout.flush()
+    # stdout carries the source; diagnostics go to stderr.
+    return _report([result], settings, diff, check, fmt, quiet, diagnostics_to_stderr=True)
+
+
+def _report(
+    results: Sequence[FileResult],
+    settings: Settings,
+    diff: bool,
+    check: bool,
+    fmt: str,
+    quiet: bool,
+    diagnostics_to_stderr: bool = False,
+) -> int:
+    from rnnfix.process import Outcome
+    from rnnfix.report import render
+    from rnnfix.report.diff import unified_diff
+    from rnnfix.report.formats import failure_line
+
+    dry = diff or check
+    shown = [
+        dataclasses.replace(r, findings=sorted([*r.applied, *r.findings], key=_order))
+        if dry
+        else r
+        for r in results
+    ]
+    if diff:
+        for r in results:
+            if r.outcome is Outcome.CHANGED:
+                assert r.old_text is not None and r.new_text is not None
+                click.echo(unified_diff(r.path, r.old_text, r.new_text), nl=False)
+    else:
+        out = render(fmt, shown, settings.unsafe_fixes)
+        if out:
+            click.echo(out, nl=False, err=diagnostics_to_stderr)
+    failed = [r for r in results if r.outcome is Outcome.FAILED]
+    if fmt == "text":
+        for r in failed:
+            click.echo(failure_line(r), err=True)
+    changed = sum(r.outcome is Outcome.CHANGED for r in results)
+    fixes = sum(len(r.applied) for r in results)
+    left = sum(len(r.findings) for r in results)
+    if not quiet:
+        verb = "would change" if dry else "changed"
+        fix_verb = "available" if dry else "applied"
+        click.echo(
+            f"rnnfix: {len(results)} file{'s' * (len(results) != 1)} checked, "
+            f"{changed} {verb}, {fixes} fix{'es' * (fixes != 1)} {fix_verb}, "
+            f"{left} finding{'s' * (left != 1)} left, {len(failed)} failed",
+            err=True,
+        )
+    if failed:
+        return EXIT_ERROR
+    if left or (dry and changed):
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def _order(f: Any) -> tuple[int, int, str]:
+    return (f.line, f.col, f.code)
+
+
+def _verify_after_apply(results: Sequence[FileResult], command: str, timeout: float) -> int:
+    from rnnfix.process import Outcome
+
+    try:
+        from rnnfix.verify.rollback import verify_and_rollback
+    except ImportError as exc:  # pragma: no cover - the verify package ships with rnnfix
+        click.echo(f"rnnfix: --verify unavailable: {exc}", err=True)
+        return EXIT_ERROR
+    changed = {
+        Path(r.path): r.old_bytes
+        for r in results
+        if r.outcome is Outcome.CHANGED and r.old_bytes is not None
+    }
+    return verify_and_rollback(changed, command, timeout)  # type: ignore[no-any-return]
+
+
+@cli.command("rules")
+def rules_cmd() -> None:
+    """List the rules."""
+    from rnnfix.rules import all_rules
+
+    for code, cls in all_rules().items():
+        click.echo(f"{code}  {cls.name:<32} {cls.fix_safety:<7} {cls.summary}")
+
+
+@cli.command()
+@click.argument("code")
+def explain(code: str) -> None:
+    """Print a rule's documentation (e.g. `rnnfix explain RNF002`)."""
+    from rnnfix.rules import all_rules
+
+    rules = all_rules()
+    cls = rules.get(code.upper())
+    if cls is None:
+        raise click.UsageError(f"unknown rule {code!r}; `rnnfix rules` lists them")
+    click.echo(f"# {cls.code} {cls.name}\n\nFix: {cls.fix_safety}\n\n{cls.docs.strip()}")
+
+
+def main() -> None:
+    cli(prog_name="rnnfix")

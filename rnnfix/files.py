@@ -1,0 +1,227 @@
+"""Reading, decoding, discovering and atomically writing source files.
+
+Everything here reports problems as ``FileProblem`` with a one-line reason, so
+the engine can turn them into per-file failures without a traceback.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import os
+import stat
+import tempfile
+import tokenize
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pathspec
+
+MAX_FILE_BYTES = 5 * 1024 * 1024  # research code is never this big; generated data is
+
+# Folders that never hold the user's own training code.
+SKIP_DIRS = frozenset(
+    {
+        ".git", ".hg", ".svn", ".bzr", "__pycache__", ".venv", "venv", ".env", ".tox",
+        ".nox", ".eggs", "build", "dist", "node_modules", "site-packages", ".mypy_cache",
+        ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints",
+    }
+)  # fmt: skip
+
+
+class FileProblem(Exception):
+    """A file that cannot be read, decoded or written; ``str()`` is the reason."""
+
+
+@dataclass(frozen=True)
+class DecodedSource:
+    text: str
+    encoding: str
+    bom: bool
+
+    def encode(self, text: str) -> bytes:
+        data = text.encode(self.encoding)
+        return codecs.BOM_UTF8 + data if self.bom else data
+
+
+def decode(data: bytes) -> DecodedSource:
+    """Decode as Python does: BOM, then a coding cookie, else UTF-8."""
+    if b"\0" in data:
+        raise FileProblem("binary file (contains NUL bytes)")
+    bom = data.startswith(codecs.BOM_UTF8)
+    body = data[len(codecs.BOM_UTF8) :] if bom else data
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise FileProblem(f"cannot decode: {exc}") from None
+    if encoding == "utf-8-sig":
+        encoding = "utf-8"
+    try:
+        text = body.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        raise FileProblem(f"cannot decode as {encoding}: {exc}") from None
+    return DecodedSource(text, encoding, bom)
+
+
+def read_source(path: Path) -> tuple[bytes, DecodedSource]:
+    try:
+        st = path.lstat()
+    except OSError as exc:
+        raise FileProblem(f"cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(st.st_mode):
+        # Writing through a link would replace it with a regular file, and a
+        # link may point out of the tree; the user passes the target instead.
+        raise FileProblem("is a symbolic link; pass the file it points to")
+    if not stat.S_ISREG(st.st_mode):
+        raise FileProblem("not a regular file")
+    if st.st_size > MAX_FILE_BYTES:
+        raise FileProblem(f"file too large ({st.st_size} bytes > {MAX_FILE_BYTES})")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FileProblem(f"cannot read: {exc.strerror or exc}") from None
+    return data, decode(data)
+
+
+def check_writable(path: Path) -> None:
+    """A read-only file is the user's statement that it must not change; as root
+    ``os.access`` says yes to everything, so look at the mode bits too."""
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise FileProblem(f"cannot write: {exc.strerror or exc}") from None
+    if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(
+        path, os.W_OK
+    ):
+        raise FileProblem("cannot write: file is read-only")
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Temp file in the same folder, fsync, then rename over the original, so an
+    interrupted run leaves either the old or the new file; the mode is kept."""
+    check_writable(path)
+    mode = stat.S_IMODE(path.stat().st_mode)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".rnnfix", dir=path.parent)
+    except OSError as exc:
+        raise FileProblem(f"cannot write: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise FileProblem(f"cannot write: {exc.strerror or exc}") from None
+
+
+# --- discovery -----------------------------------------------------------------
+
+
+def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Iterator[Path]:
+    """Files to process. Paths named explicitly are always processed (even a
+    non-``.py`` or symlinked one, which then fails with a reason); folders are
+    walked for ``*.py`` without following links, skipping ``SKIP_DIRS``,
+    virtual environments, ``exclude`` patterns and what ``.gitignore`` excludes."""
+    excluded = pathspec.PathSpec.from_lines("gitwildmatch", exclude) if exclude else None
+    seen: set[Path] = set()
+    for root in paths:
+        if root.is_dir() and not root.is_symlink():
+            for p in _walk(root, excluded):
+                if p not in seen:
+                    seen.add(p)
+                    yield p
+        elif root not in seen:
+            seen.add(root)
+            yield root
+
+
+def _walk(root: Path, excluded: pathspec.PathSpec | None) -> Iterator[Path]:
+    ignores = _GitIgnores(root)
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        ignores.load(folder)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirs = []
+        for entry in entries:
+            p = Path(entry.path)
+            if entry.is_symlink():
+                continue
+            if entry.is_dir():
+                if entry.name in SKIP_DIRS or entry.name.endswith(".egg-info"):
+                    continue
+                if (p / "pyvenv.cfg").exists():
+                    continue
+                if ignores.ignored(p, is_dir=True) or _matches(excluded, root, p, True):
+                    continue
+                subdirs.append(p)
+            elif entry.name.endswith(".py") and entry.is_file():
+                if ignores.ignored(p, is_dir=False) or _matches(excluded, root, p, False):
+                    continue
+                yield p
+        stack.extend(reversed(subdirs))
+
+
+def _matches(spec: pathspec.PathSpec | None, root: Path, p: Path, is_dir: bool) -> bool:
+    if spec is None:
+        return False
+    rel = p.relative_to(root).as_posix() + ("/" if is_dir else "")
+    return bool(spec.match_file(rel))
+
+
+class _GitIgnores:
+    """``.gitignore`` files of the walked tree and of its ancestors up to the
+    repository root, each applied relative to its own folder."""
+
+    def __init__(self, root: Path) -> None:
+        self._specs: list[tuple[Path, pathspec.PathSpec]] = []
+        root = root.resolve()
+        ancestors = []
+        for parent in root.parents:
+            ancestors.append(parent)
+            if (parent / ".git").exists():
+                break
+        else:
+            ancestors = []
+        if (root / ".git").exists():
+            ancestors = []
+        for folder in reversed(ancestors):
+            self._add(folder)
+        self._root = root
+        self._loaded: set[Path] = set()
+
+    def _add(self, folder: Path) -> None:
+        f = folder / ".gitignore"
+        if f.is_file():
+            try:
+                lines = f.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                return
+            self._specs.append((folder, pathspec.PathSpec.from_lines("gitwildmatch", lines)))
+
+    def load(self, folder: Path) -> None:
+        folder = folder.resolve()
+        if folder not in self._loaded:
+            self._loaded.add(folder)
+            self._add(folder)
+
+    def ignored(self, p: Path, is_dir: bool) -> bool:
+        p = p.resolve()
+        for base, spec in self._specs:
+            try:
+                rel = p.relative_to(base).as_posix()
+            except ValueError:
+                continue
+            if spec.match_file(rel + ("/" if is_dir else "")):
+                return True
+        return False

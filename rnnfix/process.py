@@ -1,0 +1,76 @@
+"""One file, start to end: read -> fix -> (write). Never raises: every outcome,
+failures included, is a ``FileResult``."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rnnfix.engine import DroppedFix, fix_source
+from rnnfix.files import FileProblem, read_source, write_atomic
+from rnnfix.rules import Finding
+from rnnfix.settings import Settings
+
+
+class Outcome(enum.Enum):
+    UNCHANGED = "unchanged"
+    CHANGED = "changed"  # written, or (dry run) would be written
+    FAILED = "failed"
+
+
+@dataclass
+class FileResult:
+    path: str
+    outcome: Outcome
+    findings: list[Finding] = field(default_factory=list)  # left after fixing
+    applied: list[Finding] = field(default_factory=list)
+    dropped: list[DroppedFix] = field(default_factory=list)
+    error: str | None = None  # one line: "cannot parse: ...", "cannot read: ..."
+    error_line: int | None = None
+    old_text: str | None = None
+    new_text: str | None = None
+    old_bytes: bytes | None = None
+
+
+def process_file(path: Path, settings: Settings, write: bool) -> FileResult:
+    name = str(path)
+    try:
+        data, decoded = read_source(path)
+    except FileProblem as exc:
+        return FileResult(name, Outcome.FAILED, error=str(exc))
+    result = process_text(name, decoded.text, settings)
+    result.old_bytes = data
+    if result.outcome is not Outcome.CHANGED or not write:
+        return result
+    assert result.new_text is not None
+    try:
+        write_atomic(path, decoded.encode(result.new_text))
+    except (FileProblem, UnicodeEncodeError) as exc:
+        result.outcome = Outcome.FAILED
+        result.error = str(exc) if isinstance(exc, FileProblem) else f"cannot encode: {exc}"
+    return result
+
+
+def process_text(name: str, text: str, settings: Settings) -> FileResult:
+    try:
+        fixed = fix_source(text, settings, name)
+    except SyntaxError as exc:
+        msg = (exc.msg or "invalid syntax").splitlines()[0]
+        return FileResult(name, Outcome.FAILED, error=f"cannot parse: {msg}", error_line=exc.lineno)
+    except RecursionError:
+        return FileResult(name, Outcome.FAILED, error="cannot parse: nesting too deep")
+    except Exception as exc:  # noqa: BLE001 - one bad file must never stop a run
+        return FileResult(
+            name, Outcome.FAILED, error=f"internal error: {type(exc).__name__}: {exc}"
+        )
+    outcome = Outcome.CHANGED if fixed.changed else Outcome.UNCHANGED
+    return FileResult(
+        name,
+        outcome,
+        findings=fixed.findings,
+        applied=fixed.applied,
+        dropped=fixed.dropped,
+        old_text=text,
+        new_text=fixed.fixed,
+    )

@@ -1,0 +1,174 @@
+"""Diagnostics in the formats ``--output-format`` offers: text, json, github, sarif."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rnnfix import __version__
+from rnnfix.process import FileResult, Outcome
+from rnnfix.rules import Finding, all_rules
+
+
+def _diagnostics(results: Sequence[FileResult]) -> list[tuple[str, Finding]]:
+    return [(r.path, f) for r in results for f in r.findings]
+
+
+def text_line(path: str, f: Finding, unsafe_fixes: bool = False) -> str:
+    # ``[*]``: fixable under the current settings (ruff's convention: unsafe
+    # fixes count only with --unsafe-fixes).
+    mark = " [*]" if f.fix is not None and (f.fix.safe or unsafe_fixes) else ""
+    return f"{path}:{f.line}:{f.col}: {f.code}{mark} {f.message}"
+
+
+def failure_line(r: FileResult) -> str:
+    where = f"{r.path}:{r.error_line}" if r.error_line else r.path
+    return f"{where}: {r.error}"
+
+
+def render_text(results: Sequence[FileResult], unsafe_fixes: bool = False) -> str:
+    lines = [text_line(p, f, unsafe_fixes) for p, f in _diagnostics(results)]
+    for r in results:
+        for d in r.dropped:
+            lines.append(
+                f"{r.path}:{d.finding.line}:{d.finding.col}: {d.finding.code} "
+                f"fix not applied ({d.reason})"
+            )
+    return "".join(line + "\n" for line in lines)
+
+
+def render_json(results: Sequence[FileResult]) -> str:
+    items: list[dict[str, Any]] = []
+    for path, f in _diagnostics(results):
+        items.append(
+            {
+                "path": path,
+                "line": f.line,
+                "column": f.col,
+                "end_line": f.end_line,
+                "end_column": f.end_col,
+                "code": f.code,
+                "message": f.message,
+                "fixable": f.fixable,
+                "fix": None
+                if f.fix is None
+                else {"safe": f.fix.safe, "description": f.fix.description},
+            }
+        )
+    files = [
+        {"path": r.path, "outcome": r.outcome.value, "error": r.error, "fixes_applied": len(r.applied)}
+        for r in results
+    ]
+    return json.dumps({"diagnostics": items, "files": files}, indent=2) + "\n"
+
+
+def _gh_escape(s: str, prop: bool = False) -> str:
+    s = s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if prop:
+        s = s.replace(":", "%3A").replace(",", "%2C")
+    return s
+
+
+def render_github(results: Sequence[FileResult]) -> str:
+    """GitHub Actions workflow commands: annotations on the pull request."""
+    out = []
+    for path, f in _diagnostics(results):
+        level = "warning" if f.fixable else "error"
+        out.append(
+            f"::{level} title={_gh_escape('rnnfix ' + f.code, True)},"
+            f"file={_gh_escape(path, True)},line={f.line},col={f.col}"
+            f"::{_gh_escape(f.code + ' ' + f.message)}"
+        )
+    for r in results:
+        if r.outcome is Outcome.FAILED:
+            line = f",line={r.error_line}" if r.error_line else ""
+            out.append(f"::error file={_gh_escape(r.path, True)}{line}::{_gh_escape(str(r.error))}")
+    return "".join(line + "\n" for line in out)
+
+
+def render_sarif(results: Sequence[FileResult]) -> str:
+    """SARIF 2.1.0, for code-scanning uploads."""
+    rules = all_rules()
+    sarif_rules = [
+        {
+            "id": code,
+            "name": cls.name,
+            "shortDescription": {"text": cls.summary},
+            "fullDescription": {"text": cls.docs},
+            "help": {"text": cls.docs, "markdown": cls.docs},
+            "properties": {"fixSafety": cls.fix_safety},
+        }
+        for code, cls in rules.items()
+    ]
+    index = {code: i for i, code in enumerate(rules)}
+    sarif_results = []
+    for path, f in _diagnostics(results):
+        region: dict[str, int] = {"startLine": f.line, "startColumn": f.col}
+        if f.end_line is not None and f.end_col is not None:
+            region |= {"endLine": f.end_line, "endColumn": f.end_col}
+        sarif_results.append(
+            {
+                "ruleId": f.code,
+                "ruleIndex": index.get(f.code, -1),
+                "level": "warning",
+                "message": {"text": f.message},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": path.replace("\\", "/")},
+                            "region": region,
+                        }
+                    }
+                ],
+            }
+        )
+    notifications = [
+        {
+            "level": "error",
+            "message": {"text": str(r.error)},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": r.path}}}],
+        }
+        for r in results
+        if r.outcome is Outcome.FAILED
+    ]
+    doc = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "rnnfix",
+                        "version": __version__,
+                        "informationUri": "https://pypi.org/project/rnnfix/",
+                        "rules": sarif_rules,
+                    }
+                },
+                "results": sarif_results,
+                "invocations": [
+                    {
+                        "executionSuccessful": not any(
+                            r.outcome is Outcome.FAILED for r in results
+                        ),
+                        "toolExecutionNotifications": notifications,
+                    }
+                ],
+            }
+        ],
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
+FORMATS: dict[str, Callable[[Sequence[FileResult]], str]] = {
+    "text": render_text,
+    "json": render_json,
+    "github": render_github,
+    "sarif": render_sarif,
+}
+
+
+def render(fmt: str, results: Sequence[FileResult], unsafe_fixes: bool = False) -> str:
+    if fmt == "text":
+        return render_text(results, unsafe_fixes)
+    return FORMATS[fmt](results)

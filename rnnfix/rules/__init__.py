@@ -1,0 +1,20 @@
+"""Rules: one module per rule. Importing this package imports every module in
+it, which registers each ``Rule`` subclass (see ``base.Rule.__init_subclass__``)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from rnnfix.rules.base import Finding, Fix, FileContext, Rule
+
+
+def all_rules() -> dict[str, type[Rule]]:
+    """Every rule, by code, in code order."""
+    for info in pkgutil.iter_modules(__path__):
+        if info.name != "base" and not info.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{info.name}")
+    return dict(sorted(Rule.registry.items()))
+
+
+__all__ = ["FileContext", "Finding", "Fix", "Rule", "all_rules"]

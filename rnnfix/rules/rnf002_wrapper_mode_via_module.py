@@ -1,0 +1,171 @@
+"""RNF002: ``model.module.train()`` on a data-parallel wrapper."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from rnnfix.analysis.names import dotted, method_call
+from rnnfix.edits import ReplaceExpression
+from rnnfix.rules.base import FileContext, Finding, Fix, Rule
+
+WRAPPERS = frozenset(
+    {
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.data_parallel.DataParallel",
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.distributed.DistributedDataParallel",
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+    }
+)
+# Chained calls that return the wrapper itself: ``DataParallel(net).cuda()``.
+_SELF_RETURNING = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train"})
+
+
+class WrapperModeViaModule(Rule):
+    code = "RNF002"
+    name = "wrapper-mode-via-module"
+    summary = "Mode set on `wrapper.module` instead of the DataParallel/DDP wrapper"
+    fix_safety = "safe"
+    docs = """
+## What it does
+Finds `model.module.train()`, `model.module.eval()` and `model.module.train(False)`
+where `model` is a `DataParallel`, `DistributedDataParallel` or
+`FullyShardedDataParallel` wrapper, and calls the method on the wrapper instead.
+
+## Why is this bad?
+`Module.train()` sets `training` on a module and all its children. Called on
+`model.module`, it reaches every layer, and DataParallel/DDP take their
+replicas' mode from the inner module, so dropout, BatchNorm and RNNs do run in
+the mode you asked for. But the wrapper's own `model.training` flag is left
+stale: every piece of code that reads it (your own `if model.training:`
+branches, loggers, callbacks, trainers, and FSDP in two places) sees the old
+mode. It does not by itself cause cuDNN's "RNN backward can only be called in
+training mode" error.
+
+## Example
+```python
+model = nn.DataParallel(net)
+model.module.train()
+```
+
+## Use instead
+```python
+model = nn.DataParallel(net)
+model.train()
+```
+
+## Fix safety
+Safe when `model` is provably a wrapper (assigned from one of the wrapper
+classes above, under any import alias, in the same scope or, for `self.x`, in
+the same class): `model.train()` sets the same layers' mode and also the
+wrapper's flag. When `model` comes from elsewhere (a parameter, an unknown
+call), the fix is unsafe: the object may define a `module` attribute of its own.
+Objects built in this file from something that is not a wrapper (an EMA helper,
+a local class with `self.module`) and `self.module` inside a class are left alone.
+"""
+
+    def check(self, ctx: FileContext) -> Iterator[Finding]:
+        if ".module." not in ctx.source:
+            return
+        scopes = _Scopes(ctx)
+        for node in ast.walk(ctx.tree):
+            call = method_call(node)
+            if call is None:
+                continue
+            receiver, method = call
+            if method not in ("train", "eval") or not isinstance(node, ast.Call):
+                continue
+            if not (isinstance(receiver, ast.Attribute) and receiver.attr == "module"):
+                continue
+            owner = dotted(receiver.value)
+            if owner is None or owner == "self":
+                continue  # a wrapper's own code, or not a plain name/attribute path
+            verdict = scopes.origin(owner, node)
+            if verdict == "other":
+                continue
+            safe = verdict == "wrapper"
+            call_text = f"{owner}.{method}({_args_text(ctx, node)})"
+            message = (
+                f"`{owner}.module.{method}(...)` sets the layers' mode but leaves "
+                f"`{owner}.training` stale for code that reads it; call `{call_text}` "
+                "on the wrapper"
+            )
+            if not safe:
+                message += f" (`{owner}` is not provably a data-parallel wrapper here)"
+            edit = ReplaceExpression(ctx.pos(receiver), ctx.end_pos(receiver), owner)
+            yield ctx.finding(
+                self.code, node, message, Fix((edit,), safe=safe, description=f"use `{call_text}`")
+            )
+
+
+def _args_text(ctx: FileContext, call: ast.Call) -> str:
+    parts = [ctx.segment(a) for a in call.args]
+    parts += [f"{k.arg}={ctx.segment(k.value)}" if k.arg else f"**{ctx.segment(k.value)}" for k in call.keywords]
+    return ", ".join(parts)
+
+
+class _Scopes:
+    """Where each dotted name is assigned, per scope: a function's own body, the
+    module, or (for ``self.x``) every method of the enclosing class."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+
+    def origin(self, owner: str, use: ast.AST) -> str:
+        """"wrapper", "other" (assigned from something else in scope) or "unknown"."""
+        scope = self._scope_for(owner, use)
+        verdicts = set()
+        for node in ast.walk(scope):
+            for target, value in _assignments(node):
+                if dotted(target) == owner:
+                    verdicts.add("wrapper" if self._is_wrapper(value) else "other")
+        if "wrapper" in verdicts:
+            return "wrapper"
+        if "other" in verdicts:
+            return "other"
+        return "unknown"
+
+    def _scope_for(self, owner: str, use: ast.AST) -> ast.AST:
+        want_class = owner.startswith("self.")
+        for anc in self.ctx.facts.ancestors(use):
+            if want_class and isinstance(anc, ast.ClassDef):
+                return anc
+            if not want_class and isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                # A wrapper built at module level and used inside a function is
+                # common (scripts); look at the module when the function does
+                # not bind the name itself (as a parameter or by assignment).
+                root = owner.split(".")[0]
+                if root in _parameters(anc) or any(
+                    dotted(t) == owner for n in ast.walk(anc) for t, _ in _assignments(n)
+                ):
+                    return anc
+        return self.ctx.tree
+
+    def _is_wrapper(self, value: ast.AST) -> bool:
+        while (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in _SELF_RETURNING
+        ):
+            value = value.func.value
+        if not isinstance(value, ast.Call):
+            return False
+        return self.ctx.facts.imports.qualname(value.func) in WRAPPERS
+
+
+def _assignments(node: ast.AST) -> Iterator[tuple[ast.AST, ast.AST]]:
+    if isinstance(node, ast.Assign):
+        for t in node.targets:
+            yield t, node.value
+    elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+        yield node.target, node.value
+
+
+def _parameters(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    a = func.args
+    names = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]}
+    names |= {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+    return names

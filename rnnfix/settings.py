@@ -1,0 +1,29 @@
+"""Run settings: what the CLI flags and ``[tool.rnnfix]`` decide."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+RnnOnlyStrategy = Literal["rnn-train", "cudnn-off"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: tuple[str, ...] = ("RNF",)
+    ignore: tuple[str, ...] = ()
+    unsafe_fixes: bool = False
+    # RNF001: also put train() at the head of training loops/functions whose
+    # models' mode is unknown (unsafe fixes).
+    strict: bool = False
+    # RNF004: fix backward-in-eval through RNNs (opt-in) and how.
+    rnn_only: bool = False
+    rnn_only_strategy: RnnOnlyStrategy = "rnn-train"
+    exclude: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = field(default_factory=tuple)
+
+    def enabled(self, code: str) -> bool:
+        """Selection by code prefix; the longest matching prefix wins, as in ruff."""
+        sel = max((len(p) for p in self.select if code.startswith(p)), default=-1)
+        ign = max((len(p) for p in self.ignore if code.startswith(p)), default=-1)
+        return sel >= 0 and sel > ign

@@ -1,0 +1,39 @@
+"""The ``# rnnfix-args:`` first line of a fixture, turned into Settings."""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from typing import Any
+
+from rnnfix.settings import Settings
+
+_FLAGS = {
+    "--unsafe-fixes": ("unsafe_fixes", True),
+    "--strict": ("strict", True),
+    "--rnn-only": ("rnn_only", True),
+}
+_VALUED = {"--rnn-only-strategy": "rnn_only_strategy", "--select": "select", "--ignore": "ignore"}
+
+
+def settings_for(source: str) -> Settings:
+    first = source.lstrip("\ufeff").split("\n", 1)[0]
+    if not first.startswith("# rnnfix-args:"):
+        return Settings()
+    words = shlex.split(first.split(":", 1)[1])
+    changes: dict[str, Any] = {}
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w in _FLAGS:
+            key, value = _FLAGS[w]
+            changes[key] = value
+        elif w in _VALUED:
+            i += 1
+            value = words[i]
+            key = _VALUED[w]
+            changes[key] = tuple(value.split(",")) if key in ("select", "ignore") else value
+        else:
+            raise ValueError(f"unknown fixture flag {w!r}")
+        i += 1
+    return dataclasses.replace(Settings(), **changes)
