@@ -54,6 +54,12 @@ def decode(data: bytes) -> DecodedSource:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
+        # detect_encoding also fails on undecodable bytes in the first two lines;
+        # name the bytes when that is what happened.
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            raise FileProblem(f"cannot decode as utf-8: {bad}") from None
         raise FileProblem(f"cannot decode: {exc}") from None
     if encoding == "utf-8-sig":
         encoding = "utf-8"
@@ -129,7 +135,7 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Iterator[Pat
     non-``.py`` or symlinked one, which then fails with a reason); folders are
     walked for ``*.py`` without following links, skipping ``SKIP_DIRS``,
     virtual environments, ``exclude`` patterns and what ``.gitignore`` excludes."""
-    excluded = pathspec.PathSpec.from_lines("gitwildmatch", exclude) if exclude else None
+    excluded = pathspec.GitIgnoreSpec.from_lines(exclude) if exclude else None
     seen: set[Path] = set()
     for root in paths:
         if root.is_dir() and not root.is_symlink():
@@ -142,7 +148,7 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Iterator[Pat
             yield root
 
 
-def _walk(root: Path, excluded: pathspec.PathSpec | None) -> Iterator[Path]:
+def _walk(root: Path, excluded: pathspec.GitIgnoreSpec | None) -> Iterator[Path]:
     ignores = _GitIgnores(root)
     stack = [root]
     while stack:
@@ -172,7 +178,7 @@ def _walk(root: Path, excluded: pathspec.PathSpec | None) -> Iterator[Path]:
         stack.extend(reversed(subdirs))
 
 
-def _matches(spec: pathspec.PathSpec | None, root: Path, p: Path, is_dir: bool) -> bool:
+def _matches(spec: pathspec.GitIgnoreSpec | None, root: Path, p: Path, is_dir: bool) -> bool:
     if spec is None:
         return False
     rel = p.relative_to(root).as_posix() + ("/" if is_dir else "")
@@ -184,7 +190,7 @@ class _GitIgnores:
     repository root, each applied relative to its own folder."""
 
     def __init__(self, root: Path) -> None:
-        self._specs: list[tuple[Path, pathspec.PathSpec]] = []
+        self._specs: list[tuple[Path, pathspec.GitIgnoreSpec]] = []
         root = root.resolve()
         ancestors = []
         for parent in root.parents:
@@ -207,7 +213,7 @@ class _GitIgnores:
                 lines = f.read_text(encoding="utf-8", errors="replace").splitlines()
             except OSError:
                 return
-            self._specs.append((folder, pathspec.PathSpec.from_lines("gitwildmatch", lines)))
+            self._specs.append((folder, pathspec.GitIgnoreSpec.from_lines(lines)))
 
     def load(self, folder: Path) -> None:
         folder = folder.resolve()
