@@ -190,9 +190,7 @@ def _report(
 
     dry = diff or check
     shown = [
-        dataclasses.replace(r, findings=sorted([*r.applied, *r.findings], key=_order))
-        if dry
-        else r
+        dataclasses.replace(r, findings=sorted([*r.applied, *r.findings], key=_order)) if dry else r
         for r in results
     ]
     if diff:

@@ -11,7 +11,7 @@ nodes, whose ``col_offset`` counts UTF-8 bytes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -141,15 +141,20 @@ class _EditTransformer(cst.CSTTransformer):
         r = self.get_metadata(PositionProvider, node)
         return Pos(r.start.line, r.start.column)
 
-    def _mark(self, pred: object) -> None:
+    def _mark(self, pred: Callable[[Edit], bool]) -> None:
         for e in self._edits:
-            if pred(e):  # type: ignore[operator]
+            if pred(e):
                 self._done.add(e)
 
+    def _mark_insert(self, anchor: Pos, where: str) -> None:
+        self._mark(
+            lambda e: isinstance(e, InsertStatements) and e.anchor == anchor and e.where == where
+        )
+
     # --- expressions -----------------------------------------------------
-    def on_leave(
+    def on_leave(  # type: ignore[override]
         self, original_node: cst.CSTNode, updated_node: cst.CSTNode
-    ) -> cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]:
+    ) -> cst.CSTNode:
         if self._replace and isinstance(original_node, cst.BaseExpression):
             r = self.get_metadata(PositionProvider, original_node)
             key = (Pos(r.start.line, r.start.column), Pos(r.end.line, r.end.column))
@@ -185,15 +190,19 @@ class _EditTransformer(cst.CSTTransformer):
         n = len(orig_body)
         while i < n:
             pos = self._start(orig_body[i])
+            current = updated.body[i]
             before = self._before.pop(pos, None)
             if before:
                 changed = True
-                self._mark(
-                    lambda e: isinstance(e, InsertStatements)
-                    and e.anchor == pos
-                    and e.where == "before"
-                )
-                new_body.extend(_parse_statements(before))
+                self._mark_insert(pos, "before")
+                inserted = _parse_statements(before)
+                # Blank lines and comments above the anchor introduce it and
+                # what is inserted for it: they move above the inserted code.
+                leading = getattr(current, "leading_lines", ())
+                if leading:
+                    inserted[0] = inserted[0].with_changes(leading_lines=leading)
+                    current = current.with_changes(leading_lines=())
+                new_body.extend(inserted)
             wrap = self._wraps.pop(pos, None)
             if wrap is not None:
                 j = i
@@ -203,7 +212,7 @@ class _EditTransformer(cst.CSTTransformer):
                     raise EditError(f"wrap end {wrap.last} is not in the block of {wrap.first}")
                 changed = True
                 self._done.add(wrap)
-                inner = list(updated.body[i : j + 1])
+                inner = [current, *updated.body[i + 1 : j + 1]]
                 # Comments and blank lines above the first wrapped statement stay
                 # above the new ``with`` header.
                 first = inner[0]
@@ -216,16 +225,12 @@ class _EditTransformer(cst.CSTTransformer):
                 last_pos = self._start(orig_body[j])
                 i = j
             else:
-                new_body.append(updated.body[i])
+                new_body.append(current)
                 last_pos = pos
             after = self._after.pop(last_pos, None)
             if after:
                 changed = True
-                self._mark(
-                    lambda e: isinstance(e, InsertStatements)
-                    and e.anchor == last_pos
-                    and e.where == "after"
-                )
+                self._mark_insert(last_pos, "after")
                 new_body.extend(_parse_statements(after))
             i += 1
         if not changed:

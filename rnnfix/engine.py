@@ -96,9 +96,7 @@ def _applicable(f: Finding, settings: Settings) -> bool:
     return f.fix is not None and (f.fix.safe or settings.unsafe_fixes)
 
 
-def _apply(
-    source: str, findings: Sequence[Finding]
-) -> tuple[str, list[Finding], list[DroppedFix]]:
+def _apply(source: str, findings: Sequence[Finding]) -> tuple[str, list[Finding], list[DroppedFix]]:
     edits: list[Edit] = [e for f in findings if f.fix for e in f.fix.edits]
     try:
         return _apply_checked(source, edits), list(findings), []

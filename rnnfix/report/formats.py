@@ -57,7 +57,12 @@ def render_json(results: Sequence[FileResult]) -> str:
             }
         )
     files = [
-        {"path": r.path, "outcome": r.outcome.value, "error": r.error, "fixes_applied": len(r.applied)}
+        {
+            "path": r.path,
+            "outcome": r.outcome.value,
+            "error": r.error,
+            "fixes_applied": len(r.applied),
+        }
         for r in results
     ]
     return json.dumps({"diagnostics": items, "files": files}, indent=2) + "\n"

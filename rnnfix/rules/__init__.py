@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from rnnfix.rules.base import Finding, Fix, FileContext, Rule
+from rnnfix.rules.base import FileContext, Finding, Fix, Rule
 
 
 def all_rules() -> dict[str, type[Rule]]:

@@ -83,9 +83,7 @@ class FileContext:
 
         return FileFacts.build(self)
 
-    def finding(
-        self, code: str, node: ast.AST, message: str, fix: Fix | None = None
-    ) -> Finding:
+    def finding(self, code: str, node: ast.AST, message: str, fix: Fix | None = None) -> Finding:
         start = self.pos(node)
         end = self.end_pos(node)
         return Finding(code, message, start.line, start.col + 1, fix, end.line, end.col + 1)
@@ -97,7 +95,9 @@ class Rule:
     code: ClassVar[str]
     name: ClassVar[str]  # kebab-case, e.g. "wrapper-mode-via-module"
     summary: ClassVar[str]  # one line
-    docs: ClassVar[str]  # markdown: What it does / Why is this bad / Example / Use instead / Fix safety
+    docs: ClassVar[
+        str
+    ]  # markdown: What it does / Why is this bad / Example / Use instead / Fix safety
     fix_safety: ClassVar[FixSafety]
 
     registry: ClassVar[dict[str, type[Rule]]] = {}

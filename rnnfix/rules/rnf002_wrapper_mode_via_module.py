@@ -103,7 +103,10 @@ a local class with `self.module`) and `self.module` inside a class are left alon
 
 def _args_text(ctx: FileContext, call: ast.Call) -> str:
     parts = [ctx.segment(a) for a in call.args]
-    parts += [f"{k.arg}={ctx.segment(k.value)}" if k.arg else f"**{ctx.segment(k.value)}" for k in call.keywords]
+    parts += [
+        f"{k.arg}={ctx.segment(k.value)}" if k.arg else f"**{ctx.segment(k.value)}"
+        for k in call.keywords
+    ]
     return ", ".join(parts)
 
 
@@ -115,7 +118,7 @@ class _Scopes:
         self.ctx = ctx
 
     def origin(self, owner: str, use: ast.AST) -> str:
-        """"wrapper", "other" (assigned from something else in scope) or "unknown"."""
+        """ "wrapper", "other" (assigned from something else in scope) or "unknown"."""
         scope = self._scope_for(owner, use)
         verdicts = set()
         for node in ast.walk(scope):

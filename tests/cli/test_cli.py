@@ -66,7 +66,9 @@ def test_unsafe_fix_needs_flag(run, tmp_path: Path) -> None:
 def test_select_and_ignore_by_prefix(tree: Path) -> None:
     r = CliRunner().invoke(cli, ["apply", "--check", "--ignore", "RNF00", str(tree)])
     assert r.exit_code == 0, r.output
-    r = CliRunner().invoke(cli, ["apply", "--check", "--select", "RNF0", "--ignore", "RNF001", str(tree)])
+    r = CliRunner().invoke(
+        cli, ["apply", "--check", "--select", "RNF0", "--ignore", "RNF001", str(tree)]
+    )
     assert r.exit_code == 1
 
 
@@ -91,7 +93,14 @@ def test_pyproject_config(tmp_path: Path, monkeypatch) -> None:
 
 def test_walk_skips_gitignored_venv_and_build(run, tmp_path: Path) -> None:
     (tmp_path / ".gitignore").write_text("generated/\nskip_me.py\n")
-    for rel in ["generated/a.py", "skip_me.py", ".venv/lib/b.py", "build/c.py", "env2/d.py", "src/e.py"]:
+    for rel in [
+        "generated/a.py",
+        "skip_me.py",
+        ".venv/lib/b.py",
+        "build/c.py",
+        "env2/d.py",
+        "src/e.py",
+    ]:
         p = tmp_path / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(BUGGY)
@@ -128,7 +137,13 @@ def test_rules_and_explain() -> None:
     assert "RNF002  wrapper-mode-via-module" in r.output
     r = CliRunner().invoke(cli, ["explain", "rnf002"])
     assert r.exit_code == 0
-    for heading in ["## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety"]:
+    for heading in [
+        "## What it does",
+        "## Why is this bad?",
+        "## Example",
+        "## Use instead",
+        "## Fix safety",
+    ]:
         assert heading in r.output
     r = CliRunner().invoke(cli, ["explain", "RNF999"])
     assert r.exit_code == 2
@@ -138,7 +153,13 @@ def test_every_rule_documents_itself() -> None:
     from rnnfix.rules import all_rules
 
     for code, cls in all_rules().items():
-        for heading in ["## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety"]:
+        for heading in [
+            "## What it does",
+            "## Why is this bad?",
+            "## Example",
+            "## Use instead",
+            "## Fix safety",
+        ]:
             assert heading in cls.docs, f"{code} docs lack {heading!r}"
         assert cls.fix_safety in ("safe", "unsafe", "opt-in", "none")
 

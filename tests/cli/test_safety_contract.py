@@ -35,10 +35,13 @@ def test_second_run_changes_nothing(run, tree: Path) -> None:
     ("name", "transform"),
     [
         ("crlf", lambda s: s.replace("\n", "\r\n").encode()),
-        ("tabs", lambda s: ("if True:\n" + "".join("\t" + l for l in s.splitlines(True))).encode()),
+        (
+            "tabs",
+            lambda s: ("if True:\n" + "".join("\t" + line for line in s.splitlines(True))).encode(),
+        ),
         ("bom", lambda s: codecs.BOM_UTF8 + s.encode()),
         ("cookie", lambda s: ("# -*- coding: latin-1 -*-\n# caf\xe9\n" + s).encode("latin-1")),
-        ("quotes", lambda s: (s + "name = 'single'  # c\n\n\n\nother = \"\"\"triple\"\"\"\n").encode()),
+        ("quotes", lambda s: (s + 'name = \'single\'  # c\n\n\n\nother = """triple"""\n').encode()),
     ],
 )
 def test_formatting_survives(run, tmp_path: Path, name: str, transform) -> None:
@@ -109,7 +112,9 @@ def test_write_is_atomic_and_keeps_mode(run, tree: Path) -> None:
     assert sorted(p.name for p in tree.iterdir()) == ["buggy.py", "clean.py"]  # no temp left
 
 
-def test_interrupted_write_leaves_old_file(run, tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_interrupted_write_leaves_old_file(
+    run, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def boom(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 

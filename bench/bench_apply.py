@@ -1,0 +1,78 @@
+"""How fast is `apply --check` on a tree, compared with just ast-parsing it?
+
+    python bench/bench_apply.py [PATH]     # default: a synthetic tree of 1,000 files
+
+Prints wall times and the ratio; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rnnfix.files import discover, read_source
+from rnnfix.process import process_file
+from rnnfix.settings import Settings
+
+CLEAN = """
+import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return torch.relu(self.lin(x)) + x
+"""
+BUGGY = """
+import torch
+model = torch.nn.DataParallel(torch.nn.LSTM(4, 4))
+for epoch in range(3):
+    model.module.train()
+    for x in loader:
+        model(x)[0].sum().backward()
+    model.eval()
+    with torch.no_grad():
+        for x in val_loader:
+            model(x)
+"""
+
+
+def synthetic_tree(root: Path, n: int = 1000, buggy_every: int = 50) -> None:
+    for i in range(n):
+        body = BUGGY if i % buggy_every == 0 else CLEAN * 5
+        (root / f"m{i:04}.py").write_text(body)
+
+
+def main() -> None:
+    if len(sys.argv) > 1:
+        root = Path(sys.argv[1])
+    else:
+        root = Path(tempfile.mkdtemp()) / "tree"
+        root.mkdir()
+        synthetic_tree(root)
+    files = list(discover([root]))
+    t0 = time.perf_counter()
+    for f in files:
+        try:
+            ast.parse(read_source(f)[1].text)
+        except Exception:  # noqa: BLE001 - benchmark: count what parses
+            pass
+    t_ast = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    results = [process_file(f, Settings(), write=False) for f in files]
+    t_check = time.perf_counter() - t0
+    changed = sum(r.outcome.value == "changed" for r in results)
+    print(f"files: {len(files)}  would change: {changed}")
+    print(f"ast.parse only: {t_ast:.2f} s")
+    print(f"apply --check:  {t_check:.2f} s  ({t_check / t_ast:.1f}x ast.parse)")
+
+
+if __name__ == "__main__":
+    main()
