@@ -1,0 +1,31 @@
+"""The small Python API the CLI is built on."""
+
+from __future__ import annotations
+
+import pytest
+
+import rnnfix
+
+SRC = "import torch.nn as nn\nmodel = nn.DataParallel(nn.Linear(2, 2))\nmodel.module.eval()\n"
+
+
+def test_check_returns_findings() -> None:
+    findings = rnnfix.check(SRC, select="RNF002")
+    assert [(f.code, f.line, f.col, f.fixable) for f in findings] == [("RNF002", 3, 1, True)]
+
+
+def test_fix_returns_fixed_source() -> None:
+    result = rnnfix.fix(SRC, select=("RNF002",))
+    assert result.fixed.endswith("model.eval()\n")
+    assert [f.code for f in result.applied] == ["RNF002"]
+    assert result.findings == []
+
+
+def test_fix_is_noop_on_clean_source() -> None:
+    src = "x = 1\n"
+    assert rnnfix.fix(src).fixed is src or rnnfix.fix(src).fixed == src
+
+
+def test_syntax_error_raises() -> None:
+    with pytest.raises(SyntaxError):
+        rnnfix.check("def f(:\n")
