@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from rnnfix.files import discover, read_source
-from rnnfix.process import process_file
+from rnnfix.process import process_file, process_files
 from rnnfix.settings import Settings
 
 CLEAN = """
@@ -68,10 +68,14 @@ def main() -> None:
     t0 = time.perf_counter()
     results = [process_file(f, Settings(), write=False) for f in files]
     t_check = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    process_files(files, Settings(), write=False, jobs=0)
+    t_jobs = time.perf_counter() - t0
     changed = sum(r.outcome.value == "changed" for r in results)
     print(f"files: {len(files)}  would change: {changed}")
-    print(f"ast.parse only: {t_ast:.2f} s")
-    print(f"apply --check:  {t_check:.2f} s  ({t_check / t_ast:.1f}x ast.parse)")
+    print(f"ast.parse only:          {t_ast:.2f} s")
+    print(f"apply --check, 1 job:    {t_check:.2f} s  ({t_check / t_ast:.1f}x ast.parse)")
+    print(f"apply --check, auto jobs: {t_jobs:.2f} s  ({t_jobs / t_ast:.1f}x ast.parse)")
 
 
 if __name__ == "__main__":

@@ -90,6 +90,13 @@ def cli() -> None:
     "file if it fails or shows a violation.",
 )
 @click.option("--verify-timeout", type=float, default=600.0, show_default=True)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=0),
+    default=0,
+    help="Worker processes (0: one per CPU on large trees, else 1).",
+)
 def apply(
     paths: tuple[Path, ...],
     diff: bool,
@@ -106,6 +113,7 @@ def apply(
     quiet: bool,
     verify_cmd: str | None,
     verify_timeout: float,
+    jobs: int,
 ) -> None:
     """Fix mode bugs in PATHS (files or folders; '-' reads stdin, writes stdout)."""
     from rnnfix.config import ConfigError, find_pyproject, load_settings
@@ -137,13 +145,13 @@ def apply(
         sys.exit(_apply_stdin(settings, stdin_filename, diff, check, output_format, quiet))
 
     from rnnfix.files import discover
-    from rnnfix.process import process_file
+    from rnnfix.process import process_files
 
     missing = [p for p in paths if not p.exists() and not p.is_symlink()]
     if missing:
         raise click.UsageError(f"{missing[0]}: no such file or folder")
     files = list(discover(paths, settings.exclude + settings.extend_exclude))
-    results = [process_file(f, settings, write=not dry) for f in files]
+    results = process_files(files, settings, write=not dry, jobs=jobs)
     code = _report(results, settings, diff, check, output_format, quiet)
     if verify_cmd and not dry:
         code = max(code, _verify_after_apply(results, verify_cmd, verify_timeout))

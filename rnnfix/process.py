@@ -4,7 +4,11 @@ failures included, is a ``FileResult``."""
 from __future__ import annotations
 
 import enum
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from rnnfix.engine import DroppedFix, fix_source
@@ -31,6 +35,24 @@ class FileResult:
     old_text: str | None = None
     new_text: str | None = None
     old_bytes: bytes | None = None
+
+
+# Below this many files a process pool costs more than it saves.
+PARALLEL_THRESHOLD = 200
+
+
+def process_files(
+    paths: Sequence[Path], settings: Settings, write: bool, jobs: int = 0
+) -> list[FileResult]:
+    """``process_file`` over many files, in worker processes on large trees.
+    Workers get the settings and a path (plain data), never shared objects."""
+    if jobs == 0:
+        jobs = min(os.cpu_count() or 1, 8) if len(paths) >= PARALLEL_THRESHOLD else 1
+    work = partial(process_file, settings=settings, write=write)
+    if jobs <= 1:
+        return [work(p) for p in paths]
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(work, paths, chunksize=max(1, len(paths) // (jobs * 8))))
 
 
 def process_file(path: Path, settings: Settings, write: bool) -> FileResult:

@@ -195,3 +195,17 @@ def test_help_and_apply_never_import_torch(tree: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env())
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
+
+
+def test_parallel_jobs_give_the_same_results(tmp_path: Path) -> None:
+    from rnnfix.process import process_files
+    from rnnfix.settings import Settings
+
+    for i in range(6):
+        (tmp_path / f"b{i}.py").write_text(BUGGY if i % 2 else "x = 1\n")
+    files = sorted(tmp_path.iterdir())
+    serial = process_files(files, Settings(), write=False, jobs=1)
+    parallel = process_files(files, Settings(), write=False, jobs=2)
+    assert [(r.path, r.outcome, r.new_text) for r in serial] == [
+        (r.path, r.outcome, r.new_text) for r in parallel
+    ]
