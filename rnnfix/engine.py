@@ -10,6 +10,7 @@ dropped and reported.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -89,7 +90,7 @@ def fix_source(
 
 
 def _without_fix(f: Finding) -> Finding:
-    return Finding(f.code, f.message, f.line, f.col, None, f.end_line, f.end_col)
+    return dataclasses.replace(f, fix=None)
 
 
 def _applicable(f: Finding, settings: Settings) -> bool:

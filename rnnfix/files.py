@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pathspec
 
+SOURCE_SUFFIXES = (".py", ".ipynb")
 MAX_FILE_BYTES = 5 * 1024 * 1024  # research code is never this big; generated data is
 
 # Folders that never hold the user's own training code.
@@ -133,7 +134,7 @@ def write_atomic(path: Path, data: bytes) -> None:
 def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Iterator[Path]:
     """Files to process. Paths named explicitly are always processed (even a
     non-``.py`` or symlinked one, which then fails with a reason); folders are
-    walked for ``*.py`` without following links, skipping ``SKIP_DIRS``,
+    walked for ``*.py`` and ``*.ipynb`` without following links, skipping ``SKIP_DIRS``,
     virtual environments, ``exclude`` patterns and what ``.gitignore`` excludes."""
     excluded = pathspec.GitIgnoreSpec.from_lines(exclude) if exclude else None
     seen: set[Path] = set()
@@ -171,7 +172,7 @@ def _walk(root: Path, excluded: pathspec.GitIgnoreSpec | None) -> Iterator[Path]
                 if ignores.ignored(p, is_dir=True) or _matches(excluded, root, p, True):
                     continue
                 subdirs.append(p)
-            elif entry.name.endswith(".py") and entry.is_file():
+            elif entry.name.endswith(SOURCE_SUFFIXES) and entry.is_file():
                 if ignores.ignored(p, is_dir=False) or _matches(excluded, root, p, False):
                     continue
                 yield p

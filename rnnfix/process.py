@@ -3,6 +3,7 @@ failures included, is a ``FileResult``."""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import os
 from collections.abc import Sequence
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from rnnfix import notebooks
 from rnnfix.engine import DroppedFix, fix_source
 from rnnfix.files import FileProblem, read_source, write_atomic
 from rnnfix.rules import Finding
@@ -61,7 +63,10 @@ def process_file(path: Path, settings: Settings, write: bool) -> FileResult:
         data, decoded = read_source(path)
     except FileProblem as exc:
         return FileResult(name, Outcome.FAILED, error=str(exc))
-    result = process_text(name, decoded.text, settings)
+    if path.suffix == ".ipynb":
+        result = process_notebook(name, decoded.text, settings)
+    else:
+        result = process_text(name, decoded.text, settings)
     result.old_bytes = data
     if result.outcome is not Outcome.CHANGED or not write:
         return result
@@ -72,6 +77,41 @@ def process_file(path: Path, settings: Settings, write: bool) -> FileResult:
         result.outcome = Outcome.FAILED
         result.error = str(exc) if isinstance(exc, FileProblem) else f"cannot encode: {exc}"
     return result
+
+
+def process_notebook(name: str, text: str, settings: Settings) -> FileResult:
+    """A notebook's code cells are fixed as one module (see ``rnnfix.notebooks``);
+    findings are reported per cell, the diff is of the notebook's JSON."""
+    try:
+        nb = notebooks.parse(text)
+    except FileProblem as exc:
+        return FileResult(name, Outcome.FAILED, error=str(exc))
+    result = process_text(name, nb.python, settings)
+    if result.error_line is not None:
+        cell, line = nb.locate(result.error_line)
+        result.error = f"cell {cell}: line {line}: {result.error}"
+        result.error_line = None
+    result.findings = [_in_cell(nb, f) for f in result.findings]
+    result.applied = [_in_cell(nb, f) for f in result.applied]
+    result.dropped = [
+        dataclasses.replace(d, finding=_in_cell(nb, d.finding)) for d in result.dropped
+    ]
+    result.old_text = text
+    if result.outcome is Outcome.CHANGED:
+        assert result.new_text is not None
+        try:
+            result.new_text = notebooks.render(nb, result.new_text)
+        except FileProblem as exc:
+            result.outcome, result.error, result.new_text = Outcome.FAILED, str(exc), None
+    else:
+        result.new_text = text
+    return result
+
+
+def _in_cell(nb: notebooks.Notebook, f: Finding) -> Finding:
+    cell, line = nb.locate(f.line)
+    end = None if f.end_line is None else f.end_line - (f.line - line)
+    return dataclasses.replace(f, line=line, end_line=end, cell=cell)
 
 
 def process_text(name: str, text: str, settings: Settings) -> FileResult:

@@ -19,7 +19,8 @@ def text_line(path: str, f: Finding, unsafe_fixes: bool = False) -> str:
     # ``[*]``: fixable under the current settings (ruff's convention: unsafe
     # fixes count only with --unsafe-fixes).
     mark = " [*]" if f.fix is not None and (f.fix.safe or unsafe_fixes) else ""
-    return f"{path}:{f.line}:{f.col}: {f.code}{mark} {f.message}"
+    cell = f"cell {f.cell}:" if f.cell is not None else ""
+    return f"{path}:{cell}{f.line}:{f.col}: {f.code}{mark} {f.message}"
 
 
 def failure_line(r: FileResult) -> str:
@@ -48,6 +49,7 @@ def render_json(results: Sequence[FileResult]) -> str:
                 "column": f.col,
                 "end_line": f.end_line,
                 "end_column": f.end_col,
+                "cell": f.cell,
                 "code": f.code,
                 "message": f.message,
                 "fixable": f.fixable,
@@ -83,7 +85,7 @@ def render_github(results: Sequence[FileResult]) -> str:
         out.append(
             f"::{level} title={_gh_escape('rnnfix ' + f.code, True)},"
             f"file={_gh_escape(path, True)},line={f.line},col={f.col}"
-            f"::{_gh_escape(f.code + ' ' + f.message)}"
+            f"::{_gh_escape(f.code + ' ' + (f'cell {f.cell}: ' if f.cell else '') + f.message)}"
         )
     for r in results:
         if r.outcome is Outcome.FAILED:
@@ -117,7 +119,7 @@ def render_sarif(results: Sequence[FileResult]) -> str:
                 "ruleId": f.code,
                 "ruleIndex": index.get(f.code, -1),
                 "level": "warning",
-                "message": {"text": f.message},
+                "message": {"text": f"cell {f.cell}: {f.message}" if f.cell else f.message},
                 "locations": [
                     {
                         "physicalLocation": {

@@ -40,6 +40,7 @@ class Finding:
     fix: Fix | None = None
     end_line: int | None = None
     end_col: int | None = None
+    cell: int | None = None  # notebooks: 1-based cell number; lines count within it
 
     @property
     def fixable(self) -> bool:
