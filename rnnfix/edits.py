@@ -72,7 +72,18 @@ class AddImport:
     asname: str | None = None
 
 
-Edit = InsertStatements | WrapInWith | ReplaceExpression | AddDecorator | AddImport
+@dataclass(frozen=True)
+class RemoveStatement:
+    """Remove the statement that starts at ``anchor`` (alone on its line).
+    Comment lines above it move to the next statement (bare blank lines are
+    dropped); a block left empty gets ``pass``."""
+
+    anchor: Pos
+
+
+Edit = (
+    InsertStatements | WrapInWith | ReplaceExpression | AddDecorator | AddImport | RemoveStatement
+)
 
 
 class EditError(Exception):
@@ -119,6 +130,7 @@ class _EditTransformer(cst.CSTTransformer):
         self._wraps: dict[Pos, WrapInWith] = {}
         self._replace: dict[tuple[Pos, Pos], str] = {}
         self._decorate: dict[Pos, list[str]] = {}
+        self._remove: set[Pos] = set()
         self._done: set[Edit] = set()
         self._edits = list(dict.fromkeys(edits))  # dedupe, keep order
         for e in self._edits:
@@ -133,6 +145,8 @@ class _EditTransformer(cst.CSTTransformer):
                 self._replace[(e.start, e.end)] = e.code
             elif isinstance(e, AddDecorator):
                 self._decorate.setdefault(e.function, []).append(e.decorator)
+            elif isinstance(e, RemoveStatement):
+                self._remove.add(e.anchor)
 
     def unapplied(self) -> list[Edit]:
         return [e for e in self._edits if e not in self._done]
@@ -188,9 +202,25 @@ class _EditTransformer(cst.CSTTransformer):
         changed = False
         i = 0
         n = len(orig_body)
+        carried: Sequence[cst.EmptyLine] = ()
         while i < n:
             pos = self._start(orig_body[i])
             current = updated.body[i]
+            if carried:
+                current = current.with_changes(
+                    leading_lines=[*carried, *getattr(current, "leading_lines", ())]
+                )
+                carried = ()
+            if pos in self._remove:
+                self._remove.discard(pos)
+                self._done.add(RemoveStatement(pos))
+                changed = True
+                # Comments above it survive on the next statement; bare blank
+                # lines do not (the next statement keeps its own spacing).
+                leading = getattr(current, "leading_lines", ())
+                carried = leading if any(line.comment for line in leading) else ()
+                i += 1
+                continue
             before = self._before.pop(pos, None)
             if before:
                 changed = True
@@ -235,6 +265,10 @@ class _EditTransformer(cst.CSTTransformer):
             i += 1
         if not changed:
             return updated
+        if not new_body and isinstance(updated, cst.IndentedBlock):
+            new_body.append(cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=carried))
+        elif carried:  # the removed statement was the last: keep its comments
+            return updated.with_changes(body=new_body, footer=[*carried, *updated.footer])
         return updated.with_changes(body=new_body)
 
 

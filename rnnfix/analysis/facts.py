@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from rnnfix.analysis.imports import ImportMap
 
 if TYPE_CHECKING:
+    from rnnfix.analysis.modeflow import ModeFlow
     from rnnfix.rules.base import FileContext
 
 
@@ -24,6 +25,13 @@ class FileFacts:
     @functools.cached_property
     def imports(self) -> ImportMap:
         return ImportMap.build(self.tree)
+
+    @functools.cached_property
+    def modes(self) -> ModeFlow:
+        """The mode-flow analysis (models, modes, grad mode, training steps)."""
+        from rnnfix.analysis.modeflow import ModeFlow
+
+        return ModeFlow(self.ctx)
 
     @functools.cached_property
     def parents(self) -> dict[ast.AST, ast.AST]:

@@ -1,0 +1,283 @@
+"""The abstract interpreter that carries model modes through one scope.
+
+It walks a function's (or the module's) statements in order with a ``Frame``
+of facts: ``if``/``else`` and ``match`` join their branches, loops iterate to a
+fixed point (the end of the body and every ``continue`` flow into the next
+iteration; ``break`` and the exhausted loop flow out), ``try`` joins its
+handlers with the body, ``finally`` also runs on ``return``, and
+``return``/``raise`` end a path. Calls change modes through ``.eval()`` /
+``.train(...)`` on a model or through the summary of a function of this file;
+any other call changes nothing. ``before`` keeps, for every statement
+reached, the join of all states it was reached with.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from rnnfix.analysis.models import (
+    assignment_pairs,
+    built_class,
+    is_mode_call,
+    mode_receiver,
+    unwrap_built,
+)
+from rnnfix.analysis.modestate import Facts, Frame, Mode, ModeFact, join
+from rnnfix.analysis.names import dotted
+from rnnfix.analysis.scopes import FuncNode, Resolved
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.modeflow import ModeFlow
+
+MAX_LOOP_PASSES = 32  # the lattice is finite; this only guards against a bug
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What a call does to one model: ``sets`` the modes it may leave it in;
+    ``passthrough`` if some path leaves the mode as it was."""
+
+    passthrough: bool
+    sets: frozenset[Mode]
+
+
+@dataclass
+class Loop:
+    breaks: list[Frame] = field(default_factory=list)
+    continues: list[Frame] = field(default_factory=list)
+
+
+def mode_of_call(call: ast.Call) -> Mode:
+    """The mode ``x.eval()`` / ``x.train(...)`` switches to (``is_mode_call`` is True)."""
+    assert isinstance(call.func, ast.Attribute)
+    if call.func.attr == "eval":
+        return Mode.EVAL
+    arg: ast.expr | None = call.args[0] if call.args else None
+    if call.keywords:
+        arg = call.keywords[0].value
+    if arg is None:
+        return Mode.TRAIN
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, bool):
+        return Mode.TRAIN if arg.value else Mode.EVAL
+    return Mode.UNKNOWN
+
+
+def _guard_key(test: ast.expr) -> tuple[str, bool]:
+    """``not x`` is ``x`` with the branches swapped."""
+    polarity = True
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, polarity = test.operand, not polarity
+    return ast.dump(test), polarity
+
+
+def calls_in(node: ast.AST | None) -> list[ast.Call]:
+    """Calls in an expression, arguments before the call that uses them (the
+    order Python evaluates them), not entering lambdas or nested defs."""
+    out: list[ast.Call] = []
+    if node is None:
+        return out
+
+    def visit(n: ast.AST) -> None:
+        if isinstance(n, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return
+        for child in ast.iter_child_nodes(n):
+            visit(child)
+        if isinstance(n, ast.Call):
+            out.append(n)
+
+    visit(node)
+    return out
+
+
+class ScopeRun:
+    """One pass of the interpreter over one scope."""
+
+    def __init__(
+        self,
+        flow: ModeFlow,
+        scope: FuncNode | None,
+        scope_node: ast.AST,
+        entry: Callable[[str], Facts],
+    ) -> None:
+        self.flow = flow
+        self.scope = scope
+        self.scope_node = scope_node
+        self.entry = entry
+        self.before: dict[ast.stmt, Frame] = {}
+        self.call_frames: dict[ast.Call, Frame] = {}  # state just before a resolved call
+        self.resolved: dict[ast.Call, Resolved] = {}
+        self.returns: list[Frame] = []
+        self.loops: list[Loop] = []
+        self.guards: list[tuple[str, bool]] = []  # enclosing ``if`` tests
+
+    def fact(self, mode: Mode, origin: ast.AST) -> frozenset[ModeFact]:
+        guard = self.guards[-1] if self.guards else None
+        return frozenset({ModeFact(mode, origin, None, guard)})
+
+    def run(self, body: list[ast.stmt]) -> Frame | None:
+        end = self.block(body, Frame(self.entry))
+        return join([end, *self.returns])
+
+    # --- statements --------------------------------------------------------
+    def block(self, body: list[ast.stmt], frame: Frame | None) -> Frame | None:
+        for stmt in body:
+            if frame is None:
+                return None
+            frame = self.stmt(stmt, frame)
+        return frame
+
+    def stmt(self, s: ast.stmt, f: Frame) -> Frame | None:
+        old = self.before.get(s)
+        merged = join([old, f]) if old is not None else f.copy()
+        assert merged is not None
+        self.before[s] = merged
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return f
+        if isinstance(s, ast.Return):
+            self.returns.append(self.exprs(s.value, f))
+            return None
+        if isinstance(s, ast.Raise):
+            return None
+        if isinstance(s, (ast.Break, ast.Continue)):
+            if self.loops:
+                target = self.loops[-1]
+                (target.breaks if isinstance(s, ast.Break) else target.continues).append(f.copy())
+            return None
+        if isinstance(s, ast.If):
+            f = self.exprs(s.test, f)
+            test, polarity = _guard_key(s.test)
+            outs: list[Frame | None] = []
+            for body, value in ((s.body, polarity), (s.orelse, not polarity)):
+                branch = f.copy()
+                branch.assume((test, value))
+                self.guards.append((test, value))
+                outs.append(self.block(body, branch))
+                self.guards.pop()
+            return join(outs)
+        if isinstance(s, (ast.For, ast.AsyncFor)):
+            return self.loop(s, self.exprs(s.iter, f), None)
+        if isinstance(s, ast.While):
+            return self.loop(s, f, s.test)
+        if isinstance(s, (ast.With, ast.AsyncWith)):
+            for item in s.items:
+                f = self.exprs(item.context_expr, f)
+            return self.block(s.body, f)
+        if isinstance(s, (ast.Try, ast.TryStar)):
+            return self.try_(s, f)
+        if isinstance(s, ast.Match):
+            f = self.exprs(s.subject, f)
+            return join([f, *(self.block(c.body, f.copy()) for c in s.cases)])
+        if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            return self.assign(s, f)
+        return self.exprs(s, f)
+
+    def loop(
+        self, s: ast.For | ast.AsyncFor | ast.While, entry: Frame, test: ast.expr | None
+    ) -> Frame | None:
+        ctx = Loop()
+        self.loops.append(ctx)
+        head = entry.copy()
+        tested = head
+        for _ in range(MAX_LOOP_PASSES):
+            tested = self.exprs(test, head.copy()) if test is not None else head.copy()
+            end = self.block(s.body, tested.copy())
+            inside = self.flow.contains(s)
+            back = [b.unguarded(inside) for b in [end, *ctx.continues] if b is not None]
+            new_head = join([entry, *back])
+            assert new_head is not None
+            if new_head.same_as(head):
+                break
+            head = new_head
+        self.loops.pop()
+        infinite = (
+            isinstance(s, ast.While) and isinstance(s.test, ast.Constant) and bool(s.test.value)
+        )
+        normal = None if infinite else self.block(s.orelse, tested.copy())
+        return join([normal, *ctx.breaks])
+
+    def try_(self, s: ast.Try | ast.TryStar, f: Frame) -> Frame | None:
+        outer_returns = self.returns
+        self.returns = []
+        body_end = self.block(s.body, f.copy())
+        # An exception may come from anywhere in the body.
+        seen = [self.before[b] for b in s.body if b in self.before]
+        handler_in = join([f, body_end, *seen])
+        outs: list[Frame | None] = []
+        for h in s.handlers:
+            outs.append(self.block(h.body, handler_in.copy() if handler_in else None))
+        outs.append(self.block(s.orelse, body_end) if body_end is not None else None)
+        normal = join(outs)
+        inner_returns, self.returns = self.returns, outer_returns
+        if not s.finalbody:
+            self.returns.extend(inner_returns)
+            return normal
+        # ``finally`` runs on the way out of a ``return`` too: a helper that
+        # restores train() in ``finally`` restores it for its callers.
+        if inner_returns:
+            after = self.block(s.finalbody, join(inner_returns))
+            if after is not None:
+                self.returns.append(after)
+        return self.block(s.finalbody, normal) if normal is not None else None
+
+    def assign(self, s: ast.Assign | ast.AnnAssign | ast.AugAssign, f: Frame) -> Frame:
+        targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+        single = dotted(targets[0]) if len(targets) == 1 else None
+        f = self.exprs(s.value, f, ctor_target=single)
+        if isinstance(s, ast.AugAssign) or s.value is None:
+            return f
+        for target, value in assignment_pairs(s):
+            for elt in target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]:
+                key = dotted(elt)
+                if key is None or not self.flow.is_model(key):
+                    continue
+                if elt is target:
+                    self._assign_model(key, value, s, f)
+                else:  # unpacked from something we do not follow
+                    f.set(key, frozenset({ModeFact(Mode.UNKNOWN, s)}))
+        return f
+
+    def _assign_model(self, key: str, value: ast.expr, s: ast.stmt, f: Frame) -> None:
+        imports = self.flow.imports
+        if built_class(value, imports, self.flow.classes) is not None:
+            f.set(key, frozenset({ModeFact(Mode.TRAIN, s)}))  # a new module trains
+            return
+        inner = dotted(unwrap_built(value, imports))
+        if inner == key:
+            return  # ``model = model.to(device)``
+        if inner is not None and self.flow.is_model(inner):
+            f.set(key, f.lookup(inner))  # an alias or a wrapper: same modules
+            return
+        f.set(key, frozenset({ModeFact(Mode.UNKNOWN, s)}))  # loaded, returned by a call...
+
+    # --- expressions -------------------------------------------------------
+    def exprs(self, node: ast.AST | None, f: Frame, ctor_target: str | None = None) -> Frame:
+        for call in self.flow.calls_of(node):
+            self.call(call, f, ctor_target)
+        return f
+
+    def call(self, call: ast.Call, f: Frame, ctor_target: str | None) -> None:
+        if is_mode_call(call):
+            assert isinstance(call.func, ast.Attribute)
+            recv = mode_receiver(call, self.flow.imports)
+            if recv is not None and self.flow.is_model(recv):
+                f.set(recv, self.fact(mode_of_call(call), call))
+            return
+        res = self.flow.resolve(call, self.scope, ctor_target)
+        if res is None:
+            return
+        old = self.call_frames.get(call)
+        self.call_frames[call] = join([old, f]) if old is not None else f.copy()  # type: ignore[assignment]
+        self.resolved[call] = res
+        summary = self.flow.summary(res.callee)
+        for key, eff in summary.effects.items():
+            mine = res.caller_key(key)
+            if mine is None:
+                continue
+            facts = frozenset(f for m in eff.sets for f in self.fact(m, call))
+            if eff.passthrough:
+                f.add(mine, facts)
+            else:
+                f.set(mine, facts)

@@ -1,0 +1,640 @@
+"""The mode-flow analysis: which models may be in eval mode where.
+
+Built once per file from a ``FileContext`` (``ctx.facts.modes``), on the
+standard library's ``ast``. API:
+
+- ``models: dict[str, ModelInfo]`` -- model objects by dotted text (``"model"``,
+  ``"self.critic"``), see ``rnnfix.analysis.models`` for what counts.
+- ``mode_before(node, model) -> ModeState`` -- the modes (``Mode.TRAIN``,
+  ``Mode.EVAL``, ``Mode.UNKNOWN``) ``model`` may be in just before the
+  statement containing ``node`` runs, each with its origin (the ``.eval()``, the
+  helper call, or the function itself for "as the callers left it"). An empty
+  state means the statement is unreachable.
+- ``grad_enabled(node) -> bool | None`` -- False under ``torch.no_grad()`` /
+  ``inference_mode()`` / ``set_grad_enabled(False)`` or in a function decorated
+  with them (or only called from such places), True where provably enabled,
+  None when unknown.
+- ``training_steps: list[TrainingStep]`` -- backward calls and optimizer steps,
+  with the models each uses and whether a backward feeds an optimizer step.
+- ``model_calls: list[ModelCall]`` -- every forward call of a model (direct, or
+  through a helper of this file), with grad mode.
+- ``mode_calls: list[ModeCall]`` -- every ``.eval()``/``.train(...)`` on a model.
+- ``scope_of(node)``, ``stmt_of(node)``, ``loops_of(node)`` -- structural helpers.
+
+How: functions are summarised (which models each sets to which mode, which it
+calls); then every scope is interpreted (``rnnfix.analysis.flow``) callers
+first, so that a function's entry state is the join of the states its callers
+in this file call it with (no caller: unknown).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from rnnfix.analysis.flow import Effect, ScopeRun, calls_in
+from rnnfix.analysis.models import (
+    ModelInfo,
+    ModuleClasses,
+    find_models,
+    is_mode_call,
+    mode_receiver,
+)
+from rnnfix.analysis.modestate import Facts, Mode, ModeFact, ModeState, is_prefix
+from rnnfix.analysis.names import dotted
+from rnnfix.analysis.scopes import LOOPS, FileIndex, FuncNode, FunctionInfo, Resolved, walk_scope
+
+if TYPE_CHECKING:
+    from rnnfix.rules.base import FileContext
+
+__all__ = ["Mode", "ModeFact", "ModeFlow", "ModeState", "ModelInfo", "TrainingStep"]
+
+LoopNode = ast.For | ast.AsyncFor | ast.While
+_OPTIMIZER_NAME = re.compile(r"(optim|(^|_)opt($|_)|^opt\w*$)", re.IGNORECASE)
+# ``nn.Module`` methods: calling them is not a forward pass.
+_MODULE_METHODS = {
+    "parameters",
+    "named_parameters",
+    "buffers",
+    "named_buffers",
+    "children",
+    "modules",
+    "named_modules",
+    "state_dict",
+    "load_state_dict",
+    "to",
+    "cuda",
+    "cpu",
+    "float",
+    "double",
+    "half",
+    "bfloat16",
+    "train",
+    "eval",
+    "zero_grad",
+    "requires_grad_",
+    "apply",
+    "register_buffer",
+    "register_forward_hook",
+    "register_forward_pre_hook",
+    "register_full_backward_hook",
+    "get_submodule",
+    "add_module",
+    "share_memory",
+    "extra_repr",
+    "type",
+}
+_GRAD_CONTEXTS = {"no_grad": False, "inference_mode": False, "enable_grad": True}
+
+
+@dataclass(frozen=True)
+class Summary:
+    effects: dict[str, Effect]
+    forwards: tuple[str, ...]  # keys it calls (forward) with grad enabled, in call order
+    optimizer_step: bool  # runs an optimizer step, directly or through calls
+
+
+@dataclass(frozen=True)
+class TrainingStep:
+    node: ast.Call
+    kind: Literal["backward", "optimizer_step"]
+    models: tuple[str, ...]  # models called with grad enabled on the way to it
+    loops: tuple[LoopNode, ...]  # enclosing loops of its scope, outermost first
+    function: FuncNode | None  # None: module level
+    feeds_optimizer_step: bool  # backward: an optimizer step can follow it
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    node: ast.Call
+    model: str
+    function: FuncNode | None
+    grad_enabled: bool | None
+    via: FuncNode | None  # the helper of this file that calls it, if indirect
+
+
+@dataclass(frozen=True)
+class ModeCall:
+    node: ast.Call
+    model: str
+    mode: Mode
+    function: FuncNode | None
+
+
+class ModeFlow:
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.tree = ctx.tree
+        self.imports = ctx.facts.imports
+        self.parents = ctx.facts.parents
+        self.index = FileIndex(self.tree, self.imports)
+        self.classes = ModuleClasses(self.index, self.imports)
+        self.models: dict[str, ModelInfo] = find_models(
+            self.tree, self.index, self.imports, self.classes
+        )
+        self._calls_cache: dict[int, list[ast.Call]] = {}
+        self._contents: dict[int, frozenset[int]] = {}
+        self._scope_calls: dict[FuncNode | None, list[ast.Call]] = {}
+        self._summaries: dict[FuncNode, Summary] = {}
+        self._in_progress: set[FuncNode] = set()
+        self._runs: dict[FuncNode | None, ScopeRun] = {}
+        self._static_sites: dict[FuncNode, list[tuple[FuncNode | None, ast.Call, Resolved]]] = {}
+        self._optimizers, self._not_optimizers = self._optimizer_names()
+        self._analyse()
+
+    # --- public queries ----------------------------------------------------
+    def is_model(self, key: str) -> bool:
+        return any(is_prefix(m, key) for m in self.models)
+
+    def model_info(self, key: str) -> ModelInfo | None:
+        """The info of ``key`` or of the model it is a submodule of."""
+        probe = key
+        while True:
+            if probe in self.models:
+                return self.models[probe]
+            if "." not in probe:
+                return None
+            probe = probe.rsplit(".", 1)[0]
+
+    def mode_before(self, node: ast.AST, model: str) -> ModeState:
+        stmt = self.stmt_of(node)
+        run = self._runs.get(self.scope_of(node))
+        if stmt is None or run is None:
+            return ModeState(frozenset())
+        frame = run.before.get(stmt)
+        return ModeState(frame.lookup(model) if frame is not None else frozenset())
+
+    def grad_enabled(self, node: ast.AST) -> bool | None:
+        return self._grad(node, frozenset())
+
+    def stmt_of(self, node: ast.AST) -> ast.stmt | None:
+        while not isinstance(node, ast.stmt):
+            parent = self.parents.get(node)
+            if parent is None:
+                return None
+            node = parent
+        return node
+
+    def scope_of(self, node: ast.AST) -> FuncNode | None:
+        parent = self.parents.get(node)
+        while parent is not None:
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return parent
+            parent = self.parents.get(parent)
+        return None
+
+    def loops_of(self, node: ast.AST) -> tuple[LoopNode, ...]:
+        """Loops of the same scope whose body contains ``node``, outermost first."""
+        out: list[LoopNode] = []
+        child, parent = node, self.parents.get(node)
+        while parent is not None and not isinstance(
+            parent, (ast.FunctionDef, ast.AsyncFunctionDef)
+        ):
+            if isinstance(parent, LOOPS) and any(child is b for b in parent.body):
+                out.append(parent)
+            child, parent = parent, self.parents.get(parent)
+        return tuple(reversed(out))
+
+    def contains(self, outer: ast.AST) -> Callable[[ast.AST], bool]:
+        """A membership test for the nodes inside ``outer`` (cached)."""
+        ids = self._contents.get(id(outer))
+        if ids is None:
+            ids = frozenset(id(n) for n in ast.walk(outer))
+            self._contents[id(outer)] = ids
+        found = ids
+        return lambda node: id(node) in found
+
+    def function_info(self, fn: FuncNode) -> FunctionInfo | None:
+        return self.index.functions.get(fn)
+
+    def in_lightning_module(self, fn: FuncNode | None) -> bool:
+        """Lightning switches modes itself: its modules are never RNF001's business."""
+        info = self.index.functions.get(fn) if fn else None
+        while info is not None:
+            if info.cls is not None and info.cls.name in self.classes.lightning:
+                return True
+            info = self.index.functions.get(info.parent) if info.parent else None
+        return False
+
+    def resolve(
+        self, call: ast.Call, scope: FuncNode | None, target: str | None = None
+    ) -> Resolved | None:
+        """The function of this file ``call`` runs: a direct call, a method or
+        constructor, or the closure ``optimizer.step(closure)`` runs (LBFGS)."""
+        res = self.index.resolve(call, scope, target)
+        if res is not None:
+            return res
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "step"):
+            return None
+        args = [*call.args, *(k.value for k in call.keywords if k.arg == "closure")]
+        for arg in args:
+            if isinstance(arg, ast.Name):
+                fn = self.index.lookup_function(arg.id, scope)
+                if fn is not None and not fn.params:
+                    return Resolved(fn, None, {})
+        return None
+
+    def callers(self, fn: FuncNode) -> list[tuple[FuncNode | None, ast.Call]]:
+        return [(scope, call) for scope, call, _ in self._static_sites.get(fn, [])]
+
+    @functools.cached_property
+    def mode_calls(self) -> list[ModeCall]:
+        out: list[ModeCall] = []
+        for scope in self._scope_nodes():
+            for node in self.scope_calls(scope):
+                if isinstance(node, ast.Call) and is_mode_call(node):
+                    assert isinstance(node.func, ast.Attribute)
+                    recv = mode_receiver(node, self.imports)
+                    if recv is not None and self.is_model(recv):
+                        from rnnfix.analysis.flow import mode_of_call
+
+                        out.append(ModeCall(node, recv, mode_of_call(node), scope))
+        return out
+
+    @functools.cached_property
+    def model_calls(self) -> list[ModelCall]:
+        out: list[ModelCall] = []
+        for scope in self._scope_nodes():
+            for node in self.scope_calls(scope):
+                if not isinstance(node, ast.Call):
+                    continue
+                direct = self._forward_key(node)
+                if direct is not None:
+                    if self.is_model(direct):
+                        out.append(ModelCall(node, direct, scope, self.grad_enabled(node), None))
+                    continue
+                res = self.index.resolve(node, scope)
+                if res is None:
+                    continue
+                for key in self.summary(res.callee).forwards:
+                    mine = res.caller_key(key)
+                    if mine is not None and self.is_model(mine):
+                        out.append(
+                            ModelCall(node, mine, scope, self.grad_enabled(node), res.callee.node)
+                        )
+        return out
+
+    @functools.cached_property
+    def training_steps(self) -> list[TrainingStep]:
+        out: list[TrainingStep] = []
+        for scope in self._scope_nodes():
+            if self.in_lightning_module(scope):
+                continue
+            for node in self.scope_calls(scope):
+                if isinstance(node, ast.Call):
+                    kind = self._step_kind(node)
+                    if kind is not None:
+                        out.append(
+                            TrainingStep(
+                                node=node,
+                                kind=kind,
+                                models=self._models_used(node, scope),
+                                loops=self.loops_of(node),
+                                function=scope,
+                                feeds_optimizer_step=kind == "optimizer_step"
+                                or self._feeds_step(node, scope, 0),
+                            )
+                        )
+        return out
+
+    # --- summaries ---------------------------------------------------------
+    def summary(self, info: FunctionInfo) -> Summary:
+        fn = info.node
+        done = self._summaries.get(fn)
+        if done is not None:
+            return done
+        if fn in self._in_progress:  # recursion: assume it changes nothing
+            return Summary({}, (), False)
+        self._in_progress.add(fn)
+        try:
+            entry_fact = frozenset({ModeFact(Mode.UNKNOWN, fn)})
+            run = ScopeRun(self, fn, fn, lambda _key: entry_fact)
+            end = run.run(fn.body)
+            effects: dict[str, Effect] = {}
+            if end is not None:
+                for key, facts in end.values.items():
+                    sets = frozenset(f.mode for f in facts if f.origin is not fn)
+                    if sets:
+                        effects[key] = Effect(any(f.origin is fn for f in facts), sets)
+            summary = Summary(effects, self._forwards(info), self._runs_optimizer_step(info))
+        finally:
+            self._in_progress.discard(fn)
+        self._summaries[fn] = summary
+        return summary
+
+    def _forwards(self, info: FunctionInfo) -> tuple[str, ...]:
+        if self._decorator_grad(info.node) is False:
+            return ()
+        found: list[tuple[tuple[int, int], str]] = []
+        for node in self.scope_calls(info.node):
+            if not isinstance(node, ast.Call) or self._grad_local(node) is False:
+                continue
+            end = (node.end_lineno or 0, node.end_col_offset or 0)
+            direct = self._forward_key(node)
+            if direct is not None:
+                found.append((end, direct))
+                continue
+            res = self.index.resolve(node, info.node)
+            if res is not None:
+                for key in self.summary(res.callee).forwards:
+                    mine = res.caller_key(key)
+                    if mine is not None:
+                        found.append((end, mine))
+        found.sort(key=lambda item: item[0])  # inner calls end first: evaluation order
+        return tuple(dict.fromkeys(key for _, key in found))
+
+    def _runs_optimizer_step(self, info: FunctionInfo) -> bool:
+        for node in self.scope_calls(info.node):
+            if isinstance(node, ast.Call):
+                if self._step_kind(node) == "optimizer_step":
+                    return True
+                res = self.index.resolve(node, info.node)
+                if res is not None and self.summary(res.callee).optimizer_step:
+                    return True
+        return False
+
+    # --- the whole-file pass -----------------------------------------------
+    def _scope_nodes(self) -> list[FuncNode | None]:
+        return [None, *self.index.functions]
+
+    def scope_calls(self, scope: FuncNode | None) -> list[ast.Call]:
+        """Every call in a scope's own code (not in nested defs), in source order."""
+        found = self._scope_calls.get(scope)
+        if found is None:
+            body = self.tree.body if scope is None else scope.body
+            found = [n for n in walk_scope(body) if isinstance(n, ast.Call)]
+            self._scope_calls[scope] = found
+        return found
+
+    def calls_of(self, node: ast.AST | None) -> list[ast.Call]:
+        if node is None:
+            return []
+        found = self._calls_cache.get(id(node))
+        if found is None:
+            if isinstance(node, ast.stmt) and not isinstance(
+                node, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return)
+            ):
+                # simple statements only; compound ones pass their header parts
+                found = [c for child in ast.iter_child_nodes(node) for c in calls_in(child)]
+            else:
+                found = calls_in(node)
+            self._calls_cache[id(node)] = found
+        return found
+
+    def _analyse(self) -> None:
+        for scope in self._scope_nodes():
+            for node in self.scope_calls(scope):
+                if isinstance(node, ast.Call):
+                    res = self.resolve(node, scope)
+                    if res is not None:
+                        self._static_sites.setdefault(res.callee.node, []).append(
+                            (scope, node, res)
+                        )
+        for scope in self._callers_first():
+            if scope is None:
+                run = ScopeRun(
+                    self,
+                    None,
+                    self.tree,
+                    lambda _key: frozenset({ModeFact(Mode.UNKNOWN, self.tree)}),
+                )
+                run.run(self.tree.body)
+            else:
+                run = ScopeRun(self, scope, scope, self._entry(scope))
+                run.run(scope.body)
+            self._runs[scope] = run
+
+    def _callers_first(self) -> list[FuncNode | None]:
+        """Scopes in an order where callers come before callees (recursion aside)."""
+        callees: dict[FuncNode | None, list[FuncNode]] = {}
+        for callee, sites in self._static_sites.items():
+            for scope, _, _ in sites:
+                callees.setdefault(scope, []).append(callee)
+        order: list[FuncNode | None] = []
+        seen: set[FuncNode | None] = set()
+
+        def visit(scope: FuncNode | None) -> None:
+            seen.add(scope)
+            for c in callees.get(scope, []):
+                if c not in seen:
+                    visit(c)
+            order.append(scope)
+
+        for scope in [None, *self.index.functions]:
+            if scope not in seen:
+                visit(scope)
+        order.reverse()
+        # functions nobody calls go first too; module stays before its callees
+        return order
+
+    def _entry(self, fn: FuncNode) -> Callable[[str], Facts]:
+        unknown = frozenset({ModeFact(Mode.UNKNOWN, fn)})
+        cache: dict[str, Facts] = {}
+
+        def lookup(key: str) -> Facts:
+            found = cache.get(key)
+            if found is not None:
+                return found
+            cache[key] = unknown  # guards against recursion
+            facts: set[ModeFact] = set()
+            for caller, call, res in self._static_sites.get(fn, []):
+                run = self._runs.get(caller)
+                frame = run.call_frames.get(call) if run is not None else None
+                if frame is None or run is None:
+                    continue  # caller not analysed yet (recursion) or unreachable
+                mine = res.caller_key(key)
+                if mine is None:
+                    facts.add(ModeFact(Mode.UNKNOWN, fn))
+                    continue
+                for f in frame.lookup(mine):
+                    cause = f.cause if f.origin is run.scope_node else f.origin
+                    facts.add(ModeFact(f.mode, fn, cause))
+            result = frozenset(facts) if facts else unknown
+            cache[key] = result
+            return result
+
+        return lookup
+
+    # --- training steps and model calls ------------------------------------
+    def _optimizer_names(self) -> tuple[set[str], set[str]]:
+        yes: set[str] = set()
+        no: set[str] = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                q = self.imports.qualname(node.value.func) or ""
+                for t in node.targets:
+                    text = dotted(t)
+                    if text is None:
+                        continue
+                    if "lr_scheduler" in q or "Scheduler" in q:
+                        no.add(text)
+                    elif q.startswith("torch.optim.") or q.endswith("GradScaler"):
+                        yes.add(text)
+        return yes, no
+
+    def _is_optimizer(self, text: str) -> bool:
+        if text in self._optimizers:
+            return True
+        if text in self._not_optimizers:
+            return False
+        last = text.rsplit(".", 1)[-1]
+        return bool(_OPTIMIZER_NAME.search(last)) or "scaler" in last.lower()
+
+    def _step_kind(self, call: ast.Call) -> Literal["backward", "optimizer_step"] | None:
+        func = call.func
+        if self.imports.qualname(func) == "torch.autograd.backward":
+            return "backward"
+        if not isinstance(func, ast.Attribute):
+            return None
+        if func.attr == "backward":
+            root = func.value
+            while isinstance(root, (ast.Attribute, ast.Call)):
+                root = root.func if isinstance(root, ast.Call) else root.value
+            if isinstance(root, ast.Name) and self.imports.qualname(root) not in (None, "torch"):
+                # a name bound to another library (``accelerate`` passes: it is
+                # usually an instance, not an import)
+                q = self.imports.qualname(root) or ""
+                if not q.startswith("torch"):
+                    return None
+            return "backward"
+        if func.attr == "step":
+            recv = dotted(func.value)
+            if recv is None or "sched" in recv.lower() or len(call.args) > 1:
+                return None
+            if self._is_optimizer(recv):
+                return "optimizer_step"
+        return None
+
+    def _forward_key(self, call: ast.Call) -> str | None:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            return dotted(func.value)
+        text = dotted(func)
+        if text is None or text.rsplit(".", 1)[-1] in _MODULE_METHODS:
+            return None
+        # ``model.encoder(x)`` or ``model.encode(x)`` runs (part of) ``model``:
+        # it is ``model`` whose mode matters and that gets ``train()``.
+        probe = text
+        while True:
+            info = self.models.get(probe)
+            if info is not None and info.evidence != "submodule":
+                return probe
+            if "." not in probe:
+                return None
+            probe = probe.rsplit(".", 1)[0]
+
+    def _models_used(self, step: ast.Call, scope: FuncNode | None) -> tuple[str, ...]:
+        """Models called with grad enabled before ``step`` in the innermost
+        enclosing loop body that calls any (else the whole scope)."""
+        calls = [c for c in self.model_calls if c.function is scope and c.grad_enabled is not False]
+        if not calls:
+            return ()
+        # Evaluation order: an inner call (``self.encoder(src)`` inside
+        # ``self.decoder(tgt, ...)``) ends first.
+        calls.sort(key=lambda c: (c.node.end_lineno or 0, c.node.end_col_offset or 0))
+        pos = (step.lineno, step.col_offset)
+        regions: list[ast.AST] = [*reversed(self.loops_of(step))]
+        for region in regions:
+            inside = [c for c in calls if self._within(c.node, region) and _pos(c.node) <= pos]
+            if inside:
+                return tuple(dict.fromkeys(c.model for c in inside))
+        before = [c for c in calls if _pos(c.node) <= pos]
+        return tuple(dict.fromkeys(c.model for c in before))
+
+    def _within(self, node: ast.AST, ancestor: ast.AST) -> bool:
+        parent = self.parents.get(node)
+        while parent is not None:
+            if parent is ancestor:
+                return True
+            parent = self.parents.get(parent)
+        return False
+
+    def _feeds_step(self, backward: ast.Call, scope: FuncNode | None, depth: int) -> bool:
+        """Whether an optimizer step can run after ``backward``: later in its
+        scope, anywhere in a loop around it, or after a call to its function."""
+        loops = self.loops_of(backward)
+        pos = _pos(backward)
+        for node in self.scope_calls(scope):
+            if not isinstance(node, ast.Call) or node is backward:
+                continue
+            steps = self._step_kind(node) == "optimizer_step"
+            if not steps:
+                res = self.index.resolve(node, scope)
+                steps = res is not None and self.summary(res.callee).optimizer_step
+            if steps and (_pos(node) > pos or any(self._within(node, lp) for lp in loops)):
+                return True
+        if depth > 0 and self._step_kind(backward) == "optimizer_step":
+            return True  # ``optimizer.step(closure)`` runs the closure's backward
+        if scope is not None and depth < 3:
+            return any(
+                self._feeds_step(call, caller, depth + 1)
+                for caller, call, _ in self._static_sites.get(scope, [])
+            )
+        return False
+
+    # --- grad mode ---------------------------------------------------------
+    def _grad_context(self, expr: ast.expr) -> bool | None:
+        """True/False for a grad-mode context manager or decorator; None otherwise."""
+        call = expr if isinstance(expr, ast.Call) else None
+        q = self.imports.qualname(call.func if call else expr) or ""
+        if not q.startswith("torch."):
+            return None
+        last = q.rsplit(".", 1)[-1]
+        args = [*call.args, *(k.value for k in call.keywords)] if call else []
+        if last == "set_grad_enabled":
+            if args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, bool):
+                return args[0].value
+            return None
+        if last in _GRAD_CONTEXTS:
+            if last == "inference_mode" and args:
+                a = args[0]
+                if isinstance(a, ast.Constant) and a.value is False:
+                    return None  # inference_mode(False) keeps the surrounding mode
+            return _GRAD_CONTEXTS[last]
+        return None
+
+    def _decorator_grad(self, fn: FuncNode) -> bool | None:
+        for dec in fn.decorator_list:
+            value = self._grad_context(dec)
+            if value is not None:
+                return value
+        return None
+
+    def _grad_local(self, node: ast.AST) -> bool | None:
+        """Grad mode set by ``with`` blocks and decorators of ``node``'s own scope."""
+        child, parent = node, self.parents.get(node)
+        while parent is not None:
+            if isinstance(parent, (ast.With, ast.AsyncWith)) and any(
+                child is s for s in parent.body
+            ):
+                for item in reversed(parent.items):
+                    value = self._grad_context(item.context_expr)
+                    if value is not None:
+                        return value
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return self._decorator_grad(parent)
+            if isinstance(parent, ast.Lambda):
+                return None
+            child, parent = parent, self.parents.get(parent)
+        return True  # module level: grad is on by default
+
+    def _grad(self, node: ast.AST, seen: frozenset[FuncNode]) -> bool | None:
+        local = self._grad_local(node)
+        if local is not None:
+            return local
+        scope = self.scope_of(node)
+        if scope is None or scope in seen:
+            return None
+        sites = self._static_sites.get(scope, [])
+        if not sites:
+            return None
+        values = {self._grad(call, seen | {scope}) for _, call, _ in sites}
+        return values.pop() if len(values) == 1 else None
+
+
+def _pos(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))

@@ -1,0 +1,189 @@
+"""Evaluation regions: code that is evaluation by intent.
+
+Three signals, all syntactic:
+
+- *data*: a loop over a loader / dataset / batches named like ``val``,
+  ``valid``, ``dev``, ``test``, ``eval``, ``holdout`` (``val_loader``,
+  ``testloader``, ``loaders["val"]``, ``enumerate(self.dev_batches)``);
+- *name*: the body of a function or method named like ``evaluate``,
+  ``validate``, ``test``, ``eval_*``, ``predict``, ``inference``;
+- *after-eval*: a loop that follows ``<model>.eval()`` in the same block and
+  calls that model.
+
+Whether a region calls a model, runs a training step, or is already under
+``eval()`` / ``no_grad`` is for the rule to ask; this module only finds them,
+and says whether a statement runs in the same iteration as a training step.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from rnnfix.analysis.gradctx import training_steps
+from rnnfix.analysis.modelrefs import mode_call
+from rnnfix.analysis.names import dotted
+from rnnfix.analysis.syntax import FUNCTIONS, LOOPS, block_of, innermost_loop, scope_of, words
+
+if TYPE_CHECKING:
+    from rnnfix.rules.base import FileContext
+
+Signal = Literal["data", "name", "after-eval"]
+
+_EVAL_DATA_WORDS = frozenset(
+    {"val", "vali", "valid", "validation", "dev", "test", "testing", "eval", "evaluation",
+     "holdout", "heldout"}
+)  # fmt: skip
+# ``testloader``, ``valset``: one word made of an evaluation word and a data word.
+_DATA_SUFFIXES = ("loader", "loaders", "set", "sets", "data", "dataset", "ds", "dl", "iter",
+                  "batches", "gen", "queue", "samples")  # fmt: skip
+_EVAL_FUNCTION_WORDS = frozenset(
+    {"evaluate", "evaluation", "eval", "validate", "validation", "val", "valid", "test",
+     "testing", "predict", "prediction", "inference", "infer"}
+)  # fmt: skip
+# Words that make a name about training, or not about running a model at all.
+_TRAINING_WORDS = frozenset({"train", "training", "fit", "finetune", "step"})
+
+
+@dataclass(frozen=True)
+class EvalRegion:
+    node: ast.stmt  # the loop, or the function definition
+    signal: Signal
+
+    @property
+    def is_function(self) -> bool:
+        return isinstance(self.node, FUNCTIONS)
+
+
+def _eval_word(word: str) -> bool:
+    if word in _EVAL_DATA_WORDS:
+        return True
+    return any(
+        word.startswith(w) and word[len(w) :] in _DATA_SUFFIXES
+        for w in ("val", "valid", "dev", "test", "eval", "holdout")
+    )
+
+
+def data_is_eval(iterable: ast.AST) -> bool:
+    """Whether a loop's iterable names evaluation data. String constants count
+    only as subscript keys (``loaders["val"]``), so ``for phase in ["train",
+    "val"]`` is not one; a name that also says ``train`` is not one either."""
+    found: list[str] = []
+    for n in ast.walk(iterable):
+        if isinstance(n, ast.Name):
+            found += words(n.id)
+        elif isinstance(n, ast.Attribute):
+            found += words(n.attr)
+        elif isinstance(n, ast.Subscript):
+            key = n.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                found += words(key.value)
+    if any(w in _TRAINING_WORDS for w in found):
+        return False
+    return any(_eval_word(w) for w in found)
+
+
+def function_is_eval(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Named like an evaluator, and not a pytest test, a mode-switch override
+    (``def eval(self)``) or a Lightning hook (the framework sets the mode)."""
+    ws = words(func.name)
+    if func.name in ("eval", "train") or not ws:
+        return False
+    if any(w in _TRAINING_WORDS for w in ws) or not any(w in _EVAL_FUNCTION_WORDS for w in ws):
+        return False
+    if func.name.startswith("test") and _pytest_context(ctx, func):
+        return False
+    return not _in_lightning_class(ctx, func)
+
+
+def _pytest_context(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    base = os.path.basename(ctx.path)
+    if base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py":
+        return True
+    parent = ctx.facts.parents.get(func)
+    if isinstance(parent, ast.ClassDef) and parent.name.startswith("Test"):
+        return True
+    # pytest collects top-level ``test_*`` functions. That also drops a script's
+    # ``test_epoch`` (its loops over test data still count); a bare
+    # ``test(model, loader)`` is not collected by that pattern and stays an evaluator.
+    return func.name.startswith("test_") and isinstance(parent, ast.Module)
+
+
+def _in_lightning_class(ctx: FileContext, node: ast.AST) -> bool:
+    for anc in ctx.facts.ancestors(node):
+        if isinstance(anc, ast.ClassDef):
+            for b in anc.bases:
+                text = ctx.facts.imports.qualname(b) or dotted(b) or ""
+                if "lightning" in text.lower():
+                    return True
+    return False
+
+
+def find_regions(ctx: FileContext) -> list[EvalRegion]:
+    """Candidate regions in source order. A loop inside another region's loop
+    is not a separate candidate; a loop inside an evaluation function is (the
+    rule drops it when it takes the function as the region)."""
+    regions: list[EvalRegion] = []
+    _visit(ctx, ctx.tree, regions, inside=False)
+    return regions
+
+
+def _visit(ctx: FileContext, node: ast.AST, out: list[EvalRegion], inside: bool) -> None:
+    for child in ast.iter_child_nodes(node):
+        child_inside = inside
+        if isinstance(child, FUNCTIONS):
+            child_inside = False  # a nested function runs on its own
+            if function_is_eval(ctx, child):
+                out.append(EvalRegion(child, "name"))
+        elif isinstance(child, LOOPS) and not inside and not _in_lightning_class(ctx, child):
+            signal = _loop_signal(ctx, child)
+            if signal is not None:
+                out.append(EvalRegion(child, signal))
+                child_inside = True
+        _visit(ctx, child, out, child_inside)
+
+
+def _loop_signal(ctx: FileContext, loop: ast.stmt) -> Signal | None:
+    if isinstance(loop, (ast.For, ast.AsyncFor)) and data_is_eval(loop.iter):
+        return "data"
+    found = block_of(ctx.facts.parents, loop)
+    if found is None:
+        return None
+    block, index = found
+    # after-eval: a preceding sibling ``m.eval()`` with no ``m.train()`` after it.
+    evaluated: set[str] = set()
+    for sibling in block[:index]:
+        if isinstance(sibling, ast.Expr):
+            mc = mode_call(sibling.value)
+            if mc is not None:
+                if mc[1] == "eval":
+                    evaluated.add(mc[0])
+                else:
+                    evaluated.discard(mc[0])
+    if evaluated and _calls_any(loop, evaluated):
+        return "after-eval"
+    return None
+
+
+def _calls_any(loop: ast.stmt, models: set[str]) -> bool:
+    for n in ast.walk(loop):
+        if isinstance(n, ast.Call):
+            text = dotted(n.func)
+            if text and any(text == m or text.startswith(m + ".") for m in models):
+                if mode_call(n) is None:
+                    return True
+    return False
+
+
+def in_training_iteration(ctx: FileContext, node: ast.AST) -> bool:
+    """Whether ``node`` runs in the same iteration as a training step: its
+    innermost loop (or, outside loops, its function) runs a ``backward`` or
+    ``optimizer.step()`` itself, not only in a nested loop. Sampling every N
+    steps inside the batch loop is; validation after the epoch's batch loop
+    is not."""
+    parents = ctx.facts.parents
+    loop = innermost_loop(parents, node)
+    container: ast.AST = loop if loop is not None else scope_of(parents, node)
+    return any(innermost_loop(parents, s) is loop for s in training_steps(ctx, container))

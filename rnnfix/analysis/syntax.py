@@ -1,0 +1,98 @@
+"""Small structural helpers over ``ast``: statement blocks, scopes, walks that
+stay inside one function, identifier words."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.Module
+
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def words(identifier: str) -> list[str]:
+    """``val_loader`` -> [val, loader]; ``testLoader`` -> [test, loader]."""
+    return [w.lower() for w in _WORD.findall(identifier)]
+
+
+def walk_local(node: ast.AST) -> Iterator[ast.AST]:
+    """``ast.walk`` that does not enter nested functions, lambdas or classes
+    (their bodies run elsewhere, at another time)."""
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        yield cur
+        for child in ast.iter_child_nodes(cur):
+            if not isinstance(child, (*FUNCTIONS, ast.Lambda, ast.ClassDef)):
+                stack.append(child)
+
+
+def walk_all_local(nodes: list[ast.stmt]) -> Iterator[ast.AST]:
+    for n in nodes:
+        yield from walk_local(n)
+
+
+def block_of(parents: dict[ast.AST, ast.AST], stmt: ast.AST) -> tuple[list[ast.stmt], int] | None:
+    """The statement list holding ``stmt`` and its index there."""
+    parent = parents.get(stmt)
+    if parent is None:
+        return None
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list):
+            for i, s in enumerate(block):
+                if s is stmt:
+                    return block, i
+    return None
+
+
+def enclosing_stmt(parents: dict[ast.AST, ast.AST], node: ast.AST) -> ast.stmt | None:
+    """The innermost statement that contains ``node`` (``node`` itself if it is one)."""
+    cur: ast.AST | None = node
+    while cur is not None and not isinstance(cur, ast.stmt):
+        cur = parents.get(cur)
+    return cur
+
+
+def scope_of(parents: dict[ast.AST, ast.AST], node: ast.AST) -> Scope:
+    cur = parents.get(node)
+    while cur is not None:
+        if isinstance(cur, (*FUNCTIONS, ast.Module)):
+            return cur
+        cur = parents.get(cur)
+    raise ValueError("node is not in a module")
+
+
+def innermost_loop(parents: dict[ast.AST, ast.AST], node: ast.AST) -> ast.stmt | None:
+    """The innermost loop whose body (not header) holds ``node``, within its function."""
+    child = node
+    cur = parents.get(node)
+    while cur is not None and not isinstance(cur, (*FUNCTIONS, ast.Module)):
+        if isinstance(cur, LOOPS) and any(child is s for s in cur.body):
+            return cur
+        child = cur
+        cur = parents.get(cur)
+    return None
+
+
+def parameters(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    a = func.args
+    names = [x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]]
+    names += [x.arg for x in (a.vararg, a.kwarg) if x is not None]
+    return names
+
+
+def body_without_docstring(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
+    body = func.body
+    first = body[0]
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        return body[1:]
+    return body

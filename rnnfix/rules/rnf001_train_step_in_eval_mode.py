@@ -1,0 +1,260 @@
+"""RNF001: a training step can run while a model it uses is in eval mode."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from rnnfix.analysis.modeflow import Mode, ModeFact, ModeFlow, TrainingStep
+from rnnfix.analysis.placement import anchor_for
+from rnnfix.edits import InsertStatements, Pos
+from rnnfix.rules.base import FileContext, Finding, Fix, Rule
+
+_DOCS = """\
+## What it does
+Finds training steps (`loss.backward()`, `optimizer.step()`, `scaler.scale(loss).backward()`,
+`accelerator.backward(loss)`) that can run while a model they use is in eval mode: some
+path reaches the step from `model.eval()` (or `model.train(False)`, or a helper such as
+`validate(model)` that calls it) without passing `model.train()`.
+
+## Why is this bad?
+In eval mode dropout is off and BatchNorm uses (and stops updating) its running
+statistics, so the model silently trains as a different network. On a GPU, an `nn.LSTM`,
+`nn.GRU` or `nn.RNN` whose forward ran in eval mode cannot be backpropagated through:
+cuDNN raises `RuntimeError: cudnn RNN backward can only be called in training mode`.
+The usual cause is validation at the end of an epoch (or every N steps) that never
+switches the model back.
+
+## Example
+```python
+for epoch in range(epochs):
+    for x, y in train_loader:
+        loss = criterion(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    validate(model, val_loader)
+```
+
+## Use instead
+```python
+for epoch in range(epochs):
+    model.train()
+    for x, y in train_loader:
+        ...
+    model.eval()
+    validate(model, val_loader)
+```
+`model.train()` goes at the head of the loop whose iterations bring eval mode back to
+the step, right before the training loop or call when evaluation comes first in the same
+iteration, or at the start of a training function whose callers leave the model in eval
+mode. Each model the step uses gets its own `train()` (`encoder` and `decoder`); models
+used only under `torch.no_grad()` (a target network) get none.
+
+A backward that runs in eval mode on purpose (saliency, adversarial examples) and feeds
+no optimizer step is not a training step: RNF004 covers it.
+
+## Fix safety
+Safe: it restores the mode the training step was written for, and does nothing when the
+model already is in train mode. With `--strict`, training loops and functions whose
+models' mode is *unknown* (a model received as a parameter, loaded from disk) also get
+`train()`; those fixes are unsafe because nothing in the file shows the mode is wrong.
+"""
+
+
+@dataclass
+class _Group:
+    anchor: ast.stmt | None
+    safe: bool
+    steps: list[TrainingStep] = field(default_factory=list)
+    models: dict[str, list[ModeFact]] = field(default_factory=dict)
+
+
+class TrainStepInEvalMode(Rule):
+    code = "RNF001"
+    name = "train-step-in-eval-mode"
+    summary = "A training step can run while a model it uses is in eval mode"
+    docs = _DOCS
+    fix_safety = "safe"
+
+    def check(self, ctx: FileContext) -> Iterator[Finding]:
+        src = ctx.source
+        strict = ctx.settings.strict
+        if not (".eval(" in src or "train(False" in src or "mode=False" in src) and not (
+            strict and (".backward(" in src or ".step(" in src)
+        ):
+            return
+        flow = ctx.facts.modes
+        groups: dict[tuple[int, int, int, bool], _Group] = {}
+        for step in flow.training_steps:
+            if not step.feeds_optimizer_step:
+                continue  # a backward meant for eval mode: RNF004's business
+            for model in step.models:
+                state = flow.mode_before(step.node, model)
+                if state.may_eval:
+                    if step.kind == "backward" and _trains_before_stepping(flow, step, model):
+                        continue
+                    facts = [f for f in state.facts if f.mode is Mode.EVAL]
+                    safe = True
+                elif strict and state.unknown and state.facts:
+                    facts = [f for f in state.facts if f.mode is Mode.UNKNOWN]
+                    safe = False
+                else:
+                    continue
+                anchor = _choose_anchor(ctx, flow, step, facts)
+                key = (
+                    (anchor.lineno, anchor.col_offset, 0, safe)
+                    if anchor is not None
+                    else (step.node.lineno, step.node.col_offset, 1, safe)
+                )
+                group = groups.setdefault(key, _Group(anchor, safe))
+                if step not in group.steps:
+                    group.steps.append(step)
+                group.models.setdefault(model, []).extend(facts)
+        for group in groups.values():
+            yield _finding(ctx, flow, group)
+
+
+def _choose_anchor(
+    ctx: FileContext, flow: ModeFlow, step: TrainingStep, facts: list[ModeFact]
+) -> ast.stmt | None:
+    anchors: list[ast.stmt] = []
+    for fact in facts:
+        anchor = anchor_for(fact.origin, step.node, step.function, ctx.tree, flow.parents)
+        if anchor is None:
+            return None
+        anchors.append(anchor)
+    if not anchors:
+        return None
+    # The latest candidate is the closest to the step; the re-check after
+    # fixing completes the rare case where it does not cover every origin.
+    best = max(anchors, key=lambda s: (s.lineno, s.col_offset))
+    return best if _anchorable(ctx, best) else None
+
+
+def _anchorable(ctx: FileContext, stmt: ast.stmt) -> bool:
+    """Only a statement that starts its own line can get a statement inserted
+    before it (not ``for x in y: step()`` nor the second half of ``a; b``)."""
+    pos = ctx.pos(stmt)
+    line = ctx.lines[pos.line - 1] if pos.line - 1 < len(ctx.lines) else ""
+    decorators = getattr(stmt, "decorator_list", None)
+    return not line[: pos.col].strip() and not decorators
+
+
+def _trains_before_stepping(flow: ModeFlow, step: TrainingStep, model: str) -> bool:
+    """``model.eval(); ...; loss.backward(); model.train(); optimizer.step()``:
+    the eval-mode backward is deliberate (an adversarial example, a
+    regulariser), so it is not RNF001's to change."""
+    start = (step.node.lineno, step.node.col_offset)
+    later_steps = [
+        (s.node.lineno, s.node.col_offset)
+        for s in flow.training_steps
+        if s.function is step.function
+        and s.kind == "optimizer_step"
+        and (s.node.lineno, s.node.col_offset) > start
+    ]
+    if not later_steps:
+        return False
+    end = min(later_steps)
+    return any(
+        c.function is step.function
+        and c.model == model
+        and c.mode is Mode.TRAIN
+        and start < (c.node.lineno, c.node.col_offset) < end
+        for c in flow.mode_calls
+    )
+
+
+def _finding(ctx: FileContext, flow: ModeFlow, group: _Group) -> Finding:
+    step = min(group.steps, key=lambda s: (s.node.lineno, s.node.col_offset))
+    models = list(group.models)
+    names = _join_names(models)
+    facts = sorted(
+        (f for m in models for f in group.models[m]),
+        key=lambda f: (getattr(f.origin, "lineno", 0), getattr(f.origin, "col_offset", 0)),
+    )
+    if group.safe:
+        message = (
+            f"{names} may be in eval mode at this training step "
+            f"(set by {_describe(ctx, facts[0])}); {_consequence(flow, models)}"
+        )
+    else:
+        message = (
+            f"the mode of {names} is unknown at this training step "
+            f"({_describe_unknown(ctx, facts[0])}); nothing shows it is in train mode"
+        )
+    fix = None
+    if group.anchor is not None:
+        code = tuple(f"{m}.train()" for m in models)
+        where = _where(flow, group.anchor)
+        fix = Fix(
+            edits=(InsertStatements(anchor=_pos(ctx, group.anchor), code=code, where="before"),),
+            safe=group.safe,
+            description=f"Insert {_join_names([c for c in code])} {where}",
+        )
+    return ctx.finding("RNF001", step.node, message, fix)
+
+
+def _pos(ctx: FileContext, stmt: ast.stmt) -> Pos:
+    return ctx.pos(stmt)
+
+
+def _where(flow: ModeFlow, anchor: ast.stmt) -> str:
+    parent = flow.parents.get(anchor)
+    if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return f"at the start of `{parent.name}`"
+    if isinstance(parent, (ast.For, ast.AsyncFor, ast.While)) and parent.body[0] is anchor:
+        return f"at the head of the loop on line {parent.lineno}"
+    return f"before line {anchor.lineno}"
+
+
+def _join_names(names: list[str]) -> str:
+    quoted = [f"`{n}`" for n in names]
+    if len(quoted) <= 1:
+        return "".join(quoted)
+    return ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def _snippet(ctx: FileContext, node: ast.AST) -> str:
+    # The first line only: ``ast.get_source_segment`` re-splits the whole file.
+    start, end = ctx.pos(node), ctx.end_pos(node)
+    line = ctx.lines[start.line - 1] if start.line - 1 < len(ctx.lines) else ""
+    text = line[start.col : end.col] if end.line == start.line else line[start.col :]
+    text = " ".join(text.split())
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _describe(ctx: FileContext, fact: ModeFact) -> str:
+    origin = fact.origin
+    if isinstance(origin, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if fact.cause is not None and hasattr(fact.cause, "lineno"):
+            return (
+                f"`{_snippet(ctx, fact.cause)}` on line {fact.cause.lineno} "
+                f"before `{origin.name}` is called"
+            )
+        return f"a caller of `{origin.name}`"
+    return f"`{_snippet(ctx, origin)}` on line {getattr(origin, 'lineno', '?')}"
+
+
+def _describe_unknown(ctx: FileContext, fact: ModeFact) -> str:
+    origin = fact.origin
+    if isinstance(origin, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return f"as `{origin.name}` receives it"
+    if isinstance(origin, ast.Module):
+        return "never set in this file"
+    if isinstance(origin, (ast.Assign, ast.AnnAssign)) and origin.value is not None:
+        return f"it comes from `{_snippet(ctx, origin.value)}` on line {origin.lineno}"
+    return f"set by `{_snippet(ctx, origin)}` on line {getattr(origin, 'lineno', '?')}"
+
+
+def _consequence(flow: ModeFlow, models: list[str]) -> str:
+    infos = [flow.model_info(m) for m in models]
+    rnn = [info.has_rnn if info is not None else None for info in infos]
+    base = "training then runs with dropout off and BatchNorm frozen"
+    if any(r is True for r in rnn):
+        return base + ", and on CUDA the cuDNN RNN backward fails"
+    if all(r is False for r in rnn):
+        return base
+    return base + " (on CUDA an LSTM/GRU/RNN in it fails in backward)"

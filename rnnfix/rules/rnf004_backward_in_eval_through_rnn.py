@@ -1,0 +1,340 @@
+"""RNF004: a gradient computed on purpose through an eval-mode cuDNN RNN."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Sequence
+
+from rnnfix.analysis.evalgrad import EvalBackward, EvalGradAnalysis, global_cudnn_off, key
+from rnnfix.analysis.rnns import RnnSpec
+from rnnfix.edits import AddImport, Edit, InsertStatements, WrapInWith
+from rnnfix.rules.base import FileContext, Finding, Fix, Rule
+
+_ERROR = '"cudnn RNN backward can only be called in training mode"'
+
+
+class BackwardInEvalThroughRnn(Rule):
+    code = "RNF004"
+    name = "backward-in-eval-through-rnn"
+    summary = "Gradient through an eval-mode LSTM/GRU/RNN (fails under cuDNN)"
+    fix_safety = "opt-in"
+    docs = """
+## What it does
+Finds a gradient computed on purpose while a model is in eval mode —
+`backward()` or `torch.autograd.grad(...)` after `model.eval()` and a forward
+through the model, with no optimizer step that updates the model in the same
+function — where the model contains an `nn.LSTM`, `nn.GRU` or `nn.RNN`.
+Saliency maps and attribution, adversarial examples (FGSM, PGD), test-time
+optimisation, and an RL actor update through an eval-mode critic look like this.
+
+The RNNs are found in the model's class definition in the same file (nested
+submodules, `nn.Sequential`/`nn.ModuleList`, base classes and data-parallel
+wrappers included). `nn.LSTMCell`, `nn.GRUCell` and `nn.RNNCell` do not use
+cuDNN's RNN kernel and do not count.
+
+## Why is this bad?
+On a GPU, an RNN whose forward runs in eval mode does not keep what cuDNN's
+backward needs, and the backward fails with "cudnn RNN backward can only be
+called in training mode". The decision is taken at *forward* time, so calling
+`train()` between the forward and `backward()` does not help. On a CPU the same
+code runs, which is why it is found late.
+
+`model.train()` is not the answer: it also switches dropout and BatchNorm to
+training behaviour and changes the gradient you wanted.
+
+## Example
+```python
+model.eval()
+x.requires_grad_()
+score = model(x)[:, target].sum()
+score.backward()
+```
+
+## Use instead
+Keep the model in eval and put only its RNNs in train mode
+(`--rnn-only`, strategy `rnn-train`, the default):
+```python
+model.eval()
+model.lstm.train()
+score = model(x)[:, target].sum()
+score.backward()
+```
+When the RNN submodules cannot be named statically (inside `nn.Sequential`,
+a `ModuleList`), the fix inserts a loop over `model.modules()` that puts every
+`torch.nn.RNNBase` in train mode.
+
+Or run the forward and the backward with cuDNN off for that region only
+(`--rnn-only --rnn-only-strategy cudnn-off`):
+```python
+model.eval()
+x.requires_grad_()
+with torch.backends.cudnn.flags(
+    enabled=False,
+    benchmark=torch.backends.cudnn.benchmark,
+    deterministic=torch.backends.cudnn.deterministic,
+    allow_tf32=torch.backends.cudnn.allow_tf32,
+):
+    score = model(x)[:, target].sum()
+    score.backward()
+```
+The block must hold the forward: cuDNN is chosen when the RNN runs forward.
+`cudnn.flags()` would reset `benchmark`, `deterministic` and `allow_tf32` to its
+own defaults inside the block, so the fix passes their current values. (In
+torch 2.13 it also resets `benchmark_limit`, `fp32_precision` and
+`depthwise_kernel`; those only choose among cuDNN kernels, none of which runs
+inside the block, and older releases' `flags()` do not accept the last two.)
+
+## Fix safety
+The finding is always reported; it is fixed only when asked, with `--rnn-only`
+(or `rnn-only = true` under `[tool.rnnfix]`). Having opted in, the fix applies
+as a safe fix.
+
+- `rnn-train` gives gradients identical to eval mode when every RNN has
+  `dropout=0` or a single layer: an RNN's train and eval modes differ only in
+  its inter-layer dropout. When an RNN is built with a non-zero `dropout` (or
+  one written as an expression we cannot read) and more than one layer (or an
+  unknown number), train mode would switch that dropout on and change the
+  result, so **`rnn-train` is not applied**: the finding says why and names
+  `--rnn-only-strategy cudnn-off`, which is exact for any RNN configuration.
+  The code is left unchanged rather than silently switched to another strategy.
+- `cudnn-off` is exact, but the flag is process-wide while the block runs
+  (other threads see it) and every cuDNN operation in the block falls back to
+  a slower kernel. It is offered when the forward and the backward sit in one
+  block of statements.
+
+Not reported: a region whose forward and backward already run under
+`cudnn.flags(enabled=False)`, or whose RNNs were already put in train mode; a
+file that switches cuDNN off globally (RNF005 reports that). A gradient taken
+only with respect to the RNN's output (`autograd.grad(loss, rnn_out)`) does not
+reach cuDNN's backward; this rule cannot see that and reports it too.
+"""
+
+    def check(self, ctx: FileContext) -> Iterator[Finding]:
+        src = ctx.source
+        if "backward" not in src and "autograd" not in src:
+            return
+        if not any(k in src for k in ("LSTM", "GRU", "RNN")):
+            return
+        facts = ctx.facts
+        if global_cudnn_off(ctx.tree, facts.imports):
+            return  # no cuDNN anywhere: RNF005's business
+        analysis = EvalGradAnalysis(ctx.tree, facts.imports, facts.parents)
+        modes = facts.modes
+        regions = [
+            r
+            for r in analysis.regions()
+            if not (r.rnn_train_done or r.cudnn_off_done)
+            # The mode flow follows helpers (``reset(model)`` calling
+            # ``model.train()``) that the syntactic region cannot see.
+            and not modes.mode_before(r.sink, r.model).provably_train
+        ]
+        for region in regions:
+            yield self._finding(ctx, analysis, region, regions)
+
+    def _finding(
+        self,
+        ctx: FileContext,
+        analysis: EvalGradAnalysis,
+        region: EvalBackward,
+        regions: Sequence[EvalBackward],
+    ) -> Finding:
+        model = region.model
+        message = (
+            f"{_sink_text(ctx, region.sink)} computes a gradient through "
+            f"{_rnns_text(model, region.rnns)} while `{model}` is in eval mode "
+            f"(`.eval()` on line {region.eval_call.lineno}); on a GPU cuDNN fails with {_ERROR}"
+        )
+        inexact = [s for s in region.rnns if not s.train_mode_exact]
+        settings = ctx.settings
+        if not settings.rnn_only:
+            if inexact:
+                hint = (
+                    f"; `{_full(model, inexact[0])}` has {inexact[0].describe()}, so fix it with "
+                    "`--rnn-only --rnn-only-strategy cudnn-off`"
+                )
+            else:
+                hint = "; `--rnn-only` puts only the RNNs in train mode"
+            return ctx.finding(self.code, region.sink, message + hint)
+        if settings.rnn_only_strategy == "rnn-train":
+            if inexact:
+                reason = (
+                    f"; not fixed: train mode would switch on the inter-layer dropout of "
+                    f"`{_full(model, inexact[0])}` ({inexact[0].describe()}) and change the "
+                    "gradient: use `--rnn-only-strategy cudnn-off`"
+                )
+                return ctx.finding(self.code, region.sink, message + reason)
+            fix = rnn_train_fix(ctx, analysis, region)
+            if fix is None:
+                reason = "; not fixed: the `.eval()` call does not stand alone on its line"
+                return ctx.finding(self.code, region.sink, message + reason)
+            return ctx.finding(self.code, region.sink, message, fix)
+        group = [r for r in regions if same_region(r, region)]
+        edits = cudnn_off_edits(ctx, analysis, group)
+        if edits is None:
+            reason = "; not fixed: the forward and the backward are not in one block of statements"
+            return ctx.finding(self.code, region.sink, message + reason)
+        fix = Fix(edits, safe=True, description="run the forward and backward with cuDNN off")
+        return ctx.finding(self.code, region.sink, message, fix)
+
+
+def same_region(a: EvalBackward, b: EvalBackward) -> bool:
+    return a.scope is b.scope and a.model == b.model and a.eval_call is b.eval_call
+
+
+def rnn_train_fix(ctx: FileContext, analysis: EvalGradAnalysis, region: EvalBackward) -> Fix | None:
+    stmt = region.eval_stmt
+    if not isinstance(stmt, (ast.Expr, ast.Assign)) or not alone_on_lines(analysis, stmt, stmt):
+        return None
+    model = region.model
+    edits: list[Edit] = []
+    if all(s.nameable and s.path for s in region.rnns):
+        paths = sorted({s.path for s in region.rnns})
+        # ``enc`` already covers ``enc.lstm``.
+        paths = [p for p in paths if not any(p.startswith(q + ".") for q in paths)]
+        code = tuple(f"{model}.{p}.train()" for p in paths)
+        description = "put " + ", ".join(f"`{model}.{p}`" for p in paths) + " in train mode"
+    else:
+        torch, imports = _torch(ctx)
+        edits.extend(imports)
+        var = _fresh_name(region.scope, "module")
+        code = (
+            f"for {var} in {model}.modules():\n"
+            f"    if isinstance({var}, {torch}.nn.RNNBase):\n"
+            f"        {var}.train()",
+        )
+        description = f"put every RNN of `{model}` in train mode"
+    edits.insert(0, InsertStatements(ctx.pos(stmt), code, where="after"))
+    return Fix(tuple(edits), safe=True, description=description)
+
+
+def cudnn_off_edits(
+    ctx: FileContext, analysis: EvalGradAnalysis, group: Sequence[EvalBackward]
+) -> tuple[Edit, ...] | None:
+    """Wrap the statements from the first forward to the last backward of
+    ``group`` (one model's eval region) in ``torch.backends.cudnn.flags``."""
+    first_forward = min((f for r in group for f in r.forwards), key=key)
+    span = _common_block(analysis, [first_forward, *(r.sink for r in group)])
+    if span is None:
+        return None
+    first, last = span
+    if not alone_on_lines(analysis, first, last):
+        return None
+    torch, imports = _torch(ctx)
+    # libcst prefixes continuation lines with the block's own indentation.
+    line = ctx.lines[first.lineno - 1]
+    inner = "\t" if line.startswith("\t") else "    "
+    cudnn = f"{torch}.backends.cudnn"
+    items = (
+        f"{cudnn}.flags(\n"
+        f"{inner}enabled=False,\n"
+        f"{inner}benchmark={cudnn}.benchmark,\n"
+        f"{inner}deterministic={cudnn}.deterministic,\n"
+        f"{inner}allow_tf32={cudnn}.allow_tf32,\n"
+        ")"
+    )
+    return (WrapInWith(ctx.pos(first), ctx.pos(last), items), *imports)
+
+
+def _common_block(
+    analysis: EvalGradAnalysis, nodes: Sequence[ast.AST]
+) -> tuple[ast.stmt, ast.stmt] | None:
+    """The innermost statement list holding all ``nodes``, and the first and
+    last of its statements that hold them."""
+    chains = [_stmt_chain(analysis, n) for n in nodes]
+    for block_id, first in chains[0]:
+        found: list[ast.stmt] = [first]
+        for chain in chains[1:]:
+            match = next((s for b, s in chain if b == block_id), None)
+            if match is None:
+                break
+            found.append(match)
+        else:
+            parent, field = block_id
+            block = getattr(parent, field)
+            order = sorted(found, key=block.index)
+            if isinstance(order[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                return None
+            return order[0], order[-1]
+    return None
+
+
+def _stmt_chain(
+    analysis: EvalGradAnalysis, node: ast.AST
+) -> list[tuple[tuple[ast.AST, str], ast.stmt]]:
+    """(block, statement) for each statement enclosing ``node``, innermost first,
+    up to the enclosing function."""
+    out: list[tuple[tuple[ast.AST, str], ast.stmt]] = []
+    cur = node
+    while cur in analysis.parents:
+        parent = analysis.parents[cur]
+        if isinstance(cur, ast.stmt):
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(parent, field, None)
+                if isinstance(block, list) and cur in block:
+                    out.append(((parent, field), cur))
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            break
+        cur = parent
+    return out
+
+
+def alone_on_lines(analysis: EvalGradAnalysis, first: ast.stmt, last: ast.stmt) -> bool:
+    """No other statement shares a line with ``first``..``last`` (``a; b``):
+    edits are located by statement lines."""
+    parent = analysis.parents.get(first)
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and first in block:
+            i, j = block.index(first), block.index(last)
+            if i > 0 and block[i - 1].end_lineno == first.lineno:
+                return False
+            if j + 1 < len(block) and block[j + 1].lineno == last.end_lineno:
+                return False
+            return True
+    return False
+
+
+def _torch(ctx: FileContext) -> tuple[str, tuple[Edit, ...]]:
+    name = ctx.facts.torch_name()
+    if name is not None:
+        return name, ()
+    return "torch", (AddImport("torch"),)
+
+
+def _fresh_name(scope: ast.AST, base: str) -> str:
+    used = {n.id for n in ast.walk(scope) if isinstance(n, ast.Name)}
+    used |= {n.arg for n in ast.walk(scope) if isinstance(n, ast.arg)}
+    name = base
+    while name in used:
+        name = f"rnn_{name}" if not name.startswith("rnn_") else name + "_"
+    return name
+
+
+def _full(model: str, spec: RnnSpec) -> str:
+    return f"{model}.{spec.path}" if spec.path else model
+
+
+def _rnns_text(model: str, rnns: Sequence[RnnSpec]) -> str:
+    parts = []
+    for s in rnns:
+        if not s.path:
+            parts.append(f"`{model}` ({_article(s.kind)} {s.kind})")
+        elif s.nameable:
+            parts.append(f"`{model}.{s.path}` ({s.kind})")
+        else:
+            parts.append(f"{_article(s.kind)} {s.kind} inside `{model}.{s.path}`")
+    parts = list(dict.fromkeys(parts))
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _article(kind: str) -> str:
+    return "a" if kind == "GRU" else "an"
+
+
+def _sink_text(ctx: FileContext, sink: ast.Call) -> str:
+    if isinstance(sink.func, ast.Attribute) and sink.func.attr == "backward":
+        receiver = ctx.segment(sink.func.value)
+        if len(receiver) <= 30 and "\n" not in receiver:
+            return f"`{receiver}.backward()`"
+        return "`.backward()`"
+    return f"`{ctx.segment(sink.func)}(...)`"

@@ -1,0 +1,113 @@
+"""RNF005: cuDNN switched off for the whole process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from rnnfix.analysis.evalgrad import EvalGradAnalysis, global_cudnn_off
+from rnnfix.edits import Edit, RemoveStatement
+from rnnfix.rules.base import FileContext, Finding, Fix, Rule
+from rnnfix.rules.rnf004_backward_in_eval_through_rnn import (
+    alone_on_lines,
+    cudnn_off_edits,
+    same_region,
+)
+
+
+class GlobalCudnnSwitch(Rule):
+    code = "RNF005"
+    name = "global-cudnn-switch"
+    summary = "`torch.backends.cudnn.enabled = False` for the whole program"
+    fix_safety = "unsafe"
+    docs = """
+## What it does
+Finds `torch.backends.cudnn.enabled = False` (under any import alias) at module
+level or in a function that does not set it back to `True`. Where the file has
+an LSTM/GRU/RNN and a backward through it in eval mode (the pattern RNF004
+describes), offers to replace the global switch with
+`torch.backends.cudnn.flags(enabled=False)` around that region only.
+
+## Why is this bad?
+The switch is the usual way to silence "cudnn RNN backward can only be called
+in training mode", and it works by turning cuDNN off for every operation of
+the process: every RNN and convolution, in training and inference, falls back
+to slower kernels on a GPU — for the sake of one saliency or attack routine.
+
+## Example
+```python
+torch.backends.cudnn.enabled = False  # for the saliency backward below
+
+model.eval()
+score = model(x)[:, target].sum()
+score.backward()
+```
+
+## Use instead
+```python
+model.eval()
+with torch.backends.cudnn.flags(
+    enabled=False,
+    benchmark=torch.backends.cudnn.benchmark,
+    deterministic=torch.backends.cudnn.deterministic,
+    allow_tf32=torch.backends.cudnn.allow_tf32,
+):
+    score = model(x)[:, target].sum()
+    score.backward()
+```
+or, with `rnnfix apply --rnn-only`, keep cuDNN and put only the RNNs in train
+mode (RNF004).
+
+## Fix safety
+Unsafe: the fix removes the global switch and scopes it to the regions of this
+file that need it. Code elsewhere — other files, other functions that were
+relying on cuDNN being off (for determinism, or for a backward rnnfix did not
+recognise) — would run with cuDNN again. Offered only when every such region
+in the file can be wrapped; otherwise the switch is only reported.
+"""
+
+    def check(self, ctx: FileContext) -> Iterator[Finding]:
+        if "cudnn" not in ctx.source or "enabled" not in ctx.source:
+            return
+        facts = ctx.facts
+        switches = global_cudnn_off(ctx.tree, facts.imports)
+        if not switches:
+            return
+        scoped = self._scoped_edits(ctx)
+        for node in switches:
+            message = (
+                f"`{ctx.segment(node.targets[0])} = {ctx.segment(node.value)}` switches cuDNN "
+                "off for the whole process: every RNN and convolution runs without it "
+                "(slower on a GPU)"
+            )
+            fix = None
+            analysis = EvalGradAnalysis(ctx.tree, facts.imports, facts.parents)
+            if scoped and alone_on_lines(analysis, node, node):
+                message += (
+                    "; only the backward through an eval-mode RNN in this file needs it: "
+                    "scope it with `torch.backends.cudnn.flags(enabled=False)`"
+                )
+                edits: tuple[Edit, ...] = (RemoveStatement(ctx.pos(node)), *scoped)
+                fix = Fix(edits, safe=False, description="scope the switch with cudnn.flags")
+            yield ctx.finding(self.code, node, message, fix)
+
+    def _scoped_edits(self, ctx: FileContext) -> tuple[Edit, ...]:
+        """The wraps for every eval-mode RNN backward region in the file, or ()
+        when there is none or one of them cannot be wrapped."""
+        facts = ctx.facts
+        if not any(k in ctx.source for k in ("LSTM", "GRU", "RNN")):
+            return ()
+        analysis = EvalGradAnalysis(ctx.tree, facts.imports, facts.parents)
+        regions = [r for r in analysis.regions() if not (r.rnn_train_done or r.cudnn_off_done)]
+        edits: list[Edit] = []
+        seen: set[tuple[int, str, int]] = set()
+        for region in regions:
+            group_key = (id(region.scope), region.model, id(region.eval_call))
+            if group_key in seen:
+                continue
+            seen.add(group_key)
+            group = [r for r in regions if same_region(r, region)]
+            wrap = cudnn_off_edits(ctx, analysis, group)
+            if wrap is None:
+                return ()
+            edits.extend(e for e in wrap if e not in edits)
+        return tuple(edits)

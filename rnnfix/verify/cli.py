@@ -1,0 +1,111 @@
+"""``rnnfix verify``: the click command. The lead registers it on the main
+group with ``cli.add_command(verify_command)``."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from typing import IO, Any
+
+import click
+
+from rnnfix.verify.report import format_json, format_text
+from rnnfix.verify.runner import command_from_words, module_command, run_verify
+
+TORCH_MISSING = "rnnfix verify needs torch: pip install 'rnnfix[verify]'"
+
+_EPILOG = """\b
+Examples:
+  rnnfix verify train.py -- --epochs 1
+  rnnfix verify -m pkg.train -- --epochs 1
+  rnnfix verify --until-clean-cycle -- torchrun --nproc_per_node=2 train.py
+
+Exit status: 0 clean and finished, 1 mode bugs seen or the command failed,
+2 usage or internal error.
+"""
+
+
+@click.command(
+    "verify",
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+    epilog=_EPILOG,
+)
+@click.option("-m", "module", metavar="MODULE", help="Run a module, as python -m MODULE.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=600.0,
+    show_default=True,
+    help="Seconds before the command (and every process it started) is stopped.",
+)
+@click.option(
+    "--record",
+    "record_mode",
+    is_flag=True,
+    help="Record cuDNN train-mode violations and keep running, instead of raising "
+    "cuDNN's error where a GPU would.",
+)
+@click.option(
+    "--until-clean-cycle",
+    is_flag=True,
+    help="Stop the command, successfully, once every trained model has completed a "
+    "train -> eval -> train -> optimizer step cycle with no finding.",
+)
+@click.option("--strict", is_flag=True, help="Fail on warnings too.")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
+@click.option(
+    "--python",
+    "python",
+    metavar="PATH",
+    default=None,
+    help="Python that runs SCRIPT or -m MODULE [default: this one].",
+)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[SCRIPT] [--] [ARGS]...")
+def verify_command(
+    module: str | None,
+    timeout: float,
+    record_mode: bool,
+    until_clean_cycle: bool,
+    strict: bool,
+    as_json: bool,
+    python: str | None,
+    command: tuple[str, ...],
+) -> None:
+    """Run a training script under the runtime mode sanitizer and judge it.
+
+    SCRIPT runs exactly as `python SCRIPT ARGS` would; a command that is not a
+    .py file (torchrun, python -m ..., a shell script) runs as given, and the
+    sanitizer reaches every Python process it starts through PYTHONPATH. On the
+    CPU the sanitizer raises cuDNN's "cudnn RNN backward can only be called in
+    training mode" where a GPU would; with CUDA, real cuDNN checks and the
+    sanitizer records.
+    """
+    if module is not None:
+        words = list(command[1:] if command[:1] == ("--",) else command)
+        argv = module_command(module, words, python)
+    elif command:
+        argv = command_from_words(command, python)
+    else:
+        raise click.UsageError("give a SCRIPT, -m MODULE, or a command after --")
+    runs_own_python = argv[0] == (python or sys.executable)
+    if runs_own_python and python is None and importlib.util.find_spec("torch") is None:
+        click.echo(TORCH_MISSING, err=True)
+        sys.exit(2)
+    result = run_verify(
+        argv,
+        timeout=timeout,
+        mode="record" if record_mode else "raise",
+        until_clean_cycle=until_clean_cycle,
+        strict=strict,
+        stdout=_stderr_fd() if as_json else None,
+    )
+    click.echo(format_json(result) if as_json else format_text(result))
+    sys.exit(result.exit_code)
+
+
+def _stderr_fd() -> IO[Any] | int | None:
+    """Under --json the command's stdout goes to stderr, keeping stdout pure JSON."""
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None

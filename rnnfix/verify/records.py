@@ -1,0 +1,189 @@
+"""What the mode sanitizer saw, as plain data that crosses process boundaries.
+
+Every sanitized process writes one JSON file (see :func:`write_process_report`)
+into the directory named by ``RNNFIX_VERIFY_REPORT``; the runner reads them all
+back (:func:`read_process_reports`). Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Severity = Literal["error", "warning", "info"]
+
+#: A backward reached an RNN whose forward ran in eval mode with grad enabled
+#: and cuDNN on: the exact condition under which cuDNN's backward fails.
+CUDNN_BACKWARD_IN_EVAL = "cudnn-backward-in-eval"
+#: ``optimizer.step()`` updated parameters of a model that is in eval mode.
+OPTIMIZER_STEP_IN_EVAL = "optimizer-step-in-eval"
+#: A forward that never reached a backward (a validation/inference forward) ran
+#: in train mode, or with grad enabled.
+VALIDATION_FORWARD = "validation-forward"
+#: A DataParallel/DDP wrapper's ``training`` flag differs from its module's.
+WRAPPER_MODE_MISMATCH = "wrapper-mode-mismatch"
+#: The process was stopped on purpose after a clean train/eval/train/step cycle.
+CLEAN_CYCLE = "clean-cycle"
+#: The sanitizer itself failed to install in a process.
+SANITIZER_ERROR = "sanitizer-error"
+
+REPORT_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Site:
+    """One user frame: where in the user's code something happened."""
+
+    file: str
+    line: int
+    function: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass
+class Record:
+    """One finding, deduplicated: ``count`` says how often it happened."""
+
+    kind: str
+    severity: Severity
+    message: str
+    #: User frames of the forward, innermost first (empty when not relevant).
+    forward: tuple[Site, ...] = ()
+    #: User frames of the backward / optimizer step, innermost first.
+    backward: tuple[Site, ...] = ()
+    #: What it is about: ``LSTM``, a model's class name, ``DataParallel``.
+    subject: str = ""
+    #: ``"emulated"`` (the CPU sanitizer decided) or ``"cudnn"`` (real cuDNN
+    #: ran the check; the sanitizer only recorded it). Empty for other kinds.
+    checked_by: str = ""
+    count: int = 1
+    #: Distributed ranks (``RANK`` env var) or pids that saw it.
+    processes: tuple[str, ...] = ()
+
+    def key(self) -> tuple[object, ...]:
+        """Identity for deduplication: same kind, subject and code paths."""
+        return (self.kind, self.subject, self.forward, self.backward)
+
+    def where(self) -> str:
+        """Short location text: ``backward at a.py:3; forward at b.py:9 <- a.py:2``."""
+        parts = []
+        if self.backward:
+            label = "backward at" if self.forward else "at"
+            parts.append(f"{label} {format_chain(self.backward)}")
+        if self.forward:
+            parts.append(f"forward at {format_chain(self.forward)}")
+        return "; ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["forward"] = [asdict(s) for s in self.forward]
+        data["backward"] = [asdict(s) for s in self.backward]
+        data["processes"] = list(self.processes)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Record:
+        return cls(
+            kind=str(data["kind"]),
+            severity=data["severity"],
+            message=str(data["message"]),
+            forward=tuple(Site(**s) for s in data.get("forward", ())),
+            backward=tuple(Site(**s) for s in data.get("backward", ())),
+            subject=str(data.get("subject", "")),
+            checked_by=str(data.get("checked_by", "")),
+            count=int(data.get("count", 1)),
+            processes=tuple(str(p) for p in data.get("processes", ())),
+        )
+
+
+def format_chain(sites: tuple[Site, ...], limit: int = 3) -> str:
+    shown = " <- ".join(str(s) for s in sites[:limit])
+    return shown + (" <- ..." if len(sites) > limit else "")
+
+
+@dataclass
+class ProcessReport:
+    """Everything one sanitized process reports."""
+
+    pid: int
+    argv: list[str]
+    mode: str
+    rank: str | None = None
+    records: list[Record] = field(default_factory=list)
+    #: RNN kernel calls seen, and how many of them ran on CUDA tensors.
+    rnn_forwards: int = 0
+    rnn_forwards_cuda: int = 0
+    optimizer_steps: int = 0
+    #: True once the interpreter reached its normal exit (atexit ran).
+    exited: bool = False
+    stopped_after_clean_cycle: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["records"] = [r.to_json() for r in self.records]
+        data["version"] = REPORT_FORMAT_VERSION
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProcessReport:
+        return cls(
+            pid=int(data["pid"]),
+            argv=[str(a) for a in data.get("argv", [])],
+            mode=str(data.get("mode", "")),
+            rank=data.get("rank"),
+            records=[Record.from_json(r) for r in data.get("records", [])],
+            rnn_forwards=int(data.get("rnn_forwards", 0)),
+            rnn_forwards_cuda=int(data.get("rnn_forwards_cuda", 0)),
+            optimizer_steps=int(data.get("optimizer_steps", 0)),
+            exited=bool(data.get("exited", False)),
+            stopped_after_clean_cycle=bool(data.get("stopped_after_clean_cycle", False)),
+        )
+
+
+def write_process_report(directory: Path, report: ProcessReport) -> Path:
+    """Write ``report`` atomically, so a reader never sees half a file even if
+    the process is killed mid-write (the runner kills on timeout)."""
+    target = directory / f"process-{report.pid}.json"
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(report.to_json(), fh)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def read_process_reports(directory: Path) -> list[ProcessReport]:
+    """All complete process reports in ``directory``; unreadable files are skipped."""
+    reports = []
+    for path in sorted(directory.glob("process-*.json")):
+        try:
+            reports.append(ProcessReport.from_json(json.loads(path.read_text("utf-8"))))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return reports
+
+
+def merge_records(reports: list[ProcessReport]) -> list[Record]:
+    """Deduplicate records across processes, summing counts; errors first."""
+    merged: dict[tuple[object, ...], Record] = {}
+    for report in reports:
+        who = f"rank {report.rank}" if report.rank is not None else f"pid {report.pid}"
+        for rec in report.records:
+            seen = merged.get(rec.key())
+            if seen is None:
+                merged[rec.key()] = Record(**{**rec.__dict__, "processes": (who,)})
+            else:
+                seen.count += rec.count
+                if who not in seen.processes:
+                    seen.processes = (*seen.processes, who)
+    order = {"error": 0, "warning": 1, "info": 2}
+    return sorted(merged.values(), key=lambda r: order.get(r.severity, 3))

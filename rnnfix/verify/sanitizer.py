@@ -1,0 +1,683 @@
+"""The runtime mode sanitizer: cuDNN's RNN train-mode check, on any machine.
+
+How it sees what cuDNN sees
+    ``nn.LSTM/GRU/RNN.forward`` look up ``torch._VF.lstm`` (``gru``,
+    ``rnn_tanh``, ``rnn_relu``) at every call and pass ``self.training`` as the
+    kernel's ``train`` argument. ``torch._VF`` resolves names through
+    ``__getattr__``, so an instance attribute of the same name shadows the C++
+    function: every RNN module, and custom modules calling ``_VF.lstm`` or
+    ``torch.lstm``, pass through :func:`_kernel_wrapper`, which calls the
+    original and inspects the call afterwards. Outputs are returned untouched:
+    same tensors, same numerics.
+
+How it decides
+    cuDNN fixes the ``train`` flag at forward time and fails the backward
+    only if backward executes the RNN's node. So a forward with ``train``
+    false, grad enabled, ``torch.backends.cudnn.enabled`` true, a float
+    input that is not empty and an output that requires grad gets an autograd
+    *node* pre-hook on its outputs' ``grad_fn``. Node pre-hooks run exactly
+    when backward executes the node; tensor hooks would also fire when
+    ``autograd.grad`` merely captures the output's gradient (a false positive).
+
+    On CUDA tensors real cuDNN decides (the output's node is
+    ``CudnnRnnBackward0`` or not): the hook only records, and cuDNN raises.
+
+Also recorded (never raised): validation forwards in train mode or with grad
+enabled, an optimizer step while a model it updates is in eval mode, and a
+DataParallel/DDP wrapper whose flag differs from its module's.
+
+Not reachable: TorchScript RNNs and code that bound
+``torch._C._VariableFunctions.lstm`` before installation.
+
+torch is imported inside functions only: importing this module is free.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import sys
+import weakref
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Literal
+
+from rnnfix.verify import messages
+from rnnfix.verify.cycle import ModelTracker
+from rnnfix.verify.recorder import Recorder
+from rnnfix.verify.records import (
+    CLEAN_CYCLE,
+    CUDNN_BACKWARD_IN_EVAL,
+    OPTIMIZER_STEP_IN_EVAL,
+    VALIDATION_FORWARD,
+    WRAPPER_MODE_MISMATCH,
+    Record,
+    Site,
+    format_chain,
+)
+from rnnfix.verify.sites import user_sites
+
+if TYPE_CHECKING:
+    import torch
+
+Mode = Literal["raise", "record"]
+
+_KERNELS = {"lstm": "LSTM", "gru": "GRU", "rnn_tanh": "RNN (tanh)", "rnn_relu": "RNN (relu)"}
+_METADATA_KEY = "rnnfix.verify"
+_CUDNN_NODE_PREFIXES = ("CudnnRnnBackward", "MiopenRnnBackward")
+
+
+@dataclass
+class _Patch:
+    """One attribute we replaced, and how to put it back."""
+
+    owner: object
+    name: str
+    original: object
+    had_own: bool  # False: the attribute came from __getattr__ or a base class
+
+
+@dataclass
+class _Sanitizer:
+    mode: Mode
+    until_clean_cycle: bool
+    recorder: Recorder
+    tracker: ModelTracker = field(default_factory=ModelTracker)
+    patches: list[_Patch] = field(default_factory=list)
+    handles: list[Any] = field(default_factory=list)
+    live: weakref.WeakSet[_ForwardState] = field(default_factory=weakref.WeakSet)
+    #: Incremented by every backward()/grad() call, read by forward states.
+    backward_serial: int = 0
+    #: The caller's frame while a backward()/grad() call runs: hooks may run on
+    #: an engine thread (CUDA) whose own stack does not reach the user's code.
+    backward_frame: FrameType | None = None
+    train_depth: int = 0
+
+
+_active: _Sanitizer | None = None
+_fork_hook_registered = False
+
+
+class _ForwardState:
+    """One RNN forward that may still reach a backward.
+
+    Held only by the output nodes (pre-hook and ``metadata``), so it dies with
+    the autograd graph; dying unreached means the forward was a validation or
+    inference forward that did not need grad.
+    """
+
+    __slots__ = (
+        "rnn",
+        "train",
+        "checked_by",
+        "forward",
+        "dropout_changes_output",
+        "reached",
+        "serial",
+        "last_violation_serial",
+        "__weakref__",
+    )
+
+    def __init__(
+        self, rnn: str, train: bool, checked_by: str, forward: tuple[Site, ...], dropout: bool
+    ) -> None:
+        self.rnn = rnn
+        self.train = train
+        self.checked_by = checked_by  # "" when backward through it is fine
+        self.forward = forward
+        self.dropout_changes_output = dropout
+        self.reached = False
+        self.serial = _active.backward_serial if _active is not None else 0
+        self.last_violation_serial = -1
+
+    def on_backward(self, grad_outputs: tuple[Any, ...]) -> None:
+        self.reached = True
+        san = _active
+        if self.checked_by and san is not None:
+            _on_violation(san, self)
+        return None
+
+    def __del__(self) -> None:
+        san = _active
+        if not self.reached and san is not None:
+            self.reached = True
+            try:
+                _record_unreached(san, self, flush=False)
+            except Exception:  # noqa: BLE001 - never raise from __del__
+                pass
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def install(
+    mode: Mode = "raise",
+    *,
+    report_dir: Path | str | None = None,
+    until_clean_cycle: bool = False,
+) -> None:
+    """Install the sanitizer in this process (idempotent: reinstalls with the
+    new settings).
+
+    ``mode="raise"`` raises cuDNN's exact ``RuntimeError`` where a GPU would;
+    ``mode="record"`` only records. Both modes record everything else.
+    ``report_dir``: write this process's JSON report there (the runner reads
+    it). ``until_clean_cycle``: exit the process with status 0 via
+    ``os._exit`` right after the optimizer step that completes a clean cycle
+    (see :mod:`rnnfix.verify.cycle`), after flushing the report and stdio.
+    ``os._exit`` rather than ``SystemExit`` because user ``finally`` blocks
+    and framework handlers would otherwise keep running the job.
+    """
+    global _active, _fork_hook_registered
+    if mode not in ("raise", "record"):
+        raise ValueError(f"mode must be 'raise' or 'record', not {mode!r}")
+    uninstall()
+    import torch  # noqa: F401 - fail early with ImportError when missing
+
+    directory = Path(report_dir) if report_dir is not None else None
+    san = _Sanitizer(mode, until_clean_cycle, Recorder(mode, directory))
+    _active = san
+    try:
+        _patch_kernels(san)
+        _patch_autograd(san)
+        _patch_module_train(san)
+        _patch_wrappers(san)
+        _hook_optimizers(san)
+    except BaseException:
+        uninstall()
+        raise
+    if not _fork_hook_registered:
+        os.register_at_fork(after_in_child=_after_fork_in_child)
+        atexit.register(_at_exit)
+        _fork_hook_registered = True
+    san.recorder.flush()  # an empty report says "the sanitizer ran here"
+
+
+def uninstall() -> None:
+    """Restore everything :func:`install` replaced. Records are kept."""
+    global _active
+    san = _active
+    if san is None:
+        return
+    for patch in reversed(san.patches):
+        if patch.had_own:
+            setattr(patch.owner, patch.name, patch.original)
+        else:
+            try:
+                delattr(patch.owner, patch.name)
+            except AttributeError:
+                pass
+    for handle in san.handles:
+        handle.remove()
+    san.patches.clear()
+    san.handles.clear()
+    _active = None
+    _last_records[:] = san.recorder.records()
+
+
+_last_records: list[Record] = []
+
+
+def is_installed() -> bool:
+    return _active is not None
+
+
+def records() -> list[Record]:
+    """Records of the installed sanitizer, or of the last one uninstalled."""
+    return _active.recorder.records() if _active is not None else list(_last_records)
+
+
+def clear_records() -> None:
+    _last_records.clear()
+    if _active is not None:
+        _active.recorder.clear()
+
+
+def sweep_unreached() -> None:
+    """Record now every live forward that has not reached a backward although a
+    backward ran after it (tests and ``--until-clean-cycle`` use this instead of
+    waiting for the graph to be freed)."""
+    if _active is not None:
+        _sweep(_active, _active.backward_serial)
+
+
+# --------------------------------------------------------------------------- RNN kernels
+
+
+def _patch_kernels(san: _Sanitizer) -> None:
+    import torch
+    import torch._VF
+
+    vf = sys.modules["torch._VF"]
+    functions = torch._C._VariableFunctions
+    for name, rnn in _KERNELS.items():
+        original = getattr(functions, name)
+        wrapper = _kernel_wrapper(original, rnn)
+        _set(san, vf, name, wrapper)
+        if getattr(torch, name, None) is original:
+            _set(san, torch, name, wrapper)
+            _register_jit_builtin(wrapper, name)
+
+
+def _kernel_wrapper(original: Callable[..., Any], rnn: str) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def rnn_kernel(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        san = _active
+        if san is not None:
+            _after_rnn(san, rnn, args, kwargs, result)
+        return result
+
+    return _skip_dynamo(rnn_kernel)
+
+
+def _rnn_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bool, float, int] | None:
+    """``(train, dropout, num_layers)`` of either kernel overload, or None.
+
+    Plain: ``(input, hx, params, has_biases, num_layers, dropout, train, ...)``;
+    packed: ``(data, batch_sizes, hx, params, has_biases, num_layers, dropout,
+    train, ...)``. Argument 3 tells them apart: a bool (has_biases) or a list.
+    """
+    packed = len(args) > 3 and not isinstance(args[3], bool)
+    first = 4 if packed else 3  # index of has_biases
+    names = ("num_layers", "dropout", "train")
+    values: list[Any] = []
+    for offset, name in enumerate(names, start=first + 1):
+        if name in kwargs:
+            values.append(kwargs[name])
+        elif len(args) > offset:
+            values.append(args[offset])
+        else:
+            return None
+    num_layers, dropout, train = values
+    return bool(train), float(dropout), int(num_layers)
+
+
+def _after_rnn(
+    san: _Sanitizer, rnn: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+) -> None:
+    import torch
+
+    recorder = san.recorder
+    recorder.rnn_forwards += 1
+    parsed = _rnn_arguments(args, kwargs)
+    if parsed is None or not isinstance(result, tuple):
+        return
+    train, dropout, num_layers = parsed
+    dropout_changes_output = dropout > 0 and num_layers > 1
+    x = args[0] if args else kwargs.get("input", kwargs.get("data"))
+    is_cuda = isinstance(x, torch.Tensor) and x.is_cuda
+    if is_cuda:
+        recorder.rnn_forwards_cuda += 1
+    if not torch.is_grad_enabled():
+        if train:
+            # Under no_grad nothing can reach a backward: this is a validation
+            # or inference forward, and it ran in train mode.
+            _record_validation(san, rnn, True, False, dropout_changes_output, user_sites())
+        return
+    nodes = _output_nodes(result)
+    if not nodes:
+        return  # nothing requires grad: no backward can come
+    checked_by = ""
+    if not train and torch._C._get_cudnn_enabled():
+        if is_cuda:
+            checked_by = _real_backend(nodes)
+        elif _cudnn_would_run(x):
+            checked_by = "emulated"
+    state = _ForwardState(rnn, train, checked_by, user_sites(), dropout_changes_output)
+    for node in nodes:
+        node.register_prehook(state.on_backward)
+        node.metadata[_METADATA_KEY] = state
+    san.live.add(state)
+
+
+def _output_nodes(result: tuple[Any, ...]) -> list[Any]:
+    """Distinct ``grad_fn`` nodes of the kernel's outputs (output, h_n, c_n)."""
+    nodes: list[Any] = []
+    for item in result:
+        node = getattr(item, "grad_fn", None)
+        if node is not None and all(node is not n for n in nodes):
+            nodes.append(node)
+    return nodes
+
+
+def _cudnn_would_run(x: object) -> bool:
+    """cuDNN's own choice on a GPU: a float tensor that is not empty. bf16 is
+    included: cuDNN >= 9.13 on sm80+ takes it, which is what a GPU run gets."""
+    import torch
+
+    return (
+        isinstance(x, torch.Tensor)
+        and x.dtype in (torch.float16, torch.float32, torch.float64, torch.bfloat16)
+        and x.numel() > 0
+    )
+
+
+def _real_backend(nodes: list[Any]) -> str:
+    """On CUDA, did cuDNN (or MIOpen) actually run? Its autograd node says so."""
+    for node in nodes:
+        candidates = [node] + [fn for fn, _ in getattr(node, "next_functions", ()) if fn]
+        for candidate in candidates:
+            name = type(candidate).__name__
+            if name.startswith(_CUDNN_NODE_PREFIXES[0]):
+                return "cudnn"
+            if name.startswith(_CUDNN_NODE_PREFIXES[1]):
+                return "miopen"
+    return ""
+
+
+def _on_violation(san: _Sanitizer, state: _ForwardState) -> None:
+    # One record per forward per backward call, however many of its output
+    # nodes (output, h_n, c_n) the backward executes.
+    if state.last_violation_serial == san.backward_serial:
+        return
+    state.last_violation_serial = san.backward_serial
+    backward = user_sites(san.backward_frame) if san.backward_frame else user_sites()
+    record = Record(
+        kind=CUDNN_BACKWARD_IN_EVAL,
+        severity="error",
+        message=messages.cudnn_backward_in_eval(state.rnn, state.checked_by),
+        forward=state.forward,
+        backward=backward,
+        subject=state.rnn,
+        checked_by=state.checked_by,
+    )
+    san.recorder.add(record, flush=True)
+    if san.mode == "raise" and state.checked_by == "emulated":
+        error = RuntimeError(messages.CUDNN_ERROR)
+        error.add_note(messages.emulation_note(state.rnn, format_chain(state.forward) or "?"))
+        raise error
+
+
+def _record_unreached(san: _Sanitizer, state: _ForwardState, *, flush: bool) -> None:
+    _record_validation(
+        san, state.rnn, state.train, True, state.dropout_changes_output, state.forward, flush
+    )
+
+
+def _record_validation(
+    san: _Sanitizer,
+    rnn: str,
+    train: bool,
+    grad_enabled: bool,
+    dropout_changes_output: bool,
+    forward: tuple[Site, ...],
+    flush: bool = True,
+) -> None:
+    quiet = train and not grad_enabled and not dropout_changes_output
+    san.recorder.add(
+        Record(
+            kind=VALIDATION_FORWARD,
+            severity="info" if quiet else "warning",
+            message=messages.validation_forward(rnn, train, grad_enabled, dropout_changes_output),
+            forward=forward,
+            subject=rnn,
+        ),
+        flush=flush,
+    )
+
+
+def _sweep(san: _Sanitizer, before_serial: int) -> None:
+    for state in list(san.live):
+        if not state.reached and state.serial < before_serial:
+            state.reached = True
+            _record_unreached(san, state, flush=False)
+    san.recorder.flush()
+
+
+# --------------------------------------------------------------------------- autograd entry points
+
+
+def _patch_autograd(san: _Sanitizer) -> None:
+    import torch.autograd
+
+    autograd = torch.autograd
+    _set(san, autograd, "backward", _backward_wrapper(autograd.backward, inputs_at=5))
+    _set(san, autograd, "grad", _backward_wrapper(autograd.grad, inputs_at=1))
+
+
+def _backward_wrapper(original: Callable[..., Any], inputs_at: int) -> Callable[..., Any]:
+    """Count backward calls and remember the caller's frame for the hooks.
+
+    ``inputs`` whose gradient is captured (``autograd.grad(loss, rnn_out)``)
+    count as reached: the forward served a backward even though the RNN's own
+    node did not run.
+    """
+
+    @functools.wraps(original)
+    def backward_entry(*args: Any, **kwargs: Any) -> Any:
+        san = _active
+        if san is None:
+            return original(*args, **kwargs)
+        inputs = kwargs.get("inputs", args[inputs_at] if len(args) > inputs_at else None)
+        if inputs is not None:
+            _mark_captured(inputs)
+        san.backward_serial += 1
+        outer = san.backward_frame
+        san.backward_frame = sys._getframe(1)
+        try:
+            return original(*args, **kwargs)
+        finally:
+            san.backward_frame = outer
+
+    return _skip_dynamo(backward_entry)
+
+
+def _mark_captured(inputs: object) -> None:
+    items: Iterable[object]
+    if isinstance(inputs, dict):
+        items = inputs.values()
+    elif isinstance(inputs, (tuple, list)):
+        items = inputs
+    else:
+        items = (inputs,)
+    for item in items:
+        node = getattr(item, "grad_fn", None)
+        if node is not None:
+            state = node.metadata.get(_METADATA_KEY)
+            if state is not None:
+                state.reached = True
+
+
+# --------------------------------------------------------------------------- modes and optimizers
+
+
+def _patch_module_train(san: _Sanitizer) -> None:
+    from torch import nn
+
+    original = nn.Module.train
+
+    @functools.wraps(original)
+    def train(self: nn.Module, mode: bool = True) -> nn.Module:
+        current = _active
+        if current is None or current.train_depth:
+            return original(self, mode)
+        # Only the outermost call names a model; Module.train recurses into
+        # children through this same method.
+        current.train_depth += 1
+        try:
+            result = original(self, mode)
+        finally:
+            current.train_depth -= 1
+        current.tracker.on_mode_call(self, bool(mode))
+        return result
+
+    _set(san, nn.Module, "train", train)
+
+
+def _patch_wrappers(san: _Sanitizer) -> None:
+    from torch import nn
+
+    for cls in (nn.DataParallel, nn.parallel.DistributedDataParallel):
+        _set(san, cls, "forward", _wrapper_forward(cls.forward, cls.__name__))
+
+
+def _wrapper_forward(original: Callable[..., Any], wrapper_name: str) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def forward(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+        san = _active
+        inner = getattr(self, "module", None)
+        if san is not None and inner is not None and self.training != inner.training:
+            san.recorder.add(
+                Record(
+                    kind=WRAPPER_MODE_MISMATCH,
+                    severity="warning",
+                    message=messages.wrapper_mode_mismatch(
+                        wrapper_name, self.training, inner.training
+                    ),
+                    forward=user_sites(),
+                    subject=wrapper_name,
+                )
+            )
+        return original(self, *args, **kwargs)
+
+    return _skip_dynamo(forward)
+
+
+def _hook_optimizers(san: _Sanitizer) -> None:
+    import torch.optim.optimizer as optimizer_module
+
+    san.handles.append(optimizer_module.register_optimizer_step_pre_hook(_before_step))
+    san.handles.append(optimizer_module.register_optimizer_step_post_hook(_after_step))
+
+
+def _effective_training(model: Any) -> bool:
+    """The mode that governs the computation. DataParallel and DDP never read
+    their own flag (their module's flags decide), so ``wrapper.eval();
+    wrapper.module.train()`` trains correctly: that case is a
+    wrapper-mode-mismatch warning, not an eval-mode training step."""
+    from torch import nn
+
+    if isinstance(model, (nn.DataParallel, nn.parallel.DistributedDataParallel)):
+        return bool(model.module.training)
+    return bool(model.training)
+
+
+def _optimizer_param_ids(optimizer: Any) -> set[int]:
+    return {id(p) for group in optimizer.param_groups for p in group["params"]}
+
+
+def _before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+    san = _active
+    if san is None:
+        return
+    san.recorder.optimizer_steps += 1
+    tracker = san.tracker
+    if not tracker.models:
+        return
+    updated: set[int] | None = None
+    for model, state in list(tracker.models.items()):
+        training = _effective_training(model)
+        if training and not san.until_clean_cycle:
+            continue  # only eval-mode models can be a finding
+        if updated is None:
+            updated = _optimizer_param_ids(optimizer)
+        if state.param_ids(model).isdisjoint(updated):
+            continue
+        if training:
+            state.on_step()
+            continue
+        nested = tracker.nested_in_training(model)
+        san.recorder.add(
+            Record(
+                kind=OPTIMIZER_STEP_IN_EVAL,
+                severity="info" if nested else "error",
+                message=messages.optimizer_step_in_eval(type(model).__name__, nested),
+                backward=user_sites(),
+                subject=type(model).__name__,
+            )
+        )
+
+
+def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+    san = _active
+    if san is None or not san.until_clean_cycle:
+        return
+    models = san.tracker.cycle_complete()
+    if models is None or san.recorder.has_problems():
+        return
+    # Forwards that the last backward did not reach are validation forwards
+    # whose graph is still alive; judge them now rather than never.
+    _sweep(san, san.backward_serial)
+    if san.recorder.has_problems():
+        return
+    _stop_cleanly(san, models)
+
+
+def _stop_cleanly(san: _Sanitizer, models: list[str]) -> None:
+    san.recorder.add(
+        Record(
+            kind=CLEAN_CYCLE,
+            severity="info",
+            message=messages.clean_cycle(models),
+            backward=user_sites(),
+        ),
+        flush=False,
+    )
+    san.recorder.stopped_after_clean_cycle = True
+    san.recorder.close()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(0)
+
+
+# --------------------------------------------------------------------------- process lifecycle
+
+
+def _at_exit() -> None:
+    san = _active
+    if san is None:
+        return
+    for state in list(san.live):
+        if not state.reached:
+            state.reached = True
+            _record_unreached(san, state, flush=False)
+    san.recorder.close()
+
+
+def _after_fork_in_child() -> None:
+    if _active is not None:
+        _active.recorder.after_fork_in_child()
+        _active.live = weakref.WeakSet()
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _set(san: _Sanitizer, owner: object, name: str, value: object) -> None:
+    had_own = name in getattr(owner, "__dict__", {})
+    san.patches.append(_Patch(owner, name, getattr(owner, name), had_own))
+    setattr(owner, name, value)
+
+
+def _skip_dynamo(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Keep Dynamo out of our wrappers so the check still runs under
+    ``torch.compile`` (Dynamo graph-breaks on RNN modules and runs them
+    eagerly). Uses the C-level switch: importing ``torch._dynamo`` would add
+    a second to every process start."""
+    try:
+        from torch._C._dynamo import eval_frame
+
+        strategy = eval_frame._FrameExecStrategy(
+            eval_frame._FrameAction.SKIP, eval_frame._FrameAction.DEFAULT
+        )
+        eval_frame.set_code_exec_strategy(fn.__code__, strategy)
+    except (ImportError, AttributeError, TypeError, RuntimeError):
+        pass
+    fn._torchdynamo_disable = True  # type: ignore[attr-defined]
+    return fn
+
+
+def _register_jit_builtin(wrapper: Callable[..., Any], name: str) -> None:
+    """TorchScript maps ``torch.lstm`` to ``aten::lstm`` by object identity in a
+    table built once; teach it the wrapper so scripting still works."""
+    builtins = sys.modules.get("torch.jit._builtins")
+    table = getattr(builtins, "_builtin_table", None)
+    if isinstance(table, dict):
+        table[id(wrapper)] = f"aten::{name}"

@@ -1,0 +1,93 @@
+"""Find the user's file:line on the current stack, past torch's own frames.
+
+Called on every RNN forward that could later produce a record, so it is
+written for speed: each code object is classified once and cached.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from types import CodeType, FrameType
+
+from rnnfix.verify.records import Site
+
+#: How many user frames a record keeps (innermost first).
+MAX_FRAMES = 6
+
+_VERIFY_DIR = os.path.dirname(os.path.abspath(__file__))
+_internal_dirs: tuple[str, ...] = ()
+_library_dirs: tuple[str, ...] = ()
+# code object -> (0 user | 1 third-party library | 2 internal, display name)
+_kind_cache: dict[CodeType, tuple[int, str]] = {}
+
+
+def _init_dirs() -> None:
+    global _internal_dirs, _library_dirs
+    internal = [_VERIFY_DIR + os.sep]
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(torch, "__file__", None):
+        internal.append(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
+    paths = sysconfig.get_paths()
+    library = []
+    for key in ("stdlib", "platstdlib"):
+        if paths.get(key):
+            internal.append(os.path.abspath(paths[key]) + os.sep)
+    for key in ("purelib", "platlib"):
+        if paths.get(key):
+            library.append(os.path.abspath(paths[key]) + os.sep)
+    # A venv's site-packages lives under stdlib's prefix only by accident of
+    # layout; site-packages must count as library, not internal.
+    _internal_dirs = tuple(d for d in internal if d not in library)
+    _library_dirs = tuple(library) + ("site-packages", "dist-packages")
+
+
+def _classify(code: CodeType) -> int:
+    filename = code.co_filename
+    if filename.startswith("<"):
+        return 2  # <frozen runpy>, <string>: not a place a user can edit
+    path = os.path.abspath(filename)
+    if any(marker in path for marker in _library_dirs):
+        return 1
+    if path.startswith(_internal_dirs):
+        return 2
+    return 0
+
+
+def user_sites(start: FrameType | None = None) -> tuple[Site, ...]:
+    """User frames from ``start`` (default: the caller) outwards.
+
+    Third-party library frames (site-packages) are kept only when no frame of
+    the user's own code is on the stack, so a model inside ``transformers``
+    still gets a location.
+    """
+    if not _internal_dirs:
+        _init_dirs()
+    frame = start if start is not None else sys._getframe(1)
+    users: list[Site] = []
+    libraries: list[Site] = []
+    cache = _kind_cache
+    while frame is not None:
+        code = frame.f_code
+        known = cache.get(code)
+        if known is None:
+            known = cache[code] = (_classify(code), _display(code.co_filename))
+        kind, name = known
+        if kind == 0:
+            users.append(Site(name, frame.f_lineno, code.co_name))
+            if len(users) >= MAX_FRAMES:
+                break
+        elif kind == 1 and not users and len(libraries) < MAX_FRAMES:
+            libraries.append(Site(name, frame.f_lineno, code.co_name))
+        frame = frame.f_back
+    return tuple(users or libraries)
+
+
+def _display(filename: str) -> str:
+    """Relative to the working directory when inside it: short, clickable."""
+    try:
+        rel = os.path.relpath(filename)
+    except ValueError:
+        return filename
+    return filename if rel.startswith("..") else rel

@@ -1,0 +1,1 @@
+"""Tests of `rnnfix verify`: the sanitizer, the runner, the CLI, rollback."""

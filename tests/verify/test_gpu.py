@@ -1,0 +1,53 @@
+"""On real cuDNN: the sanitizer's verdict matches what cuDNN did.
+
+Runs the buggy and the hand-fixed loop three ways: plain on CUDA (cuDNN
+decides), under the sanitizer on CUDA (cuDNN decides, the sanitizer records)
+and under the sanitizer on the CPU (the emulation decides).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from rnnfix.verify.runner import script_command, run_verify  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "verify"
+CUDNN_ERROR = "cudnn RNN backward can only be called in training mode"
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(
+        not (torch.cuda.is_available() and torch.backends.cudnn.is_available()),
+        reason="needs CUDA and cuDNN",
+    ),
+]
+
+
+@pytest.mark.parametrize(("script", "cudnn_fails"), [("buggy_loop.py", True), ("fixed_loop.py", False)])
+def test_sanitizer_verdict_matches_cudnn(script: str, cudnn_fails: bool) -> None:
+    path = str(FIXTURES / script)
+    plain = subprocess.run(
+        [sys.executable, path, "--device", "cuda"], capture_output=True, text=True, timeout=300
+    )
+    real_failed = plain.returncode != 0 and CUDNN_ERROR in plain.stderr
+    assert real_failed is cudnn_fails, plain.stderr[-2000:]
+
+    on_gpu = run_verify(script_command(path, ["--device", "cuda"]), capture=True, timeout=300)
+    on_cpu = run_verify(script_command(path, ["--device", "cpu"]), capture=True, timeout=300)
+    assert (not on_gpu.ok) is real_failed, on_gpu.stderr
+    assert (not on_cpu.ok) is real_failed, on_cpu.stderr
+    assert on_gpu.rnn_forwards_cuda > 0
+    if cudnn_fails:
+        assert CUDNN_ERROR in (on_gpu.stderr or "")  # cuDNN's own error, not ours
+        assert {r.checked_by for r in on_gpu.errors if r.kind == "cudnn-backward-in-eval"} == {"cudnn"}
+        assert {r.checked_by for r in on_cpu.errors if r.kind == "cudnn-backward-in-eval"} == {"emulated"}
+        [gpu_record] = [r for r in on_gpu.errors if r.kind == "cudnn-backward-in-eval"]
+        [cpu_record] = [r for r in on_cpu.errors if r.kind == "cudnn-backward-in-eval"]
+        assert gpu_record.forward == cpu_record.forward
+        assert gpu_record.backward == cpu_record.backward
