@@ -149,7 +149,7 @@ class EvalGradAnalysis:
         forwards = tuple(c for c in calls if lo <= key(c) <= hi and _uses_model(c, model))
         if not forwards or all(self._under_no_grad(f) for f in forwards):
             return None
-        if any(self._step_updates(step, model) for step in steps):
+        if any(self.step_may_update(step, model) for step in steps):
             return None
         rnns = self.of_object(model, eval_call)
         if not rnns:
@@ -274,7 +274,7 @@ class EvalGradAnalysis:
         return False
 
     # --- optimizer steps ----------------------------------------------------
-    def _step_updates(self, step: ast.Call, model: str) -> bool:
+    def step_may_update(self, step: ast.Call, model: str) -> bool:
         """Whether ``X.step(...)`` may update ``model``'s parameters."""
         assert isinstance(step.func, ast.Attribute)
         receiver = dotted(step.func.value)
@@ -291,7 +291,7 @@ class EvalGradAnalysis:
                 target = step.args[0] if step.args else None
                 if target is None or dotted(target) is None:
                     return True
-                if self._step_updates(
+                if self.step_may_update(
                     ast.Call(func=ast.Attribute(value=target, attr="step"), args=[], keywords=[]),
                     model,
                 ):

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from rnnfix.analysis.imports import ImportMap
 
 if TYPE_CHECKING:
+    from rnnfix.analysis.evalgrad import EvalGradAnalysis
     from rnnfix.analysis.modeflow import ModeFlow
     from rnnfix.rules.base import FileContext
 
@@ -32,6 +33,13 @@ class FileFacts:
         from rnnfix.analysis.modeflow import ModeFlow
 
         return ModeFlow(self.ctx)
+
+    @functools.cached_property
+    def evalgrad(self) -> EvalGradAnalysis:
+        """Gradients computed on purpose in eval mode, RNNs, optimizer ownership."""
+        from rnnfix.analysis.evalgrad import EvalGradAnalysis
+
+        return EvalGradAnalysis(self.tree, self.imports, self.parents)
 
     @functools.cached_property
     def parents(self) -> dict[ast.AST, ast.AST]:

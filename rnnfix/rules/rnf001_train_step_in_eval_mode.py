@@ -92,6 +92,8 @@ class TrainStepInEvalMode(Rule):
             if not step.feeds_optimizer_step:
                 continue  # a backward meant for eval mode: RNF004's business
             for model in step.models:
+                if not _step_may_update(ctx, flow, step, model):
+                    continue  # e.g. an actor update through an eval-mode critic (RNF004)
                 state = flow.mode_before(step.node, model)
                 if state.may_eval:
                     if step.kind == "backward" and _trains_before_stepping(flow, step, model):
@@ -141,6 +143,31 @@ def _anchorable(ctx: FileContext, stmt: ast.stmt) -> bool:
     line = ctx.lines[pos.line - 1] if pos.line - 1 < len(ctx.lines) else ""
     decorators = getattr(stmt, "decorator_list", None)
     return not line[: pos.col].strip() and not decorators
+
+
+def _step_may_update(ctx: FileContext, flow: ModeFlow, step: TrainingStep, model: str) -> bool:
+    """Whether the optimizer step this training step feeds may update ``model``.
+    An optimizer built only from other models' parameters (an actor's, while a
+    frozen critic in eval mode scores its actions) does not make the critic's
+    forward a training forward."""
+    if step.kind == "optimizer_step":
+        optimizer_steps = [step.node]
+    else:
+        start = (step.node.lineno, step.node.col_offset)
+        optimizer_steps = [
+            s.node
+            for s in flow.training_steps
+            if s.kind == "optimizer_step"
+            and s.function is step.function
+            and (s.node.lineno, s.node.col_offset) > start
+        ]
+    if not optimizer_steps:
+        return True  # the step is somewhere we cannot see: assume it may
+    evalgrad = ctx.facts.evalgrad
+    return any(
+        not isinstance(node.func, ast.Attribute) or evalgrad.step_may_update(node, model)
+        for node in optimizer_steps
+    )
 
 
 def _trains_before_stepping(flow: ModeFlow, step: TrainingStep, model: str) -> bool:

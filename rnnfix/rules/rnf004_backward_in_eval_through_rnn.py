@@ -118,7 +118,7 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
         facts = ctx.facts
         if global_cudnn_off(ctx.tree, facts.imports):
             return  # no cuDNN anywhere: RNF005's business
-        analysis = EvalGradAnalysis(ctx.tree, facts.imports, facts.parents)
+        analysis = facts.evalgrad
         modes = facts.modes
         regions = [
             r

@@ -80,7 +80,7 @@ in the file can be wrapped; otherwise the switch is only reported.
                 "(slower on a GPU)"
             )
             fix = None
-            analysis = EvalGradAnalysis(ctx.tree, facts.imports, facts.parents)
+            analysis = facts.evalgrad
             if scoped and alone_on_lines(analysis, node, node):
                 message += (
                     "; only the backward through an eval-mode RNN in this file needs it: "
@@ -96,7 +96,7 @@ in the file can be wrapped; otherwise the switch is only reported.
         facts = ctx.facts
         if not any(k in ctx.source for k in ("LSTM", "GRU", "RNN")):
             return ()
-        analysis = EvalGradAnalysis(ctx.tree, facts.imports, facts.parents)
+        analysis = facts.evalgrad
         regions = [r for r in analysis.regions() if not (r.rnn_train_done or r.cudnn_off_done)]
         edits: list[Edit] = []
         seen: set[tuple[int, str, int]] = set()
