@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from rnnfix.analysis.evalgrad import EvalGradAnalysis, global_cudnn_off
+from rnnfix.analysis.evalgrad import global_cudnn_off
 from rnnfix.edits import Edit, RemoveStatement
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
 from rnnfix.rules.rnf004_backward_in_eval_through_rnn import (
