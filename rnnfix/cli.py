@@ -197,10 +197,10 @@ def _report(
     from rnnfix.report.formats import failure_line
 
     dry = diff or check
-    shown = [
-        dataclasses.replace(r, findings=sorted([*r.applied, *r.findings], key=_order)) if dry else r
-        for r in results
-    ]
+    # A dry run reports what the file holds now, at its own line numbers; what
+    # the fixes lead to (a train() RNF001 asks for after RNF003's eval()) is in
+    # the diff and the summary.
+    shown = [dataclasses.replace(r, findings=r.initial) if dry else r for r in results]
     if diff:
         for r in results:
             if r.outcome is Outcome.CHANGED:
@@ -231,10 +231,6 @@ def _report(
     if left or (dry and changed):
         return EXIT_FINDINGS
     return EXIT_OK
-
-
-def _order(f: Any) -> tuple[int, int, str]:
-    return (f.line, f.col, f.code)
 
 
 def _verify_after_apply(results: Sequence[FileResult], command: str, timeout: float) -> int:

@@ -32,14 +32,17 @@ class DroppedFix:
 
 @dataclass
 class SourceResult:
-    """What fixing one source did. ``findings`` are what is left in ``fixed``;
-    ``applied`` are the findings whose fixes went in."""
+    """What fixing one source did. ``findings`` are what is left in ``fixed``
+    (positions in ``fixed``); ``applied`` are the findings whose fixes went in."""
 
     original: str
     fixed: str
     findings: list[Finding] = field(default_factory=list)
     applied: list[Finding] = field(default_factory=list)
     dropped: list[DroppedFix] = field(default_factory=list)
+    # Findings in ``original``, with its line numbers. ``applied`` may hold
+    # findings of later passes, whose positions refer to intermediate sources.
+    initial: list[Finding] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -68,6 +71,7 @@ def fix_source(
     result = SourceResult(original=source, fixed=source)
     current = source
     findings = _run_rules(current, ast.parse(current), settings, path, rules)
+    result.initial = findings
     for _ in range(MAX_PASSES):
         applicable = [f for f in findings if _applicable(f, settings)]
         if not applicable:

@@ -32,6 +32,7 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)  # left after fixing
     applied: list[Finding] = field(default_factory=list)
     dropped: list[DroppedFix] = field(default_factory=list)
+    initial: list[Finding] = field(default_factory=list)  # in the original source
     error: str | None = None  # one line: "cannot parse: ...", "cannot read: ..."
     error_line: int | None = None
     old_text: str | None = None
@@ -93,6 +94,7 @@ def process_notebook(name: str, text: str, settings: Settings) -> FileResult:
         result.error_line = None
     result.findings = [_in_cell(nb, f) for f in result.findings]
     result.applied = [_in_cell(nb, f) for f in result.applied]
+    result.initial = [_in_cell(nb, f) for f in result.initial]
     result.dropped = [
         dataclasses.replace(d, finding=_in_cell(nb, d.finding)) for d in result.dropped
     ]
@@ -133,6 +135,7 @@ def process_text(name: str, text: str, settings: Settings) -> FileResult:
         findings=fixed.findings,
         applied=fixed.applied,
         dropped=fixed.dropped,
+        initial=fixed.initial,
         old_text=text,
         new_text=fixed.fixed,
     )

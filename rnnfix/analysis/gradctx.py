@@ -71,32 +71,40 @@ def classify_context(ctx: FileContext, expr: ast.AST) -> Grad | None:
     return None
 
 
-def grad_in_function(ctx: FileContext, node: ast.AST) -> Grad | None:
-    """Grad mode at ``node`` from the contexts and decorators up to and
-    including its function; None when nothing there sets it (the caller's
-    mode applies). A bare ``set_grad_enabled(...)`` statement anywhere in the
-    function counts as unknown: we do not follow its flow."""
-    parents = ctx.facts.parents
-    child = node
-    cur = parents.get(node)
-    while cur is not None:
-        if isinstance(cur, (ast.With, ast.AsyncWith)) and any(child is s for s in cur.body):
-            for item in reversed(cur.items):
-                mode = classify_context(ctx, item.context_expr)
-                if mode is not None:
-                    return mode
-        if isinstance(cur, (*FUNCTIONS, ast.Module)):
-            if isinstance(cur, FUNCTIONS):
-                for dec in reversed(cur.decorator_list):
-                    mode = classify_context(ctx, dec)
+class GradContexts:
+    """Grad mode from the source around a node; one per file (caches per scope)."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self._bare_set_grad: dict[ast.AST, bool] = {}
+
+    def in_function(self, node: ast.AST) -> Grad | None:
+        """Grad mode at ``node`` from the contexts and decorators up to and
+        including its function; None when nothing there sets it (the caller's
+        mode applies). A bare ``set_grad_enabled(...)`` statement anywhere in
+        the function counts as unknown: we do not follow its flow."""
+        ctx = self.ctx
+        parents = ctx.facts.parents
+        child = node
+        cur = parents.get(node)
+        while cur is not None:
+            if isinstance(cur, (ast.With, ast.AsyncWith)) and any(child is s for s in cur.body):
+                for item in reversed(cur.items):
+                    mode = classify_context(ctx, item.context_expr)
                     if mode is not None:
                         return mode
-            if _has_bare_set_grad(ctx, cur):
-                return "unknown"
-            return None
-        child = cur
-        cur = parents.get(cur)
-    return None
+            if isinstance(cur, (*FUNCTIONS, ast.Module)):
+                if isinstance(cur, FUNCTIONS):
+                    for dec in reversed(cur.decorator_list):
+                        mode = classify_context(ctx, dec)
+                        if mode is not None:
+                            return mode
+                if cur not in self._bare_set_grad:
+                    self._bare_set_grad[cur] = _has_bare_set_grad(ctx, cur)
+                return "unknown" if self._bare_set_grad[cur] else None
+            child = cur
+            cur = parents.get(cur)
+        return None
 
 
 def _has_bare_set_grad(ctx: FileContext, scope: ast.AST) -> bool:

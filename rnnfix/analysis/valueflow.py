@@ -48,83 +48,107 @@ def written(nodes: list[ast.stmt]) -> set[str]:
     return out
 
 
-def reaches_gradient_use(
-    ctx: FileContext, region: list[ast.stmt], scope: Scope, seeds: set[str]
-) -> bool:
-    """True when a value in ``seeds`` written by ``region`` (statements of
-    ``scope``) may reach a gradient use outside the region."""
-    inside = {id(n) for n in walk_all_local(region)}
-    # name -> the statements whose write of it is tainted
-    sources: dict[str, list[ast.stmt]] = {name: list(region) for name in seeds}
-    if not sources:
-        return False
-    assignments = [
-        n
-        for n in walk_local(scope)
-        if id(n) not in inside and isinstance(n, ast.stmt) and any(True for _ in _targets(n))
-    ]
-    changed = True
-    while changed:
-        changed = False
-        for stmt in assignments:
-            if any(
-                _reached(ctx, name, stmt, sources[name]) for name in _reads(stmt) & set(sources)
-            ):
-                for name in {x for t in _targets(stmt) for x in _target_names(t)}:
-                    if not any(s is stmt for s in sources.setdefault(name, [])):
-                        sources[name].append(stmt)
-                        changed = True
-    for use in gradient_uses(ctx, scope):
-        if id(use) in inside:
-            continue
-        if any(_reached(ctx, name, use, sources[name]) for name in _reads(use) & set(sources)):
-            return True
-    return False
+class ValueFlow:
+    """One per file: per-scope lists (assignments, gradient uses) and
+    per-statement reads and kills are computed once and shared."""
 
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self._assignments: dict[ast.AST, list[ast.stmt]] = {}
+        self._uses: dict[ast.AST, list[ast.AST]] = {}
+        self._read_cache: dict[ast.AST, frozenset[str]] = {}
+        self._kill_cache: dict[ast.AST, frozenset[str]] = {}
 
-def _reached(ctx: FileContext, name: str, use: ast.AST, sources: list[ast.stmt]) -> bool:
-    """Whether a tainted write of ``name`` (in ``sources``) may be what ``use`` reads."""
-    parents = ctx.facts.parents
-    region_ids = {id(s) for s in sources}
-    cur: ast.AST = use
-    while not isinstance(cur, ast.stmt):
-        cur = parents[cur]
-    loops_crossed = False
-    while True:
-        found = block_of(parents, cur)
-        if found is None:
-            break
-        block, index = found
-        for sibling in reversed(block[:index]):
-            if _contains_any(sibling, region_ids):
-                return True
-            if _kills(sibling, name):
-                return False
-        parent = parents[cur]
-        if isinstance(parent, (ast.For, ast.AsyncFor)) and name in _target_names(parent.target):
+    def reaches_gradient_use(self, region: list[ast.stmt], scope: Scope, seeds: set[str]) -> bool:
+        """True when a value in ``seeds`` written by ``region`` (statements of
+        ``scope``) may reach a gradient use outside the region."""
+        if not seeds:
             return False
-        if isinstance(parent, LOOPS):
-            loops_crossed = True
-        if not isinstance(parent, ast.stmt) or isinstance(
-            parent, (ast.FunctionDef, ast.AsyncFunctionDef)
-        ):
-            break
-        cur = parent
-    # The region comes later in the source: only a loop around both brings
-    # its values back here.
-    return loops_crossed
+        inside = {id(n) for n in walk_all_local(region)}
+        # name -> the statements whose write of it is tainted
+        sources: dict[str, list[ast.stmt]] = {name: list(region) for name in seeds}
+        if scope not in self._assignments:
+            self._assignments[scope] = [
+                n
+                for n in walk_local(scope)
+                if isinstance(n, ast.stmt) and any(True for _ in _targets(n))
+            ]
+            self._uses[scope] = list(gradient_uses(self.ctx, scope))
+        assignments = [a for a in self._assignments[scope] if id(a) not in inside]
+        changed = True
+        while changed:
+            changed = False
+            for stmt in assignments:
+                names = self._reads(stmt) & set(sources)
+                if any(self._reached(name, stmt, sources[name]) for name in names):
+                    for name in {x for t in _targets(stmt) for x in _target_names(t)}:
+                        if not any(s is stmt for s in sources.setdefault(name, [])):
+                            sources[name].append(stmt)
+                            changed = True
+        for use in self._uses[scope]:
+            if id(use) in inside:
+                continue
+            names = self._reads(use) & set(sources)
+            if any(self._reached(name, use, sources[name]) for name in names):
+                return True
+        return False
+
+    def _reached(self, name: str, use: ast.AST, sources: list[ast.stmt]) -> bool:
+        """Whether a tainted write of ``name`` (in ``sources``) may be what ``use`` reads."""
+        parents = self.ctx.facts.parents
+        # Statements that are or contain a source: found by walking up once.
+        holders: set[int] = set()
+        for src in sources:
+            cur: ast.AST | None = src
+            while cur is not None and id(cur) not in holders:
+                holders.add(id(cur))
+                cur = parents.get(cur)
+        node: ast.AST = use
+        while not isinstance(node, ast.stmt):
+            node = parents[node]
+        loops_crossed = False
+        while True:
+            found = block_of(parents, node)
+            if found is None:
+                break
+            block, index = found
+            for sibling in reversed(block[:index]):
+                if id(sibling) in holders:
+                    return True
+                if self._kills(sibling, name):
+                    return False
+            parent = parents[node]
+            if isinstance(parent, (ast.For, ast.AsyncFor)) and name in _target_names(parent.target):
+                return False
+            if isinstance(parent, LOOPS):
+                loops_crossed = True
+            if not isinstance(parent, ast.stmt) or isinstance(
+                parent, (ast.FunctionDef, ast.AsyncFunctionDef)
+            ):
+                break
+            node = parent
+        # The region comes later in the source: only a loop around both brings
+        # its values back here.
+        return loops_crossed
+
+    def _reads(self, node: ast.AST) -> frozenset[str]:
+        if node not in self._read_cache:
+            self._read_cache[node] = frozenset(_reads(node))
+        return self._read_cache[node]
+
+    def _kills(self, stmt: ast.stmt, name: str) -> bool:
+        if stmt not in self._kill_cache:
+            self._kill_cache[stmt] = frozenset(_killed_names(stmt))
+        return name in self._kill_cache[stmt]
 
 
-def _contains_any(stmt: ast.stmt, region_ids: set[int]) -> bool:
-    return any(id(n) in region_ids for n in walk_local(stmt))
-
-
-def _kills(stmt: ast.stmt, name: str) -> bool:
+def _killed_names(stmt: ast.stmt) -> set[str]:
+    """What a plain assignment statement replaces as a whole."""
     if isinstance(stmt, ast.Assign):
-        return any(name in _target_names(t, whole_only=True) for t in stmt.targets)
+        return {x for t in stmt.targets for x in _target_names(t, whole_only=True)}
     if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-        return name in _target_names(stmt.target, whole_only=True)
-    return False
+        return _target_names(stmt.target, whole_only=True)
+    return set()
 
 
 def _targets(n: ast.AST) -> Iterator[ast.AST]:

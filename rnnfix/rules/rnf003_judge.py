@@ -11,7 +11,7 @@ import ast
 import enum
 from dataclasses import dataclass, field
 
-from rnnfix.analysis.gradctx import LocalFunctions, grad_in_function, gradient_uses
+from rnnfix.analysis.gradctx import GradContexts, LocalFunctions, gradient_uses
 from rnnfix.analysis.modeflow import Mode as FlowMode
 from rnnfix.analysis.modelrefs import Mode, ModelIndex, mode_before, mode_calls_in
 from rnnfix.analysis.names import dotted
@@ -24,7 +24,7 @@ from rnnfix.analysis.syntax import (
     scope_of,
     walk_all_local,
 )
-from rnnfix.analysis.valueflow import reaches_gradient_use, written
+from rnnfix.analysis.valueflow import ValueFlow, written
 from rnnfix.edits import AddDecorator, AddImport, Edit, InsertStatements, WrapInWith
 from rnnfix.rules.base import FileContext, Finding, Fix
 
@@ -55,6 +55,8 @@ class RegionJudge:
         self.parents = ctx.facts.parents
         self.index = ModelIndex(ctx, extra=ctx.facts.modes.models)
         self.local = LocalFunctions(ctx)
+        self.flow = ValueFlow(ctx)
+        self.grad = GradContexts(ctx)
 
     def run(self, region: EvalRegion) -> Finding | Verdict:
         node = region.node
@@ -78,7 +80,7 @@ class RegionJudge:
         if self._fed_into_training(region, body):
             return Verdict.LEFT_ALONE
         sites = [site for group in calls.values() for site in group]
-        if any(grad_in_function(self.ctx, site) == "on" for site in sites):
+        if any(self.grad.in_function(site) == "on" for site in sites):
             return Verdict.LEFT_ALONE  # under ``enable_grad()``: grad is wanted here
         need = self._need(region, body, calls)
         if not need.eval_models and not need.grad:
@@ -96,7 +98,7 @@ class RegionJudge:
             return True  # sampling / generation inside a training step
         scope = scope_of(self.parents, node)
         seeds = written(body) - set(self.index.models)
-        if reaches_gradient_use(self.ctx, body, scope, seeds):
+        if self.flow.reaches_gradient_use(body, scope, seeds):
             return True
         if isinstance(scope, FUNCTIONS) and region.signal != "data":
             # A helper that evaluates and returns what it computed: its
@@ -117,7 +119,7 @@ class RegionJudge:
                 return True
             seeds = written([stmt])
             scope = scope_of(self.parents, stmt)
-            if seeds and reaches_gradient_use(self.ctx, [stmt], scope, seeds):
+            if seeds and self.flow.reaches_gradient_use([stmt], scope, seeds):
                 return True
         return False
 
@@ -186,7 +188,7 @@ class RegionJudge:
     def _grad_on(self, site: ast.AST) -> bool:
         if self.ctx.facts.modes.grad_enabled(site) is False:
             return False
-        state = grad_in_function(self.ctx, site)
+        state = self.grad.in_function(site)
         if state is not None:
             return state == "on"
         func = scope_of(self.parents, site)
@@ -195,7 +197,7 @@ class RegionJudge:
         # Grad is the caller's: any call of it under a grad context counts as
         # handled (the author thought about it).
         for call in self.local.call_sites(func):
-            if grad_in_function(self.ctx, call) is not None:
+            if self.grad.in_function(call) is not None:
                 return False
         return True
 

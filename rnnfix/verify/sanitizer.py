@@ -58,7 +58,7 @@ from rnnfix.verify.records import (
     Site,
     format_chain,
 )
-from rnnfix.verify.sites import user_sites
+from rnnfix.verify.sites import RawFrames, to_sites, user_frames, user_sites
 
 if TYPE_CHECKING:
     import torch
@@ -122,7 +122,7 @@ class _ForwardState:
     )
 
     def __init__(
-        self, rnn: str, train: bool, checked_by: str, forward: tuple[Site, ...], dropout: bool
+        self, rnn: str, train: bool, checked_by: str, forward: RawFrames, dropout: bool
     ) -> None:
         self.rnn = rnn
         self.train = train
@@ -327,7 +327,7 @@ def _after_rnn(
             checked_by = _real_backend(nodes)
         elif _cudnn_would_run(x):
             checked_by = "emulated"
-    state = _ForwardState(rnn, train, checked_by, user_sites(), dropout_changes_output)
+    state = _ForwardState(rnn, train, checked_by, user_frames(), dropout_changes_output)
     for node in nodes:
         node.register_prehook(state.on_backward)
         node.metadata[_METADATA_KEY] = state
@@ -380,7 +380,7 @@ def _on_violation(san: _Sanitizer, state: _ForwardState) -> None:
         kind=CUDNN_BACKWARD_IN_EVAL,
         severity="error",
         message=messages.cudnn_backward_in_eval(state.rnn, state.checked_by),
-        forward=state.forward,
+        forward=to_sites(state.forward),
         backward=backward,
         subject=state.rnn,
         checked_by=state.checked_by,
@@ -388,13 +388,19 @@ def _on_violation(san: _Sanitizer, state: _ForwardState) -> None:
     san.recorder.add(record, flush=True)
     if san.mode == "raise" and state.checked_by == "emulated":
         error = RuntimeError(messages.CUDNN_ERROR)
-        error.add_note(messages.emulation_note(state.rnn, format_chain(state.forward) or "?"))
+        error.add_note(messages.emulation_note(state.rnn, format_chain(record.forward) or "?"))
         raise error
 
 
 def _record_unreached(san: _Sanitizer, state: _ForwardState, *, flush: bool) -> None:
     _record_validation(
-        san, state.rnn, state.train, True, state.dropout_changes_output, state.forward, flush
+        san,
+        state.rnn,
+        state.train,
+        True,
+        state.dropout_changes_output,
+        to_sites(state.forward),
+        flush,
     )
 
 

@@ -55,7 +55,12 @@ def _classify(code: CodeType) -> int:
     return 0
 
 
-def user_sites(start: FrameType | None = None) -> tuple[Site, ...]:
+#: (file, line, function) triples: cheap to take on every forward; turned
+#: into :class:`Site` objects only when a record is made.
+RawFrames = tuple[tuple[str, int, str], ...]
+
+
+def user_frames(start: FrameType | None = None) -> RawFrames:
     """User frames from ``start`` (default: the caller) outwards.
 
     Third-party library frames (site-packages) are kept only when no frame of
@@ -65,8 +70,8 @@ def user_sites(start: FrameType | None = None) -> tuple[Site, ...]:
     if not _internal_dirs:
         _init_dirs()
     frame = start if start is not None else sys._getframe(1)
-    users: list[Site] = []
-    libraries: list[Site] = []
+    users: list[tuple[str, int, str]] = []
+    libraries: list[tuple[str, int, str]] = []
     cache = _kind_cache
     while frame is not None:
         code = frame.f_code
@@ -75,13 +80,22 @@ def user_sites(start: FrameType | None = None) -> tuple[Site, ...]:
             known = cache[code] = (_classify(code), _display(code.co_filename))
         kind, name = known
         if kind == 0:
-            users.append(Site(name, frame.f_lineno, code.co_name))
+            users.append((name, frame.f_lineno, code.co_name))
             if len(users) >= MAX_FRAMES:
                 break
         elif kind == 1 and not users and len(libraries) < MAX_FRAMES:
-            libraries.append(Site(name, frame.f_lineno, code.co_name))
+            libraries.append((name, frame.f_lineno, code.co_name))
         frame = frame.f_back
     return tuple(users or libraries)
+
+
+def to_sites(frames: RawFrames) -> tuple[Site, ...]:
+    return tuple(Site(file, line, function) for file, line, function in frames)
+
+
+def user_sites(start: FrameType | None = None) -> tuple[Site, ...]:
+    """:func:`user_frames` as :class:`Site` objects."""
+    return to_sites(user_frames(start if start is not None else sys._getframe(1)))
 
 
 def _display(filename: str) -> str:

@@ -64,7 +64,9 @@ def _free_port() -> int:
 
 def test_torchrun_children_are_verified() -> None:
     torchrun = Path(sys.executable).parent / "torchrun"
-    launcher = [str(torchrun)] if torchrun.exists() else [sys.executable, "-m", "torch.distributed.run"]
+    launcher = (
+        [str(torchrun)] if torchrun.exists() else [sys.executable, "-m", "torch.distributed.run"]
+    )
     args = [
         "--json",
         "--timeout",

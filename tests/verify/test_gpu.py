@@ -29,7 +29,9 @@ pytestmark = [
 ]
 
 
-@pytest.mark.parametrize(("script", "cudnn_fails"), [("buggy_loop.py", True), ("fixed_loop.py", False)])
+@pytest.mark.parametrize(
+    ("script", "cudnn_fails"), [("buggy_loop.py", True), ("fixed_loop.py", False)]
+)
 def test_sanitizer_verdict_matches_cudnn(script: str, cudnn_fails: bool) -> None:
     path = str(FIXTURES / script)
     plain = subprocess.run(
@@ -45,8 +47,12 @@ def test_sanitizer_verdict_matches_cudnn(script: str, cudnn_fails: bool) -> None
     assert on_gpu.rnn_forwards_cuda > 0
     if cudnn_fails:
         assert CUDNN_ERROR in (on_gpu.stderr or "")  # cuDNN's own error, not ours
-        assert {r.checked_by for r in on_gpu.errors if r.kind == "cudnn-backward-in-eval"} == {"cudnn"}
-        assert {r.checked_by for r in on_cpu.errors if r.kind == "cudnn-backward-in-eval"} == {"emulated"}
+        assert {r.checked_by for r in on_gpu.errors if r.kind == "cudnn-backward-in-eval"} == {
+            "cudnn"
+        }
+        assert {r.checked_by for r in on_cpu.errors if r.kind == "cudnn-backward-in-eval"} == {
+            "emulated"
+        }
         [gpu_record] = [r for r in on_gpu.errors if r.kind == "cudnn-backward-in-eval"]
         [cpu_record] = [r for r in on_cpu.errors if r.kind == "cudnn-backward-in-eval"]
         assert gpu_record.forward == cpu_record.forward
