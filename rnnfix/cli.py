@@ -235,18 +235,18 @@ def _report(
 
 def _verify_after_apply(results: Sequence[FileResult], command: str, timeout: float) -> int:
     from rnnfix.process import Outcome
+    from rnnfix.verify.rollback import verify_and_rollback
 
-    try:
-        from rnnfix.verify.rollback import verify_and_rollback
-    except ImportError as exc:  # pragma: no cover - the verify package ships with rnnfix
-        click.echo(f"rnnfix: --verify unavailable: {exc}", err=True)
-        return EXIT_ERROR
     changed = {
         Path(r.path): r.old_bytes
         for r in results
         if r.outcome is Outcome.CHANGED and r.old_bytes is not None
     }
-    return verify_and_rollback(changed, command, timeout)  # type: ignore[no-any-return]
+    from rnnfix.verify.report import format_text
+
+    result = verify_and_rollback(changed, command, timeout)
+    click.echo(format_text(result), err=True, nl=False)
+    return result.exit_code
 
 
 @cli.command("rules")
@@ -269,6 +269,16 @@ def explain(code: str) -> None:
     if cls is None:
         raise click.UsageError(f"unknown rule {code!r}; `rnnfix rules` lists them")
     click.echo(f"# {cls.code} {cls.name}\n\nFix: {cls.fix_safety}\n\n{cls.docs.strip()}")
+
+
+def _register_verify() -> None:
+    # rnnfix.verify.cli imports torch only when the command runs.
+    from rnnfix.verify.cli import verify_command
+
+    cli.add_command(verify_command)
+
+
+_register_verify()
 
 
 def main() -> None:

@@ -22,47 +22,18 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from rnnfix.analysis.gradctx import grad_context
 from rnnfix.analysis.imports import ImportMap
+from rnnfix.analysis.modestate import Mode
 from rnnfix.analysis.names import dotted
-from rnnfix.analysis.rnns import RnnIndex, RnnSpec, strip_self_returning
+from rnnfix.analysis.rnns import RnnIndex, RnnSpec
+from rnnfix.analysis.torchapi import MODULE_METHODS, mode_switch, strip_self_returning
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _SINKS = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
 CUDNN_FLAGS = frozenset({"torch.backends.cudnn.flags"})
 CUDNN_ENABLED = frozenset({"torch.backends.cudnn.enabled"})
-_NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
-# Method calls on a model that do not run its forward.
-_NOT_FORWARD = frozenset(
-    {
-        "eval",
-        "train",
-        "to",
-        "cuda",
-        "cpu",
-        "float",
-        "half",
-        "double",
-        "bfloat16",
-        "parameters",
-        "named_parameters",
-        "buffers",
-        "named_buffers",
-        "modules",
-        "named_modules",
-        "children",
-        "named_children",
-        "zero_grad",
-        "state_dict",
-        "load_state_dict",
-        "requires_grad_",
-        "apply",
-        "register_forward_hook",
-        "register_full_backward_hook",
-        "register_buffer",
-    }
-)
-
 Key = tuple[int, int]
 
 
@@ -260,8 +231,7 @@ class EvalGradAnalysis:
 
     def _under_no_grad(self, node: ast.AST) -> bool:
         for item in self._with_items(node):
-            ctx = item.context_expr
-            if isinstance(ctx, ast.Call) and self.imports.qualname(ctx.func) in _NO_GRAD:
+            if grad_context(self.imports, item.context_expr) == "off":
                 return True
         return False
 
@@ -486,24 +456,12 @@ def _values_in(scope: ast.AST, name: str, own_only: bool) -> list[ast.expr]:
 
 
 def _mode_call(call: ast.Call) -> tuple[str, str] | None:
-    """``M.eval()`` / ``M.train(False)`` -> (M, "eval"); ``M.train()`` -> (M, "train")."""
-    if not isinstance(call.func, ast.Attribute) or call.func.attr not in ("eval", "train"):
+    """``M.eval()`` / ``M.train(False)`` -> (M, "eval"); ``M.train()`` -> (M, "train");
+    None for ``M.train(flag)`` (either)."""
+    switch = mode_switch(call)
+    if switch is None or switch.mode is Mode.UNKNOWN or switch.target is None:
         return None
-    model = dotted(call.func.value)
-    if model is None or call.keywords and call.func.attr == "eval":
-        return None
-    if call.func.attr == "eval":
-        return (model, "eval") if not call.args else None
-    arg = (
-        call.args[0]
-        if call.args
-        else next((k.value for k in call.keywords if k.arg == "mode"), None)
-    )
-    if arg is None:
-        return model, "train"
-    if isinstance(arg, ast.Constant) and isinstance(arg.value, bool):
-        return model, "train" if arg.value else "eval"
-    return None  # ``model.train(mode)``: either
+    return switch.target, switch.mode.value
 
 
 def _uses_model(call: ast.Call, model: str) -> bool:
@@ -513,7 +471,7 @@ def _uses_model(call: ast.Call, model: str) -> bool:
     if func == model:
         return True
     if func is not None and func.startswith(model + "."):
-        return func.rsplit(".", 1)[1] not in _NOT_FORWARD
+        return func.rsplit(".", 1)[1] not in MODULE_METHODS
     return any(dotted(a) == model for a in [*call.args, *(k.value for k in call.keywords)])
 
 

@@ -18,16 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rnnfix.analysis.models import (
-    assignment_pairs,
-    built_class,
-    is_mode_call,
-    mode_receiver,
-    unwrap_built,
-)
+from rnnfix.analysis.models import assignment_pairs, built_class, mode_receiver, unwrap_built
 from rnnfix.analysis.modestate import Facts, Frame, Mode, ModeFact, join
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.scopes import FuncNode, Resolved
+from rnnfix.analysis.torchapi import SELF_RETURNING, mode_switch, module_mode_switch
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modeflow import ModeFlow
@@ -50,19 +45,19 @@ class Loop:
     continues: list[Frame] = field(default_factory=list)
 
 
-def mode_of_call(call: ast.Call) -> Mode:
-    """The mode ``x.eval()`` / ``x.train(...)`` switches to (``is_mode_call`` is True)."""
-    assert isinstance(call.func, ast.Attribute)
-    if call.func.attr == "eval":
-        return Mode.EVAL
-    arg: ast.expr | None = call.args[0] if call.args else None
-    if call.keywords:
-        arg = call.keywords[0].value
-    if arg is None:
-        return Mode.TRAIN
-    if isinstance(arg, ast.Constant) and isinstance(arg.value, bool):
-        return Mode.TRAIN if arg.value else Mode.EVAL
-    return Mode.UNKNOWN
+def _chained_mode(value: ast.AST) -> Mode | None:
+    """The mode the last mode call in a self-returning chain sets:
+    ``Net().to(dev).eval()`` -> eval."""
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in SELF_RETURNING
+    ):
+        switch = mode_switch(value)
+        if switch is not None:
+            return switch.mode
+        value = value.func.value
+    return None
 
 
 def _guard_key(test: ast.expr) -> tuple[str, bool]:
@@ -242,7 +237,9 @@ class ScopeRun:
     def _assign_model(self, key: str, value: ast.expr, s: ast.stmt, f: Frame) -> None:
         imports = self.flow.imports
         if built_class(value, imports, self.flow.classes) is not None:
-            f.set(key, frozenset({ModeFact(Mode.TRAIN, s)}))  # a new module trains
+            # A new module trains, unless the chain switches it: ``Net().eval()``.
+            mode = _chained_mode(value)
+            f.set(key, frozenset({ModeFact(mode or Mode.TRAIN, s)}))
             return
         inner = dotted(unwrap_built(value, imports))
         if inner == key:
@@ -259,11 +256,11 @@ class ScopeRun:
         return f
 
     def call(self, call: ast.Call, f: Frame, ctor_target: str | None) -> None:
-        if is_mode_call(call):
-            assert isinstance(call.func, ast.Attribute)
+        switch = module_mode_switch(call)
+        if switch is not None:
             recv = mode_receiver(call, self.flow.imports)
-            if recv is not None and self.flow.is_model(recv):
-                f.set(recv, self.fact(mode_of_call(call), call))
+            if recv is not None and self.flow.holds_model(recv):
+                f.set(recv, self.fact(switch.mode, call))
             return
         res = self.flow.resolve(call, self.scope, ctor_target)
         if res is None:

@@ -12,8 +12,9 @@ import ast
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Literal
 
-from rnnfix.analysis.names import dotted, method_call
-from rnnfix.analysis.syntax import FUNCTIONS, walk_local, words
+from rnnfix.analysis.imports import ImportMap
+from rnnfix.analysis.names import method_call
+from rnnfix.analysis.syntax import FUNCTIONS, walk_local
 
 if TYPE_CHECKING:
     from rnnfix.rules.base import FileContext
@@ -47,14 +48,18 @@ _GRAD_FUNCTIONS = frozenset(
         "functorch.grad",
     }
 )
-_OPTIMIZER_WORDS = frozenset({"opt", "optim", "optimizer", "optimiser", "optimizers"})
 
 
 def classify_context(ctx: FileContext, expr: ast.AST) -> Grad | None:
+    return grad_context(ctx.facts.imports, expr)
+
+
+def grad_context(imports: ImportMap, expr: ast.AST) -> Grad | None:
     """Grad mode inside ``with <expr>:`` or under ``@<expr>``; None when
-    ``expr`` is not a grad-mode context."""
+    ``expr`` is not a grad-mode context, or one that keeps the surrounding
+    mode (``inference_mode(False)``)."""
     call = expr if isinstance(expr, ast.Call) else None
-    qual = ctx.facts.imports.qualname(call.func if call else expr)
+    qual = imports.qualname(call.func if call else expr)
     if qual in _NO_GRAD:
         return "off"
     if qual in _ENABLE:
@@ -65,8 +70,9 @@ def classify_context(ctx: FileContext, expr: ast.AST) -> Grad | None:
             return "off" if qual in _INFERENCE else "unknown"
         flag = args[0]
         if isinstance(flag, ast.Constant) and isinstance(flag.value, bool):
-            on = flag.value if qual in _SET_GRAD else not flag.value
-            return "on" if on else "off"
+            if qual in _INFERENCE:
+                return "off" if flag.value else None
+            return "on" if flag.value else "off"
         return "unknown"
     return None
 
@@ -124,24 +130,7 @@ def training_steps(ctx: FileContext, root: ast.AST) -> Iterator[ast.Call]:
 
 
 def _is_training_step(ctx: FileContext, call: ast.Call) -> bool:
-    mc = method_call(call)
-    if mc is not None:
-        receiver, method = mc
-        if method == "backward":
-            return True
-        if method == "step":
-            if _optimizer_like(receiver):
-                return True
-            # GradScaler.step(optimizer), accelerator-style step(optimizer)
-            return any(_optimizer_like(a) for a in call.args)
-    return ctx.facts.imports.qualname(call.func) == "torch.autograd.backward"
-
-
-def _optimizer_like(expr: ast.AST) -> bool:
-    text = dotted(expr)
-    if text is None:
-        return False
-    return bool(_OPTIMIZER_WORDS & set(words(text.rsplit(".", 1)[-1])))
+    return ctx.facts.modes.step_kind(call) is not None
 
 
 def gradient_uses(ctx: FileContext, root: ast.AST) -> Iterator[ast.AST]:

@@ -37,16 +37,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from rnnfix.analysis.flow import Effect, ScopeRun, calls_in
+from rnnfix.analysis.gradctx import grad_context
 from rnnfix.analysis.models import (
     ModelInfo,
     ModuleClasses,
     find_models,
-    is_mode_call,
+    forward_path,
     mode_receiver,
+    module_attributes,
 )
 from rnnfix.analysis.modestate import Facts, Mode, ModeFact, ModeState, is_prefix
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.scopes import LOOPS, FileIndex, FuncNode, FunctionInfo, Resolved, walk_scope
+from rnnfix.analysis.torchapi import module_mode_switch
 
 if TYPE_CHECKING:
     from rnnfix.rules.base import FileContext
@@ -55,40 +58,6 @@ __all__ = ["Mode", "ModeFact", "ModeFlow", "ModeState", "ModelInfo", "TrainingSt
 
 LoopNode = ast.For | ast.AsyncFor | ast.While
 _OPTIMIZER_NAME = re.compile(r"(optim|(^|_)opt($|_)|^opt\w*$)", re.IGNORECASE)
-# ``nn.Module`` methods: calling them is not a forward pass.
-_MODULE_METHODS = {
-    "parameters",
-    "named_parameters",
-    "buffers",
-    "named_buffers",
-    "children",
-    "modules",
-    "named_modules",
-    "state_dict",
-    "load_state_dict",
-    "to",
-    "cuda",
-    "cpu",
-    "float",
-    "double",
-    "half",
-    "bfloat16",
-    "train",
-    "eval",
-    "zero_grad",
-    "requires_grad_",
-    "apply",
-    "register_buffer",
-    "register_forward_hook",
-    "register_forward_pre_hook",
-    "register_full_backward_hook",
-    "get_submodule",
-    "add_module",
-    "share_memory",
-    "extra_repr",
-    "type",
-}
-_GRAD_CONTEXTS = {"no_grad": False, "inference_mode": False, "enable_grad": True}
 
 
 @dataclass(frozen=True)
@@ -136,6 +105,7 @@ class ModeFlow:
         self.models: dict[str, ModelInfo] = find_models(
             self.tree, self.index, self.imports, self.classes
         )
+        self._module_attributes: dict[ast.ClassDef, frozenset[str]] = {}
         self._calls_cache: dict[int, list[ast.Call]] = {}
         self._contents: dict[int, frozenset[int]] = {}
         self._scope_calls: dict[FuncNode | None, list[ast.Call]] = {}
@@ -149,6 +119,12 @@ class ModeFlow:
     # --- public queries ----------------------------------------------------
     def is_model(self, key: str) -> bool:
         return any(is_prefix(m, key) for m in self.models)
+
+    def holds_model(self, key: str) -> bool:
+        """``key`` is a model, or an object a model is an attribute of
+        (``self`` for ``self.trunk``): a mode call on it switches the model
+        too, since ``Module.train`` recurses into children."""
+        return self.is_model(key) or any(is_prefix(key, m) for m in self.models)
 
     def model_info(self, key: str) -> ModelInfo | None:
         """The info of ``key`` or of the model it is a submodule of."""
@@ -246,13 +222,11 @@ class ModeFlow:
         out: list[ModeCall] = []
         for scope in self._scope_nodes():
             for node in self.scope_calls(scope):
-                if isinstance(node, ast.Call) and is_mode_call(node):
-                    assert isinstance(node.func, ast.Attribute)
+                switch = module_mode_switch(node)
+                if switch is not None:
                     recv = mode_receiver(node, self.imports)
-                    if recv is not None and self.is_model(recv):
-                        from rnnfix.analysis.flow import mode_of_call
-
-                        out.append(ModeCall(node, recv, mode_of_call(node), scope))
+                    if recv is not None and self.holds_model(recv):
+                        out.append(ModeCall(node, recv, switch.mode, scope))
         return out
 
     @functools.cached_property
@@ -286,7 +260,7 @@ class ModeFlow:
                 continue
             for node in self.scope_calls(scope):
                 if isinstance(node, ast.Call):
-                    kind = self._step_kind(node)
+                    kind = self.step_kind(node)
                     if kind is not None:
                         out.append(
                             TrainingStep(
@@ -350,7 +324,7 @@ class ModeFlow:
     def _runs_optimizer_step(self, info: FunctionInfo) -> bool:
         for node in self.scope_calls(info.node):
             if isinstance(node, ast.Call):
-                if self._step_kind(node) == "optimizer_step":
+                if self.step_kind(node) == "optimizer_step":
                     return True
                 res = self.index.resolve(node, info.node)
                 if res is not None and self.summary(res.callee).optimizer_step:
@@ -484,7 +458,7 @@ class ModeFlow:
         last = text.rsplit(".", 1)[-1]
         return bool(_OPTIMIZER_NAME.search(last)) or "scaler" in last.lower()
 
-    def _step_kind(self, call: ast.Call) -> Literal["backward", "optimizer_step"] | None:
+    def step_kind(self, call: ast.Call) -> Literal["backward", "optimizer_step"] | None:
         func = call.func
         if self.imports.qualname(func) == "torch.autograd.backward":
             return "backward"
@@ -509,15 +483,31 @@ class ModeFlow:
                 return "optimizer_step"
         return None
 
+    def forward_path(self, call: ast.Call, is_model: Callable[[str], bool]) -> str | None:
+        """``models.forward_path`` with this file's classes: the path whose
+        forward ``call`` runs, for a caller's notion of ``is_model``."""
+        return forward_path(call, is_model, self.is_submodule)
+
+    def is_submodule(self, owner: str, attr: str) -> bool:
+        """``owner.attr`` holds a module: ``owner``'s class, defined in this
+        file, assigns one to ``self.attr``."""
+        info = self.model_info(owner)
+        name = info.class_name if info is not None else None
+        cls = self.index.classes.get(name) if name else None
+        if cls is None:
+            return False
+        attrs = self._module_attributes.get(cls)
+        if attrs is None:
+            attrs = module_attributes(cls, self.index, self.imports, self.classes, self.models)
+            self._module_attributes[cls] = attrs
+        return attr in attrs
+
     def _forward_key(self, call: ast.Call) -> str | None:
-        func = call.func
-        if isinstance(func, ast.Attribute) and func.attr == "forward":
-            return dotted(func.value)
-        text = dotted(func)
-        if text is None or text.rsplit(".", 1)[-1] in _MODULE_METHODS:
+        text = self.forward_path(call, self.models.__contains__)
+        if text is None:
             return None
-        # ``model.encoder(x)`` or ``model.encode(x)`` runs (part of) ``model``:
-        # it is ``model`` whose mode matters and that gets ``train()``.
+        # ``model.encoder(x)`` runs part of ``model``: it is ``model`` whose
+        # mode matters and that gets ``train()``.
         probe = text
         while True:
             info = self.models.get(probe)
@@ -561,13 +551,13 @@ class ModeFlow:
         for node in self.scope_calls(scope):
             if not isinstance(node, ast.Call) or node is backward:
                 continue
-            steps = self._step_kind(node) == "optimizer_step"
+            steps = self.step_kind(node) == "optimizer_step"
             if not steps:
                 res = self.index.resolve(node, scope)
                 steps = res is not None and self.summary(res.callee).optimizer_step
             if steps and (_pos(node) > pos or any(self._within(node, lp) for lp in loops)):
                 return True
-        if depth > 0 and self._step_kind(backward) == "optimizer_step":
+        if depth > 0 and self.step_kind(backward) == "optimizer_step":
             return True  # ``optimizer.step(closure)`` runs the closure's backward
         if scope is not None and depth < 3:
             return any(
@@ -579,23 +569,8 @@ class ModeFlow:
     # --- grad mode ---------------------------------------------------------
     def _grad_context(self, expr: ast.expr) -> bool | None:
         """True/False for a grad-mode context manager or decorator; None otherwise."""
-        call = expr if isinstance(expr, ast.Call) else None
-        q = self.imports.qualname(call.func if call else expr) or ""
-        if not q.startswith("torch."):
-            return None
-        last = q.rsplit(".", 1)[-1]
-        args = [*call.args, *(k.value for k in call.keywords)] if call else []
-        if last == "set_grad_enabled":
-            if args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, bool):
-                return args[0].value
-            return None
-        if last in _GRAD_CONTEXTS:
-            if last == "inference_mode" and args:
-                a = args[0]
-                if isinstance(a, ast.Constant) and a.value is False:
-                    return None  # inference_mode(False) keeps the surrounding mode
-            return _GRAD_CONTEXTS[last]
-        return None
+        grad = grad_context(self.imports, expr)
+        return {"on": True, "off": False}.get(grad) if grad is not None else None
 
     def _decorator_grad(self, fn: FuncNode) -> bool | None:
         for dec in fn.decorator_list:

@@ -1,10 +1,11 @@
-"""Which dotted paths are torch models, where they are called, and their mode
-just before a statement, read syntactically.
+"""RNF003's view of the models: which paths it evaluates, where they run a
+forward, and their mode just before a statement, read syntactically.
 
-A *model* is a name or attribute path (``model``, ``self.net``) that has a
-mode call (``.eval()``, ``.train()``, ``.train(False)``) somewhere in the file,
-is built from an ``nn.Module`` class (``torch.nn.*`` or a local subclass), or
-is a parameter annotated as one. Never guessed from its name.
+``ModelIndex`` is a query on the mode flow's models (``rnnfix.analysis.models``):
+they are models here too, and so is any path with a mode call
+(``.eval()``, ``.train()``, ``.train(False)``) in the file or a parameter
+annotated as an ``nn.Module``. ``is_known_module`` is the stricter question
+asked before inserting ``eval()``. Forwards are ``models.forward_path``'s.
 
 ``SyntacticModes.mode_before`` is a local, intraprocedural reading used until
 (and alongside) the mode flow of ``rnnfix.analysis.modeflow``: it says "eval"
@@ -18,57 +19,25 @@ import functools
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Literal
 
-from rnnfix.analysis.names import dotted, method_call
+from rnnfix.analysis.models import built_class
+from rnnfix.analysis.modestate import is_prefix
+from rnnfix.analysis.names import dotted
 from rnnfix.analysis.syntax import FUNCTIONS, LOOPS, block_of, walk_local
+from rnnfix.analysis.torchapi import module_mode_switch
 
 if TYPE_CHECKING:
     from rnnfix.rules.base import FileContext
 
 Mode = Literal["train", "eval", "unknown"]
 
-# Chained calls that return the module itself: ``Net().to(device)``.
-_SELF_RETURNING = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train"})
-# ``nn.Module`` API: calling these on a model does not run its forward.
-_NOT_FORWARD = frozenset(
-    {
-        "eval", "train", "parameters", "named_parameters", "buffers", "named_buffers",
-        "children", "named_children", "modules", "named_modules", "state_dict",
-        "load_state_dict", "to", "cuda", "cpu", "float", "double", "half", "bfloat16",
-        "zero_grad", "apply", "register_buffer", "register_parameter", "register_module",
-        "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
-        "requires_grad_", "share_memory", "add_module", "get_submodule", "get_parameter",
-        "save_pretrained", "init_hidden", "reset_parameters", "type",
-    }
-)  # fmt: skip
-
 
 def mode_call(node: ast.AST, lenient: bool = False) -> tuple[str, Mode] | None:
-    """``m.eval()`` -> (m, eval); ``m.train()`` / ``m.train(False)`` /
-    ``m.train(mode=flag)``. ``booster.train(data)`` is not a mode call, unless
-    ``lenient`` (for a receiver already known to be a model: ``model.train(flag)``)."""
-    mc = method_call(node)
-    if mc is None:
+    """(receiver text, mode) of a torch module's mode call; see ``module_mode_switch``."""
+    switch = module_mode_switch(node, lenient)
+    target = switch.target if switch is not None else None
+    if switch is None or target is None:
         return None
-    receiver, method = mc
-    assert isinstance(node, ast.Call)
-    target = dotted(receiver)
-    if target is None:
-        return None
-    args = [*node.args, *(k.value for k in node.keywords if k.arg in (None, "mode"))]
-    if len(node.args) + len(node.keywords) != len(args) or len(args) > 1:
-        return None
-    if method == "eval":
-        return (target, "eval") if not args else None
-    if method != "train":
-        return None
-    if not args:
-        return target, "train"
-    flag = args[0]
-    if isinstance(flag, ast.Constant) and isinstance(flag.value, bool):
-        return target, "train" if flag.value else "eval"
-    if isinstance(flag, (ast.Compare, ast.UnaryOp, ast.BoolOp)) or node.keywords or lenient:
-        return target, "unknown"
-    return None  # ``x.train(data)``: not a torch module's mode switch
+    return target, switch.mode.value
 
 
 class ModelIndex:
@@ -81,67 +50,55 @@ class ModelIndex:
 
     @functools.cached_property
     def models(self) -> frozenset[str]:
+        return self._own | self.extra
+
+    def is_known_module(self, key: str) -> bool:
+        """Whether the file shows ``key`` is a torch module whose mode matters:
+        a mode call on it (or on an object holding it), built from an
+        ``nn.Module`` class (directly, or passed on from such an object), or
+        annotated as one. An object of an imported, unknown class that is only
+        called and has parameters (a loss with weights of its own) is not:
+        inserting ``eval()`` on it would rest on a guess."""
+        if any(is_prefix(p, key) for p in self._own):
+            return True
+        info = self.ctx.facts.modes.model_info(key)
+        return info is not None and info.built_at is not None
+
+    @functools.cached_property
+    def _own(self) -> frozenset[str]:
         found: set[str] = set()
         for n in ast.walk(self.ctx.tree):
             mc = mode_call(n)
             if mc is not None:
                 found.add(mc[0])
             elif isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
-                if self._is_module_ctor(n.value):
+                if self.builds_module(n.value):
                     targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                     found.update(t for t in map(dotted, targets) if t)
             elif isinstance(n, ast.arg) and n.annotation is not None:
                 if self._is_module_class(n.annotation):
                     found.add(n.arg)
-        return frozenset(found | self.extra)
-
-    @functools.cached_property
-    def _local_module_classes(self) -> frozenset[str]:
-        classes = {n.name: n for n in ast.walk(self.ctx.tree) if isinstance(n, ast.ClassDef)}
-        found: set[str] = set()
-        changed = True
-        while changed:
-            changed = False
-            for name, cls in classes.items():
-                if name not in found and any(self._is_module_class(b, found) for b in cls.bases):
-                    found.add(name)
-                    changed = True
         return frozenset(found)
 
-    def _is_module_class(self, expr: ast.AST, local: set[str] | None = None) -> bool:
-        local_classes = self._local_module_classes if local is None else local
-        if isinstance(expr, ast.Name) and expr.id in local_classes:
-            return True
-        qual = self.ctx.facts.imports.qualname(expr)
-        if qual is None:
-            return False
-        last = qual.rsplit(".", 1)[-1]
-        # Loss modules and parameters are modules (or not) but not models: their
-        # mode changes nothing, and a criterion does not need ``eval()``.
-        if last.endswith("Loss") or last.startswith("Parameter"):
-            return False
-        return qual.startswith(("torch.nn.", "torchvision.models.")) and last[:1].isupper()
+    def builds_module(self, value: ast.AST) -> bool:
+        """``value`` builds a torch module: ``Net()``, ``nn.LSTM(...).to(dev)``."""
+        flow = self.ctx.facts.modes
+        return built_class(value, flow.imports, flow.classes) is not None
 
-    def _is_module_ctor(self, value: ast.AST) -> bool:
-        while (
-            isinstance(value, ast.Call)
-            and isinstance(value.func, ast.Attribute)
-            and value.func.attr in _SELF_RETURNING
-        ):
-            value = value.func.value
-        return isinstance(value, ast.Call) and self._is_module_class(value.func)
+    def _is_module_class(self, annotation: ast.expr) -> bool:
+        return self.builds_module(ast.Call(func=annotation, args=[], keywords=[]))
 
     def called_model(self, call: ast.Call) -> str | None:
-        """The model a call runs: ``model(x)``, ``model.encoder(x)``,
-        ``model.generate(x)`` -> "model" (the longest model prefix)."""
-        text = dotted(call.func)
+        """The model a forward call runs: ``model(x)``, ``model.forward(x)``,
+        ``model.decoder(x)`` (a known submodule) -> "model" (the longest model
+        prefix); None for a plain method (``model.make_mask(x)``)."""
+        flow = self.ctx.facts.modes
+        text = flow.forward_path(call, self.models.__contains__)
         if text is None:
             return None
         if text in self.models:
             return text
         parts = text.split(".")
-        if parts[-1] in _NOT_FORWARD:
-            return None
         for i in range(len(parts) - 1, 0, -1):
             prefix = ".".join(parts[:i])
             if prefix in self.models:
@@ -160,12 +117,14 @@ class ModelIndex:
 
 
 def mode_calls_in(root: ast.AST, model: str) -> Iterator[tuple[ast.Call, Mode]]:
-    """Mode calls on ``model``. One on ``model.module`` counts too: on a
-    DataParallel/DDP wrapper it sets the mode of every layer the wrapper runs
-    (RNF002 reports the stale wrapper flag, not RNF003)."""
+    """Mode calls on ``model`` or on an object it is an attribute of
+    (``self.eval()`` switches ``self.trunk``: ``Module.train`` recurses). One
+    on ``model.module`` counts too: on a DataParallel/DDP wrapper it sets the
+    mode of every layer the wrapper runs (RNF002 reports the stale wrapper
+    flag, not RNF003)."""
     for n in walk_local(root):
         mc = mode_call(n, lenient=True)
-        if mc is not None and mc[0] in (model, f"{model}.module"):
+        if mc is not None and (is_prefix(mc[0], model) or mc[0] == f"{model}.module"):
             assert isinstance(n, ast.Call)
             yield n, mc[1]
 

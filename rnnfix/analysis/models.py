@@ -18,34 +18,15 @@ bound to imported non-torch modules are never models.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rnnfix.analysis.imports import ImportMap
 from rnnfix.analysis.names import dotted
+from rnnfix.analysis.rnns import RNN_CLASSES
 from rnnfix.analysis.scopes import FileIndex, FuncNode, walk_scope
+from rnnfix.analysis.torchapi import MODULE_METHODS, WRAPPERS, mode_switch, strip_self_returning
 
-RNN_CLASSES = {"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"}
-# Wrappers whose result trains/evaluates the wrapped module: the mode is the inner one's.
-WRAPPERS = {
-    "torch.nn.DataParallel",
-    "torch.nn.parallel.DataParallel",
-    "torch.nn.parallel.DistributedDataParallel",
-    "torch.nn.parallel.distributed.DistributedDataParallel",
-    "torch.distributed.fsdp.FullyShardedDataParallel",
-    "torch.compile",
-}
-# Methods that return the module itself.
-SELF_RETURNING = {
-    "to",
-    "cuda",
-    "cpu",
-    "float",
-    "double",
-    "half",
-    "bfloat16",
-    "train",
-    "requires_grad_",
-}
 _CONTAINERS = {"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"}
 _NOT_MODULES = {"Parameter", "ParameterList", "ParameterDict", "Buffer"}
 
@@ -57,30 +38,6 @@ class ModelInfo:
     class_name: str | None  # local class name or qualified torch name ("torch.nn.LSTM")
     has_rnn: bool | None  # contains an LSTM/GRU/RNN (None: not known)
     evidence: str  # "built" | "mode+call" | "call+parameters" | "argument"
-
-
-def is_mode_call(call: ast.Call) -> bool | None:
-    """For ``x.eval()`` / ``x.train(...)``: True if it is a torch-module-style
-    mode switch, False if it is some other library's ``train``/``eval``; None
-    when it is neither method."""
-    func = call.func
-    if not isinstance(func, ast.Attribute) or func.attr not in ("train", "eval"):
-        return None
-    if func.attr == "eval":
-        return not call.args and not call.keywords
-    if call.keywords:
-        return len(call.keywords) == 1 and call.keywords[0].arg == "mode" and not call.args
-    if not call.args:
-        return True
-    if len(call.args) > 1:
-        return False
-    arg = call.args[0]
-    if isinstance(arg, ast.Constant):
-        return isinstance(arg.value, bool)
-    # ``model.train(is_training)`` / ``model.train(self.training)``; a data
-    # argument (``booster.train(params)``) is another library's train.
-    text = (dotted(arg) or "").lower()
-    return "train" in text or "mode" in text
 
 
 class ModuleClasses:
@@ -140,12 +97,9 @@ def mode_receiver(call: ast.Call, imports: ImportMap) -> str | None:
 def unwrap_built(value: ast.AST, imports: ImportMap) -> ast.AST:
     """``nn.DataParallel(Net()).to(dev)`` -> ``Net()``; ``model.to(dev)`` -> ``model``."""
     while True:
-        if (
-            isinstance(value, ast.Call)
-            and isinstance(value.func, ast.Attribute)
-            and value.func.attr in SELF_RETURNING
-        ):
-            value = value.func.value
+        stripped = strip_self_returning(value)
+        if stripped is not value:
+            value = stripped
         elif (
             isinstance(value, ast.Call) and value.args and imports.qualname(value.func) in WRAPPERS
         ):
@@ -230,21 +184,22 @@ def find_models(
                 called.add(text)
             if isinstance(func, ast.Attribute):
                 recv = dotted(func.value)
+                switch = mode_switch(node)
                 if recv is None:
                     # ``model.to(device).train()``
-                    recv = mode_receiver(node, imports) if is_mode_call(node) else None
-                    if recv is not None:
-                        mode_receivers.add(recv)
+                    if switch is not None and switch.is_module_switch:
+                        recv = mode_receiver(node, imports)
+                        if recv is not None:
+                            mode_receivers.add(recv)
                     continue
                 if func.attr == "forward":
                     called.add(recv)
                 elif func.attr in ("parameters", "named_parameters"):
                     parameters.add(recv)
-                kind = is_mode_call(node)
-                if kind is True:
+                if switch is not None and switch.is_module_switch:
                     mode_receivers.add(mode_receiver(node, imports) or recv)
-                elif kind is False:
-                    not_models.add(recv)
+                elif func.attr in ("train", "eval"):
+                    not_models.add(recv)  # ``booster.train(params)``: another library
     # Instances of local non-module classes, imported modules (``xgb``, ``pd``),
     # local functions and classes are never models.
     for text, cls in index.instance_types.items():
@@ -267,6 +222,61 @@ def find_models(
             models[key] = ModelInfo(key, None, None, None, "submodule")
     _propagate(tree, index, models)
     return models
+
+
+def module_attributes(
+    cls: ast.ClassDef,
+    index: FileIndex,
+    imports: ImportMap,
+    classes: ModuleClasses,
+    models: dict[str, ModelInfo],
+    _seen: frozenset[str] = frozenset(),
+) -> frozenset[str]:
+    """Attributes a local class assigns a module to (``self.fc = nn.Linear(...)``,
+    ``self.decoder = decoder`` where ``decoder`` is a model), bases included."""
+    found: set[str] = set()
+    for node in ast.walk(cls):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            for target, value in assignment_pairs(node):
+                if not (isinstance(target, ast.Attribute) and dotted(target.value) == "self"):
+                    continue
+                inner = dotted(unwrap_built(value, imports))
+                if built_class(value, imports, classes) is not None or (
+                    inner is not None and inner in models
+                ):
+                    found.add(target.attr)
+    for base in cls.bases:
+        if isinstance(base, ast.Name) and base.id in index.classes and base.id not in _seen:
+            found |= module_attributes(
+                index.classes[base.id], index, imports, classes, models, _seen | {cls.name}
+            )
+    return frozenset(found)
+
+
+def forward_path(
+    call: ast.Call,
+    is_model: Callable[[str], bool],
+    submodule: Callable[[str, str], bool],
+) -> str | None:
+    """The path whose forward ``call`` runs, or None: ``M(...)`` and
+    ``M.forward(...)`` run ``M``; ``M.sub(...)`` runs ``M.sub`` when that is a
+    model path itself or ``submodule(M, "sub")`` (M's class in this file
+    assigns a module to ``self.sub``). Any other method is not a forward: a
+    plain method (``model.make_trg_mask(x)``) of a known class, or an unknown
+    method of an unknown class (``model.generate(x)``) -- precision first."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "forward":
+        owner = dotted(func.value)
+        return owner if owner is not None and is_model(owner) else None
+    text = dotted(func)
+    if text is None:
+        return None
+    if is_model(text):
+        return text
+    owner, _, attr = text.rpartition(".")
+    if owner and attr not in MODULE_METHODS and is_model(owner) and submodule(owner, attr):
+        return text
+    return None
 
 
 def _propagate(tree: ast.Module, index: FileIndex, models: dict[str, ModelInfo]) -> None:

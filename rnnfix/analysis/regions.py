@@ -19,13 +19,22 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from rnnfix.analysis.gradctx import training_steps
 from rnnfix.analysis.modelrefs import mode_call
 from rnnfix.analysis.names import dotted
-from rnnfix.analysis.syntax import FUNCTIONS, LOOPS, block_of, innermost_loop, scope_of, words
+from rnnfix.analysis.syntax import (
+    FUNCTIONS,
+    LOOPS,
+    block_of,
+    innermost_loop,
+    scope_of,
+    walk_all_local,
+    words,
+)
 
 if TYPE_CHECKING:
     from rnnfix.rules.base import FileContext
@@ -175,6 +184,40 @@ def _calls_any(loop: ast.stmt, models: set[str]) -> bool:
                 if mode_call(n) is None:
                     return True
     return False
+
+
+# Calls that put trained weights into a model (or read them from disk).
+_WEIGHT_LOADERS = frozenset(
+    {"load_state_dict", "load", "from_pretrained", "load_checkpoint", "load_weights",
+     "load_model", "restore"}
+)  # fmt: skip
+
+
+def is_smoke_test(
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+    models: Iterable[str],
+    builds_module: Callable[[ast.expr], bool],
+) -> bool:
+    """A shape check of a freshly built, untrained model (``net = VGG();
+    print(net(torch.randn(2, 3, 32, 32)).size())``): every model it calls is
+    built in it, no weights are loaded, and no loop runs over data. Its
+    numbers mean nothing, so it is not evaluation. A ``predict`` that builds
+    a model and loads weights is."""
+    body = list(func.body)
+    built: set[str] = set()
+    for n in walk_all_local(body):
+        if isinstance(n, (*LOOPS, ast.comprehension)):
+            return False
+        if isinstance(n, ast.Call):
+            name = n.func.attr if isinstance(n.func, ast.Attribute) else dotted(n.func)
+            if name in _WEIGHT_LOADERS:
+                return False
+        if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
+            if builds_module(n.value):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                built.update(t for t in map(dotted, targets) if t)
+    models = list(models)
+    return bool(models) and all(m.split(".")[0] in built or m in built for m in models)
 
 
 def in_training_iteration(ctx: FileContext, node: ast.AST) -> bool:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from rnnfix.analysis.imports import ImportMap
 from rnnfix.analysis.names import dotted
+from rnnfix.analysis.torchapi import DATA_PARALLEL, strip_self_returning
 
 _NN = ("torch.nn.", "torch.nn.modules.rnn.")
 RNN_KINDS = ("LSTM", "GRU", "RNN")
@@ -26,17 +27,6 @@ _CONTAINERS = frozenset(
     f"{p}{c}"
     for p in ("torch.nn.", "torch.nn.modules.container.")
     for c in ("Sequential", "ModuleList", "ModuleDict")
-)
-_WRAPPERS = frozenset(
-    {
-        "torch.nn.DataParallel",
-        "torch.nn.parallel.DataParallel",
-        "torch.nn.parallel.DistributedDataParallel",
-    }
-)
-# Methods that return the module itself: ``LSTMNet().to(device).eval()``.
-SELF_RETURNING = frozenset(
-    {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval", "requires_grad_"}
 )
 # Positional index of ``num_layers`` and ``dropout`` in LSTM/GRU/RNN(...).
 _NUM_LAYERS_ARG = 2
@@ -181,13 +171,13 @@ class RnnIndex:
         qual = self.imports.qualname(expr.func)
         if qual in RNN_CLASSES:
             return (self._spec(qual.rsplit(".", 1)[1], expr),)
-        if qual in _CONTAINERS or qual in _WRAPPERS:
+        if qual in _CONTAINERS or qual in DATA_PARALLEL:
             found = [
                 s
                 for a in [*expr.args, *(k.value for k in expr.keywords if k.arg is None)]
                 for s in (self.of_expr(a, depth + 1) or ())
             ]
-            if qual in _WRAPPERS:
+            if qual in DATA_PARALLEL:
                 return tuple(s.under("module") for s in found)
             return tuple(replace(s, nameable=False) for s in found)
         if isinstance(expr.func, ast.Name) and expr.func.id in self.classes:
@@ -220,16 +210,6 @@ class RnnIndex:
         if isinstance(value, ast.Name) and value.id in self._constants:
             return self._constants[value.id]
         return _literal_number(value)
-
-
-def strip_self_returning(expr: ast.AST) -> ast.AST:
-    while (
-        isinstance(expr, ast.Call)
-        and isinstance(expr.func, ast.Attribute)
-        and expr.func.attr in SELF_RETURNING
-    ):
-        expr = expr.func.value
-    return expr
 
 
 def _self_attr(node: ast.AST) -> str | None:

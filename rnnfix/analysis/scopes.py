@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from rnnfix.analysis.imports import ImportMap
 from rnnfix.analysis.names import dotted
+from rnnfix.analysis.torchapi import strip_self_returning
 
 FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
 ScopeNode = FuncNode | ast.Module
@@ -183,12 +184,7 @@ class FileIndex:
 
     def constructed_class(self, value: ast.AST) -> str | None:
         """``Trainer(...)`` (possibly ``.to(device)``-chained) -> "Trainer"."""
-        while (
-            isinstance(value, ast.Call)
-            and isinstance(value.func, ast.Attribute)
-            and value.func.attr in ("to", "cuda", "cpu", "float", "double", "half")
-        ):
-            value = value.func.value
+        value = strip_self_returning(value)
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
             if value.func.id in self.classes:
                 return value.func.id

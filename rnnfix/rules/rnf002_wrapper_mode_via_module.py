@@ -6,22 +6,9 @@ import ast
 from collections.abc import Iterator
 
 from rnnfix.analysis.names import dotted, method_call
+from rnnfix.analysis.torchapi import DATA_PARALLEL, strip_self_returning
 from rnnfix.edits import ReplaceExpression
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
-
-WRAPPERS = frozenset(
-    {
-        "torch.nn.DataParallel",
-        "torch.nn.parallel.DataParallel",
-        "torch.nn.parallel.data_parallel.DataParallel",
-        "torch.nn.parallel.DistributedDataParallel",
-        "torch.nn.parallel.distributed.DistributedDataParallel",
-        "torch.distributed.fsdp.FullyShardedDataParallel",
-        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
-    }
-)
-# Chained calls that return the wrapper itself: ``DataParallel(net).cuda()``.
-_SELF_RETURNING = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train"})
 
 
 class WrapperModeViaModule(Rule):
@@ -148,15 +135,10 @@ class _Scopes:
         return self.ctx.tree
 
     def _is_wrapper(self, value: ast.AST) -> bool:
-        while (
-            isinstance(value, ast.Call)
-            and isinstance(value.func, ast.Attribute)
-            and value.func.attr in _SELF_RETURNING
-        ):
-            value = value.func.value
+        value = strip_self_returning(value)
         if not isinstance(value, ast.Call):
             return False
-        return self.ctx.facts.imports.qualname(value.func) in WRAPPERS
+        return self.ctx.facts.imports.qualname(value.func) in DATA_PARALLEL
 
 
 def _assignments(node: ast.AST) -> Iterator[tuple[ast.AST, ast.AST]]:

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 from rnnfix.analysis.regions import find_regions
 from rnnfix.analysis.syntax import FUNCTIONS
+from rnnfix.rules._rnf003_judge import RegionJudge, Verdict
 from rnnfix.rules.base import FileContext, Finding, Rule
-from rnnfix.rules.rnf003_judge import RegionJudge, Verdict
 
 _PREFILTER = re.compile(r"val|test|eval|predict|infer|dev|holdout", re.IGNORECASE)
 

@@ -52,6 +52,7 @@ from rnnfix.verify.records import (
     CLEAN_CYCLE,
     CUDNN_BACKWARD_IN_EVAL,
     OPTIMIZER_STEP_IN_EVAL,
+    SANITIZER_ERROR,
     VALIDATION_FORWARD,
     WRAPPER_MODE_MISMATCH,
     Record,
@@ -64,6 +65,14 @@ if TYPE_CHECKING:
     import torch
 
 Mode = Literal["raise", "record"]
+
+#: After this many train-mode forwards from the same call site (the same
+#: chain of user frames) have reached a backward, later train-mode forwards
+#: from it get no hooks: it is a training call site, and hooking every forward
+#: costs ~25 us (three node hooks). Eval-mode forwards are always hooked, so
+#: cuDNN's check stays exact; only a train-mode validation forward sharing
+#: its whole call chain with training could go unrecorded.
+_PROVEN_AFTER = 3
 
 _KERNELS = {"lstm": "LSTM", "gru": "GRU", "rnn_tanh": "RNN (tanh)", "rnn_relu": "RNN (relu)"}
 _METADATA_KEY = "rnnfix.verify"
@@ -95,6 +104,9 @@ class _Sanitizer:
     #: an engine thread (CUDA) whose own stack does not reach the user's code.
     backward_frame: FrameType | None = None
     train_depth: int = 0
+    #: Train-mode forward call sites (user frames) and how many of their
+    #: forwards reached a backward. See :data:`_PROVEN_AFTER`.
+    train_sites: dict[RawFrames, int] = field(default_factory=dict)
 
 
 _active: _Sanitizer | None = None
@@ -118,6 +130,7 @@ class _ForwardState:
         "reached",
         "serial",
         "last_violation_serial",
+        "site_counted",
         "__weakref__",
     )
 
@@ -132,12 +145,18 @@ class _ForwardState:
         self.reached = False
         self.serial = _active.backward_serial if _active is not None else 0
         self.last_violation_serial = -1
+        self.site_counted = not train
 
     def on_backward(self, grad_outputs: tuple[Any, ...]) -> None:
         self.reached = True
         san = _active
-        if self.checked_by and san is not None:
+        if san is None:
+            return None
+        if self.checked_by:
             _on_violation(san, self)
+        elif not self.site_counted:
+            self.site_counted = True
+            san.train_sites[self.forward] = san.train_sites.get(self.forward, 0) + 1
         return None
 
     def __del__(self) -> None:
@@ -268,7 +287,10 @@ def _kernel_wrapper(original: Callable[..., Any], rnn: str) -> Callable[..., Any
         result = original(*args, **kwargs)
         san = _active
         if san is not None:
-            _after_rnn(san, rnn, args, kwargs, result)
+            try:
+                _after_rnn(san, rnn, args, kwargs, result)
+            except Exception as exc:  # noqa: BLE001 - our bug must not break training
+                _internal_error(san, exc)
         return result
 
     return _skip_dynamo(rnn_kernel)
@@ -318,16 +340,19 @@ def _after_rnn(
             # or inference forward, and it ran in train mode.
             _record_validation(san, rnn, True, False, dropout_changes_output, user_sites())
         return
-    nodes = _output_nodes(result)
-    if not nodes:
+    if not any(getattr(item, "requires_grad", False) for item in result):
         return  # nothing requires grad: no backward can come
+    frames = user_frames()
+    if train and san.train_sites.get(frames, 0) >= _PROVEN_AFTER:
+        return
+    nodes = _output_nodes(result)
     checked_by = ""
     if not train and torch._C._get_cudnn_enabled():
         if is_cuda:
             checked_by = _real_backend(nodes)
         elif _cudnn_would_run(x):
             checked_by = "emulated"
-    state = _ForwardState(rnn, train, checked_by, user_frames(), dropout_changes_output)
+    state = _ForwardState(rnn, train, checked_by, frames, dropout_changes_output)
     for node in nodes:
         node.register_prehook(state.on_backward)
         node.metadata[_METADATA_KEY] = state
@@ -388,7 +413,8 @@ def _on_violation(san: _Sanitizer, state: _ForwardState) -> None:
     san.recorder.add(record, flush=True)
     if san.mode == "raise" and state.checked_by == "emulated":
         error = RuntimeError(messages.CUDNN_ERROR)
-        error.add_note(messages.emulation_note(state.rnn, format_chain(record.forward) or "?"))
+        if hasattr(error, "add_note"):  # Python 3.11+; the message itself stays exact
+            error.add_note(messages.emulation_note(state.rnn, format_chain(record.forward) or "?"))
         raise error
 
 
@@ -508,7 +534,10 @@ def _patch_module_train(san: _Sanitizer) -> None:
             result = original(self, mode)
         finally:
             current.train_depth -= 1
-        current.tracker.on_mode_call(self, bool(mode))
+        try:
+            current.tracker.on_mode_call(self, bool(mode))
+        except Exception as exc:  # noqa: BLE001 - our bug must not break training
+            _internal_error(current, exc)
         return result
 
     _set(san, nn.Module, "train", train)
@@ -522,11 +551,17 @@ def _patch_wrappers(san: _Sanitizer) -> None:
 
 
 def _wrapper_forward(original: Callable[..., Any], wrapper_name: str) -> Callable[..., Any]:
+    import torch
+
     @functools.wraps(original)
     def forward(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
         san = _active
         inner = getattr(self, "module", None)
-        if san is not None and inner is not None and self.training != inner.training:
+        if (
+            san is not None
+            and isinstance(inner, torch.nn.Module)
+            and self.training != inner.training
+        ):
             san.recorder.add(
                 Record(
                     kind=WRAPPER_MODE_MISMATCH,
@@ -570,6 +605,13 @@ def _before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
     san = _active
     if san is None:
         return
+    try:
+        _check_step(san, optimizer)
+    except Exception as exc:  # noqa: BLE001 - our bug must not break training
+        _internal_error(san, exc)
+
+
+def _check_step(san: _Sanitizer, optimizer: Any) -> None:
     san.recorder.optimizer_steps += 1
     tracker = san.tracker
     if not tracker.models:
@@ -602,7 +644,11 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
     san = _active
     if san is None or not san.until_clean_cycle:
         return
-    models = san.tracker.cycle_complete()
+    try:
+        models = san.tracker.cycle_complete()
+    except Exception as exc:  # noqa: BLE001 - our bug must not break training
+        _internal_error(san, exc)
+        return
     if models is None or san.recorder.has_problems():
         return
     # Forwards that the last backward did not reach are validation forwards
@@ -654,6 +700,14 @@ def _after_fork_in_child() -> None:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _internal_error(san: _Sanitizer, exc: Exception) -> None:
+    """A bug in the sanitizer: say so once (the verdict turns into exit 2)
+    and let the user's program go on unchecked at that point."""
+    message = f"sanitizer failed: {type(exc).__name__}: {exc}"
+    if san.recorder.add(Record(SANITIZER_ERROR, "error", message)):
+        sys.stderr.write(f"rnnfix verify: {message}\n")
 
 
 def _set(san: _Sanitizer, owner: object, name: str, value: object) -> None:

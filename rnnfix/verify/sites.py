@@ -19,16 +19,18 @@ MAX_FRAMES = 6
 _VERIFY_DIR = os.path.dirname(os.path.abspath(__file__))
 _internal_dirs: tuple[str, ...] = ()
 _library_dirs: tuple[str, ...] = ()
-# code object -> (0 user | 1 third-party library | 2 internal, display name)
-_kind_cache: dict[CodeType, tuple[int, str]] = {}
+# id(code) -> (0 user | 1 third-party library | 2 internal, display name, code).
+# Keyed by id: hashing a code object hashes its bytecode and constants, every
+# time. The code object is kept in the value so its id cannot be reused.
+_kind_cache: dict[int, tuple[int, str, CodeType]] = {}
 
 
 def _init_dirs() -> None:
     global _internal_dirs, _library_dirs
     internal = [_VERIFY_DIR + os.sep]
-    torch = sys.modules.get("torch")
-    if torch is not None and getattr(torch, "__file__", None):
-        internal.append(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
+    torch_file = getattr(sys.modules.get("torch"), "__file__", None)
+    if torch_file:
+        internal.append(os.path.dirname(os.path.abspath(torch_file)) + os.sep)
     paths = sysconfig.get_paths()
     library = []
     for key in ("stdlib", "platstdlib"):
@@ -69,16 +71,16 @@ def user_frames(start: FrameType | None = None) -> RawFrames:
     """
     if not _internal_dirs:
         _init_dirs()
-    frame = start if start is not None else sys._getframe(1)
+    frame: FrameType | None = start if start is not None else sys._getframe(1)
     users: list[tuple[str, int, str]] = []
     libraries: list[tuple[str, int, str]] = []
     cache = _kind_cache
     while frame is not None:
         code = frame.f_code
-        known = cache.get(code)
+        known = cache.get(id(code))
         if known is None:
-            known = cache[code] = (_classify(code), _display(code.co_filename))
-        kind, name = known
+            known = cache[id(code)] = (_classify(code), _display(code.co_filename), code)
+        kind, name, _ = known
         if kind == 0:
             users.append((name, frame.f_lineno, code.co_name))
             if len(users) >= MAX_FRAMES:

@@ -218,3 +218,66 @@ def test_break_and_continue() -> None:
     )
     assert modes(mf, tree, "step()", "model") == {Mode.TRAIN}
     assert modes(mf, tree, "after()", "model") == {Mode.EVAL}
+
+
+PREFIX_MODES = """
+import torch
+from torch import nn
+
+class Seq2Seq(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.LSTM(4, 8)
+        self.decoder = nn.Linear(8, 2)
+
+    def make_mask(self, x):
+        return x > 0
+
+    def predict(self, x):
+        self.eval()
+        return self.decoder(x)
+
+model = Seq2Seq()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+model.train()
+out, _ = model.encoder(x)
+out.sum().backward()
+model.encoder.eval()
+model(x)
+mask = model.make_mask(x)
+"""
+
+
+def test_a_mode_call_on_a_prefix_covers_the_paths_below_it() -> None:
+    mf, tree = flow(PREFIX_MODES)
+    # ``self.eval()`` switches ``self.decoder`` (Module.train recurses).
+    assert modes(mf, tree, "self.decoder(x)", "self.decoder") == {Mode.EVAL}
+    # ``model.train()`` covers the ``model.encoder(x)`` forward the backward uses.
+    assert modes(mf, tree, "out.sum().backward()", "model.encoder") == {Mode.TRAIN}
+    # ... but ``model.encoder.eval()`` does not cover ``model`` itself.
+    assert modes(mf, tree, "model(x)", "model") == {Mode.TRAIN}
+    assert modes(mf, tree, "model(x)", "model.encoder") == {Mode.EVAL}
+
+
+def test_only_calls_and_known_submodules_are_forwards() -> None:
+    mf, _ = flow(PREFIX_MODES)
+    forwards = {ast.unparse(c.node) for c in mf.model_calls}
+    assert "model.encoder(x)" in forwards and "model(x)" in forwards
+    assert "model.make_mask(x)" not in forwards  # a plain method, not a forward
+
+
+def test_mode_switch_parses_every_spelling_once() -> None:
+    from rnnfix.analysis.torchapi import mode_switch
+
+    def parse(text: str) -> tuple[str, bool] | None:
+        sw = mode_switch(ast.parse(text, mode="eval").body)
+        return None if sw is None else (sw.mode.value, sw.is_module_switch)
+
+    assert parse("m.eval()") == ("eval", True)
+    assert parse("m.train()") == ("train", True)
+    assert parse("m.train(False)") == ("eval", True)
+    assert parse("m.train(mode=flag)") == ("unknown", True)
+    assert parse("m.train(is_training)") == ("unknown", True)
+    assert parse("m.train(phase == 'train')") == ("unknown", True)
+    assert parse("booster.train(params)") == ("unknown", False)
+    assert parse("m.eval(x)") is None and parse("m.train(a, b)") is None

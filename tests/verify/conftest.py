@@ -1,7 +1,8 @@
 """Shared setup for the ``rnnfix verify`` tests.
 
 Test modules that need torch (CPU is enough) start with
-``pytest.importorskip("torch")``, so without it they are skipped. The ``gpu`` marker is registered here until pyproject does it.
+``pytest.importorskip("torch")``, so without it they are skipped. The
+``gpu`` marker is registered here too (pyproject also does).
 """
 
 from __future__ import annotations

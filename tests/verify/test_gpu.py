@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rnnfix.verify.runner import script_command, run_verify  # noqa: E402
+from rnnfix.verify.runner import run_verify, script_command  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "verify"
 CUDNN_ERROR = "cudnn RNN backward can only be called in training mode"

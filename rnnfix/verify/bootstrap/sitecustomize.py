@@ -67,13 +67,14 @@ def _report_failure() -> None:
     if not directory:
         return
     try:
+        from pathlib import Path
+
         from rnnfix.verify.records import (
             SANITIZER_ERROR,
             ProcessReport,
             Record,
             write_process_report,
         )
-        from pathlib import Path
 
         error = Record(SANITIZER_ERROR, "error", f"sanitizer failed: {sys.exc_info()[1]!r}")
         report = ProcessReport(os.getpid(), list(sys.argv), "", records=[error])

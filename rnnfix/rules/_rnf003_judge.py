@@ -15,7 +15,7 @@ from rnnfix.analysis.gradctx import GradContexts, LocalFunctions, gradient_uses
 from rnnfix.analysis.modeflow import Mode as FlowMode
 from rnnfix.analysis.modelrefs import Mode, ModelIndex, mode_before, mode_calls_in
 from rnnfix.analysis.names import dotted
-from rnnfix.analysis.regions import EvalRegion, in_training_iteration
+from rnnfix.analysis.regions import EvalRegion, in_training_iteration, is_smoke_test
 from rnnfix.analysis.syntax import (
     FUNCTIONS,
     body_without_docstring,
@@ -73,6 +73,8 @@ class RegionJudge:
         }
         if not body or not calls:
             return Verdict.NOT_A_REGION
+        if isinstance(node, FUNCTIONS) and is_smoke_test(node, calls, self.index.builds_module):
+            return Verdict.LEFT_ALONE
         # A region that computes gradients is a gradient evaluator (saliency,
         # test-time optimisation) or training: not evaluation.
         if any(True for _ in walk_gradient_uses(self.ctx, body)):
@@ -129,6 +131,8 @@ class RegionJudge:
     ) -> _Need:
         need = _Need()
         for model, sites in sorted(calls.items(), key=lambda kv: _first(kv[1])):
+            if not self.index.is_known_module(model):
+                continue  # an object of an unknown class: no ``eval()`` on a guess
             if any(self._mode_at(site, model) != "eval" for site in sites):
                 need.eval_models.append(model)
         need.grad = any(self._grad_on(site) for sites in calls.values() for site in sites)
