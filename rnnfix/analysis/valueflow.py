@@ -62,6 +62,22 @@ class ValueFlow:
     def reaches_gradient_use(self, region: list[ast.stmt], scope: Scope, seeds: set[str]) -> bool:
         """True when a value in ``seeds`` written by ``region`` (statements of
         ``scope``) may reach a gradient use outside the region."""
+        if scope not in self._uses:
+            self._uses[scope] = list(gradient_uses(self.ctx, scope))
+        return self._reaches(region, scope, seeds, self._uses[scope])
+
+    def escapes(self, region: list[ast.stmt], scope: Scope, seeds: set[str]) -> bool:
+        """True when a value in ``seeds`` written by ``region`` may be returned
+        or yielded by ``scope``: its callers, maybe in another file, decide
+        whether it is differentiated."""
+        exits = [
+            n for n in walk_local(scope) if isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom))
+        ]
+        return self._reaches(region, scope, seeds, exits)
+
+    def _reaches(
+        self, region: list[ast.stmt], scope: Scope, seeds: set[str], uses: list[ast.AST]
+    ) -> bool:
         if not seeds:
             return False
         inside = {id(n) for n in walk_all_local(region)}
@@ -73,7 +89,6 @@ class ValueFlow:
                 for n in walk_local(scope)
                 if isinstance(n, ast.stmt) and any(True for _ in _targets(n))
             ]
-            self._uses[scope] = list(gradient_uses(self.ctx, scope))
         assignments = [a for a in self._assignments[scope] if id(a) not in inside]
         changed = True
         while changed:
@@ -85,7 +100,7 @@ class ValueFlow:
                         if not any(s is stmt for s in sources.setdefault(name, [])):
                             sources[name].append(stmt)
                             changed = True
-        for use in self._uses[scope]:
+        for use in uses:
             if id(use) in inside:
                 continue
             names = self._reads(use) & set(sources)

@@ -102,6 +102,12 @@ class RegionJudge:
         seeds = written(body) - set(self.index.models)
         if self.flow.reaches_gradient_use(body, scope, seeds):
             return True
+        if region.signal == "after-eval" and isinstance(scope, FUNCTIONS):
+            # Only ``eval()`` says this is evaluation, and what the loop computes
+            # leaves the function: a caller (maybe in another file) may
+            # differentiate it — soft samples fed to a generator loss, say.
+            if self.flow.escapes(body, scope, seeds):
+                return True
         if isinstance(scope, FUNCTIONS) and region.signal != "data":
             # A helper that evaluates and returns what it computed: its
             # callers decide whether that feeds a training step.
