@@ -22,15 +22,52 @@ What it records (``Record.kind``, severity):
   model that is in train mode, e.g. frozen BatchNorm).
 - ``validation-forward`` (warning; info for an RNN whose train mode cannot
   change its output): a forward that never reached a backward ran with grad
-  enabled, or ran in train mode under ``no_grad``.
+  enabled, or ran in train mode under ``no_grad``. For Dropout (p > 0) and
+  BatchNorm/InstanceNorm with running statistics: ran in train mode with grad
+  disabled (``no_grad``/``inference_mode``) while every module around it
+  trains too, i.e. validation without ``model.eval()``.
+- ``mc-dropout`` (info): dropout on with grad disabled on purpose:
+  ``F.dropout(x, training=True)`` from a module in eval mode or outside any
+  module, or a Dropout in train mode inside a model in eval mode
+  (``model.eval(); model.drop.train()``).
+- ``frozen-batchnorm`` (info): a BatchNorm/InstanceNorm used its running
+  statistics (eval mode, or ``training=False`` passed) with grad enabled inside
+  a module in train mode.
+- ``batchnorm-recalibration`` (info): running statistics updated with grad
+  disabled on purpose: ``torch.optim.swa_utils.update_bn`` (its dropout is not
+  reported), ``F.batch_norm(training=True)`` from an eval-mode module or no
+  module, or the norm alone in train mode inside an eval-mode model.
 - ``wrapper-mode-mismatch`` (warning): DataParallel/DDP flag differs from its
   module's; training itself is unaffected.
 - ``clean-cycle`` (info) and ``sanitizer-error`` (error, exit status 2).
 
+Errors fail a run; warnings fail it only under ``--strict``; infos never. None
+but the cuDNN error is ever raised, and a warning keeps ``--until-clean-cycle``
+from stopping.
+
+Dropout and BatchNorm are seen through ``torch._VF.dropout`` (and
+``alpha_dropout``, ``feature_dropout``, ``feature_alpha_dropout``, in-place
+twins; ``torch.dropout`` etc. too) and ``torch.batch_norm``/
+``torch.instance_norm``, which ``torch.nn.functional`` looks up at every call:
+every ``nn.Dropout``/``Dropout1d/2d/3d``/``AlphaDropout``/
+``FeatureAlphaDropout``, ``BatchNorm1d/2d/3d`` (and lazy), unsynchronised
+``SyncBatchNorm`` and ``InstanceNorm*d`` call, and ``MultiheadAttention``'s
+dropout. Intent is judged from the ``training`` flags of the modules whose
+methods are on the stack (DataParallel/DDP excluded: they never read theirs);
+that walk happens only when a record is made (~15-20 us a call), the clean
+paths cost one or two flag checks.
+
 Limits: TorchScript RNNs and code that bound
 ``torch._C._VariableFunctions.lstm`` (or ``gru``, ``rnn_tanh``, ``rnn_relu``)
-before installation are not seen; neither are processes started with
-``python -I``/``-E``/``-S`` (no ``PYTHONPATH``/``sitecustomize``). With
+before installation are not seen; likewise scripted Dropout/BatchNorm, direct
+``torch.ops.aten``/``_VariableFunctions`` calls, ``SyncBatchNorm`` while it
+synchronises (several GPU processes), and ``torch.compile`` with an AOT
+backend (inductor, the default; ``aot_eager``): only the ``eager`` backend
+still calls the functionals, named then ``F.dropout in compiled Net``, with
+intent judged from the compiled model's flag. Neither are processes started
+with ``python -I``/``-E``/``-S`` (no ``PYTHONPATH``/``sitecustomize``). A
+deliberate train-mode forward under ``no_grad`` in user code (a BYOL-style
+target network) is reported as a warning like a forgotten ``eval()``. With
 ``torch._dynamo.config.allow_rnn=True`` and an AOT backend, a GPU decomposes
 the RNN and does not raise, while the sanitizer still does. A "model" for
 ``--until-clean-cycle`` and the optimizer check is a module on which user code

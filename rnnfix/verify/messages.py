@@ -79,6 +79,62 @@ def validation_forward(
     )
 
 
+def _a(word: str) -> str:
+    return "an" if word[:1] in ("A", "E", "I", "O", "U") or word.startswith("F.") else "a"
+
+
+def layer_in_train_mode_under_no_grad(
+    layer: str, site: str, is_dropout: bool, updates_stats: bool
+) -> str:
+    """A Dropout/BatchNorm in a model in train mode ran with grad disabled."""
+    if is_dropout:
+        effect = "it randomly dropped activations, so the outputs are noisy"
+    else:
+        effect = "it normalised with the input's statistics instead of its running ones" + (
+            " and updated running_mean/running_var from this data" if updates_stats else ""
+        )
+    return (
+        f"{_a(layer)} {layer} ran in train mode with grad disabled (no_grad or "
+        f"inference_mode) at {site}: validation or inference without model.eval(); "
+        f"{effect}. Call model.eval() before it and model.train() before training "
+        "resumes (RNF003)"
+    )
+
+
+def mc_dropout(layer: str, site: str, eval_owner: str | None, forced: bool) -> str:
+    """Dropout on at inference on purpose (Monte Carlo dropout). ``forced``:
+    ``training=True`` passed by ``eval_owner`` (a module in eval mode; None:
+    no module); otherwise ``layer`` is in train mode inside ``eval_owner``."""
+    if forced:
+        who = f"although {eval_owner} is in eval mode" if eval_owner else "outside any module"
+        return (
+            f"{layer} ran dropout with training=True with grad disabled at {site} {who}: "
+            "Monte Carlo dropout, intentional if meant; F.dropout's training argument "
+            "defaults to True, so pass training=self.training if it is not"
+        )
+    return (
+        f"{_a(layer)} {layer} in train mode ran with grad disabled inside {eval_owner} "
+        f"in eval mode at {site}: dropout stays on at inference (Monte Carlo dropout), "
+        "intentional when only the dropout was set to train"
+    )
+
+
+def frozen_batchnorm(layer: str, site: str, training_owner: str) -> str:
+    return (
+        f"{_a(layer)} {layer} used its running statistics with grad enabled at {site} "
+        f"while {training_owner} is in train mode: deliberately frozen BatchNorm, its "
+        "running statistics are not updated and it normalises with them; if not meant, "
+        "do not call eval() on it (or pass training=False) while the model trains"
+    )
+
+
+def batchnorm_recalibration(layer: str, site: str, why: str) -> str:
+    return (
+        f"{_a(layer)} {layer} updated its running statistics with grad disabled at {site} "
+        f"on purpose ({why}); evaluate with model.eval() afterwards"
+    )
+
+
 def wrapper_mode_mismatch(wrapper: str, wrapper_training: bool, module_training: bool) -> str:
     def mode(flag: bool) -> str:
         return "train" if flag else "eval"

@@ -22,8 +22,21 @@ CUDNN_BACKWARD_IN_EVAL = "cudnn-backward-in-eval"
 #: ``optimizer.step()`` updated parameters of a model that is in eval mode.
 OPTIMIZER_STEP_IN_EVAL = "optimizer-step-in-eval"
 #: A forward that never reached a backward (a validation/inference forward) ran
-#: in train mode, or with grad enabled.
+#: in train mode, or with grad enabled; or a Dropout/BatchNorm ran in train mode
+#: under no_grad.
 VALIDATION_FORWARD = "validation-forward"
+#: Dropout deliberately on under no_grad (Monte Carlo dropout): ``F.dropout``
+#: with ``training=True`` in an eval-mode module, or a Dropout in train mode
+#: inside a model in eval mode. Info.
+MC_DROPOUT = "mc-dropout"
+#: A BatchNorm/InstanceNorm in eval mode ran with grad enabled inside a module
+#: in train mode: deliberately frozen statistics. Info.
+FROZEN_BATCHNORM = "frozen-batchnorm"
+#: A BatchNorm/InstanceNorm updated its running statistics under no_grad on
+#: purpose: ``swa_utils.update_bn``, ``F.batch_norm(training=True)`` in an
+#: eval-mode module, or the norm alone in train mode inside a model in eval
+#: mode (test-time adaptation). Info.
+BATCHNORM_RECALIBRATION = "batchnorm-recalibration"
 #: A DataParallel/DDP wrapper's ``training`` flag differs from its module's.
 WRAPPER_MODE_MISMATCH = "wrapper-mode-mismatch"
 #: The process was stopped on purpose after a clean train/eval/train/step cycle.

@@ -107,3 +107,42 @@ def _display(filename: str) -> str:
     except ValueError:
         return filename
     return filename if rel.startswith("..") else rel
+
+
+# id(code) -> (0 plain | 1 takes ``self`` first | 2 recalibrator, code).
+_self_cache: dict[int, tuple[int, CodeType]] = {}
+
+#: Functions of torch that run BatchNorm in train mode under no_grad on
+#: purpose, to recompute its running statistics: (file name, function).
+_RECALIBRATORS = frozenset({("swa_utils.py", "update_bn")})
+
+
+def modules_on_stack(start: FrameType | None, module_type: type) -> tuple[list[object], bool]:
+    """Instances of ``module_type`` whose methods are running, innermost first
+    (each once), and whether a torch function that recomputes BatchNorm
+    statistics on purpose (``swa_utils.update_bn``) is on the stack.
+
+    Reads ``self`` of frames whose code takes ``self`` first (``f_locals``):
+    call it only when something is about to be recorded.
+    """
+    frame = start
+    found: list[object] = []
+    recalibrating = False
+    cache = _self_cache
+    while frame is not None:
+        code = frame.f_code
+        known = cache.get(id(code))
+        if known is None:
+            if (os.path.basename(code.co_filename), code.co_name) in _RECALIBRATORS:
+                kind = 2
+            else:
+                kind = int(code.co_argcount > 0 and code.co_varnames[0] == "self")
+            known = cache[id(code)] = (kind, code)
+        if known[0] == 2:
+            recalibrating = True
+        elif known[0] == 1:
+            owner = frame.f_locals.get("self")
+            if isinstance(owner, module_type) and all(owner is not m for m in found):
+                found.append(owner)
+        frame = frame.f_back
+    return found, recalibrating
