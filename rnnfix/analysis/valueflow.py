@@ -70,7 +70,7 @@ class ValueFlow:
         """True when a value in ``seeds`` written by ``region`` may be returned
         or yielded by ``scope``: its callers, maybe in another file, decide
         whether it is differentiated."""
-        exits = [
+        exits: list[ast.AST] = [
             n for n in walk_local(scope) if isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom))
         ]
         return self._reaches(region, scope, seeds, exits)
