@@ -199,7 +199,9 @@ class _ForwardState:
 
     def __del__(self) -> None:
         san = _active
-        if not self.reached and san is not None:
+        # Under torch.compile, Dynamo may build an instance without running
+        # __init__ (tracing on fake tensors): its slots are then unset.
+        if not getattr(self, "reached", True) and san is not None:
             self.reached = True
             try:
                 _record_unreached(san, self, flush=False)
