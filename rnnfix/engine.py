@@ -14,10 +14,14 @@ import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rnnfix.edits import Edit, apply_edits
 from rnnfix.rules import FileContext, Finding, Rule, all_rules
 from rnnfix.settings import Settings
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.project import ProjectIndex
 
 MAX_PASSES = 8
 
@@ -43,6 +47,9 @@ class SourceResult:
     # Findings in ``original``, with its line numbers. ``applied`` may hold
     # findings of later passes, whose positions refer to intermediate sources.
     initial: list[Finding] = field(default_factory=list)
+    # Other files of the run (absolute paths) whose summaries the analysis
+    # looked up: the result may change when one of them does.
+    consulted: set[str] = field(default_factory=set)
 
     @property
     def changed(self) -> bool:
@@ -54,23 +61,33 @@ def selected_rules(settings: Settings) -> list[Rule]:
 
 
 def check_source(
-    source: str, settings: Settings | None = None, path: str = "<string>"
+    source: str,
+    settings: Settings | None = None,
+    path: str = "<string>",
+    project: ProjectIndex | None = None,
 ) -> list[Finding]:
     """Findings for ``source``; raises ``SyntaxError`` when it does not parse."""
     settings = settings or Settings()
-    return _run_rules(source, ast.parse(source), settings, path, selected_rules(settings))
+    rules = selected_rules(settings)
+    return _run_rules(source, ast.parse(source), settings, path, rules, project, set())
 
 
 def fix_source(
-    source: str, settings: Settings | None = None, path: str = "<string>"
+    source: str,
+    settings: Settings | None = None,
+    path: str = "<string>",
+    project: ProjectIndex | None = None,
 ) -> SourceResult:
     """Apply every applicable fix until a fixed point; raises ``SyntaxError``
-    only when the *input* does not parse."""
+    only when the *input* does not parse. ``project``: the other files of the
+    run (the same index on every pass: fixing this file does not change what
+    the others do)."""
     settings = settings or Settings()
     rules = selected_rules(settings)
     result = SourceResult(original=source, fixed=source)
     current = source
-    findings = _run_rules(current, ast.parse(current), settings, path, rules)
+    consulted = result.consulted
+    findings = _run_rules(current, ast.parse(current), settings, path, rules, project, consulted)
     result.initial = findings
     for _ in range(MAX_PASSES):
         applicable = [f for f in findings if _applicable(f, settings)]
@@ -82,7 +99,9 @@ def fix_source(
             break
         result.applied.extend(applied)
         current = new
-        findings = _run_rules(current, ast.parse(current), settings, path, rules)
+        findings = _run_rules(
+            current, ast.parse(current), settings, path, rules, project, consulted
+        )
         # A fix that failed once would fail again: stop offering it.
         failed = {(d.finding.code, d.finding.line, d.finding.message) for d in result.dropped}
         findings = [
@@ -132,12 +151,24 @@ def _apply_checked(source: str, edits: Sequence[Edit]) -> str:
 
 
 def _run_rules(
-    source: str, tree: ast.Module, settings: Settings, path: str, rules: Iterable[Rule]
+    source: str,
+    tree: ast.Module,
+    settings: Settings,
+    path: str,
+    rules: Iterable[Rule],
+    project: ProjectIndex | None,
+    consulted: set[str],
 ) -> list[Finding]:
-    ctx = FileContext(source=source, tree=tree, settings=settings, path=path)
+    ctx = FileContext(source=source, tree=tree, settings=settings, path=path, project=project)
     findings: list[Finding] = []
     for rule in rules:
         findings.extend(rule.check(ctx))
+    # The facts refer back to the context: dropping them here frees each tree
+    # at once instead of leaving it to the cyclic garbage collector (which
+    # then walks every live tree, and a large run gets slower and slower).
+    facts = ctx.__dict__.pop("facts", None)
+    if facts is not None and facts.project is not None:
+        consulted |= facts.project.consulted
     lines = ctx.lines
     kept = [f for f in findings if not _ignored(f, lines)]
     return sorted(set(kept), key=lambda f: (f.line, f.col, f.code, f.message))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rnnfix.analysis.gradctx import grad_context
 from rnnfix.analysis.imports import ImportMap
@@ -28,6 +29,9 @@ from rnnfix.analysis.modestate import Mode
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.rnns import RnnIndex, RnnSpec
 from rnnfix.analysis.torchapi import MODULE_METHODS, mode_switch, strip_self_returning
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.project import ProjectView
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -61,11 +65,17 @@ class EvalBackward:
 
 
 class EvalGradAnalysis:
-    def __init__(self, tree: ast.Module, imports: ImportMap, parents: dict[ast.AST, ast.AST]):
+    def __init__(
+        self,
+        tree: ast.Module,
+        imports: ImportMap,
+        parents: dict[ast.AST, ast.AST],
+        project: ProjectView | None = None,
+    ):
         self.tree = tree
         self.imports = imports
         self.parents = parents
-        self.rnns = RnnIndex(tree, imports)
+        self.rnns = RnnIndex(tree, imports, project.class_rnns if project is not None else None)
         self._switches: list[tuple[Key, bool]] = []
 
     # --- regions -----------------------------------------------------------

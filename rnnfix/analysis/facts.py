@@ -11,6 +11,7 @@ from rnnfix.analysis.imports import ImportMap
 if TYPE_CHECKING:
     from rnnfix.analysis.evalgrad import EvalGradAnalysis
     from rnnfix.analysis.modeflow import ModeFlow
+    from rnnfix.analysis.project import ProjectView
     from rnnfix.rules.base import FileContext
 
 
@@ -28,6 +29,13 @@ class FileFacts:
         return ImportMap.build(self.tree)
 
     @functools.cached_property
+    def project(self) -> ProjectView | None:
+        """The other files of the run, as this file's imports see them."""
+        if self.ctx.project is None:
+            return None
+        return self.ctx.project.view(self.ctx.path, self.tree, self.ctx.source)
+
+    @functools.cached_property
     def modes(self) -> ModeFlow:
         """The mode-flow analysis (models, modes, grad mode, training steps)."""
         from rnnfix.analysis.modeflow import ModeFlow
@@ -39,7 +47,7 @@ class FileFacts:
         """Gradients computed on purpose in eval mode, RNNs, optimizer ownership."""
         from rnnfix.analysis.evalgrad import EvalGradAnalysis
 
-        return EvalGradAnalysis(self.tree, self.imports, self.parents)
+        return EvalGradAnalysis(self.tree, self.imports, self.parents, self.project)
 
     @functools.cached_property
     def parents(self) -> dict[ast.AST, ast.AST]:

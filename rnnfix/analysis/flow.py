@@ -6,8 +6,9 @@ fixed point (the end of the body and every ``continue`` flow into the next
 iteration; ``break`` and the exhausted loop flow out), ``try`` joins its
 handlers with the body, ``finally`` also runs on ``return``, and
 ``return``/``raise`` end a path. Calls change modes through ``.eval()`` /
-``.train(...)`` on a model or through the summary of a function of this file;
-any other call changes nothing. ``before`` keeps, for every statement
+``.train(...)`` on a model or through the summary of a function of this file
+or (with a project index) of another file of the run; any other call changes
+nothing. ``before`` keeps, for every statement
 reached, the join of all states it was reached with.
 """
 
@@ -264,13 +265,26 @@ class ScopeRun:
             return
         res = self.flow.resolve(call, self.scope, ctor_target)
         if res is None:
+            # A function of another file of the run (project index), if any.
+            ext = self.flow.external(call, self.scope)
+            if ext is not None:
+                self.apply(call, ext.summary.effects, ext.caller_key, f)
             return
         old = self.call_frames.get(call)
         self.call_frames[call] = join([old, f]) if old is not None else f.copy()  # type: ignore[assignment]
         self.resolved[call] = res
-        summary = self.flow.summary(res.callee)
-        for key, eff in summary.effects.items():
-            mine = res.caller_key(key)
+        self.apply(call, self.flow.summary(res.callee).effects, res.caller_key, f)
+
+    def apply(
+        self,
+        call: ast.Call,
+        effects: dict[str, Effect],
+        caller_key: Callable[[str], str | None],
+        f: Frame,
+    ) -> None:
+        """A callee's effects on its names, applied to the caller's."""
+        for key, eff in effects.items():
+            mine = caller_key(key)
             if mine is None:
                 continue
             facts = frozenset(f for m in eff.sets for f in self.fact(m, call))

@@ -24,7 +24,10 @@ standard library's ``ast``. API:
 How: functions are summarised (which models each sets to which mode, which it
 calls); then every scope is interpreted (``rnnfix.analysis.flow``) callers
 first, so that a function's entry state is the join of the states its callers
-in this file call it with (no caller: unknown).
+in this file call it with (no caller: unknown). A call into another file of the
+same run uses that function's summary from the project index
+(``rnnfix.analysis.project``); a function there that trains the models it is
+given in the mode it gets them is a training step of kind ``"call"`` here.
 """
 
 from __future__ import annotations
@@ -49,9 +52,10 @@ from rnnfix.analysis.models import (
 from rnnfix.analysis.modestate import Facts, Mode, ModeFact, ModeState, is_prefix
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.scopes import LOOPS, FileIndex, FuncNode, FunctionInfo, Resolved, walk_scope
-from rnnfix.analysis.torchapi import module_mode_switch
+from rnnfix.analysis.torchapi import MODULE_METHODS, module_mode_switch
 
 if TYPE_CHECKING:
+    from rnnfix.analysis.project import ExternalCall, ProjectView
     from rnnfix.rules.base import FileContext
 
 __all__ = ["Mode", "ModeFact", "ModeFlow", "ModeState", "ModelInfo", "TrainingStep"]
@@ -62,15 +66,28 @@ _OPTIMIZER_NAME = re.compile(r"(optim|(^|_)opt($|_)|^opt\w*$)", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class Summary:
+    """What a call to a function does, in the function's own names (parameters,
+    ``self.<attr>``, globals). Plain data: the project index ships summaries of
+    other files to worker processes."""
+
     effects: dict[str, Effect]
     forwards: tuple[str, ...]  # keys it calls (forward) with grad enabled, in call order
     optimizer_step: bool  # runs an optimizer step, directly or through calls
+    # Keys a training step uses while they may still be in the mode the
+    # function was entered with (computed for the project index only).
+    entry_trains: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.effects or self.forwards or self.optimizer_step or self.entry_trains)
 
 
 @dataclass(frozen=True)
 class TrainingStep:
     node: ast.Call
-    kind: Literal["backward", "optimizer_step"]
+    # "call": a call to a function of another file of the run that runs a
+    # training step on models it receives in the mode they have at the call.
+    kind: Literal["backward", "optimizer_step", "call"]
     models: tuple[str, ...]  # models called with grad enabled on the way to it
     loops: tuple[LoopNode, ...]  # enclosing loops of its scope, outermost first
     function: FuncNode | None  # None: module level
@@ -95,26 +112,40 @@ class ModeCall:
 
 
 class ModeFlow:
-    def __init__(self, ctx: FileContext) -> None:
+    """``summaries_only``: for the project index, which only needs the
+    summaries of this file's functions for callers in other files: the
+    whole-file pass is skipped, and a parameter (or ``self.<attr>``) that a
+    function calls or switches counts as a model, since a caller elsewhere may
+    pass one (whether its argument is a model is the caller's to decide)."""
+
+    def __init__(self, ctx: FileContext, summaries_only: bool = False) -> None:
         self.ctx = ctx
         self.tree = ctx.tree
         self.imports = ctx.facts.imports
         self.parents = ctx.facts.parents
+        self.project: ProjectView | None = ctx.facts.project
+        self.summaries_only = summaries_only
         self.index = FileIndex(self.tree, self.imports)
-        self.classes = ModuleClasses(self.index, self.imports)
-        self.models: dict[str, ModelInfo] = find_models(
-            self.tree, self.index, self.imports, self.classes
-        )
+        self.classes = ModuleClasses(self.index, self.imports, self.project)
+        self._external: dict[ast.Call, ExternalCall | None] = {}
         self._module_attributes: dict[ast.ClassDef, frozenset[str]] = {}
         self._calls_cache: dict[int, list[ast.Call]] = {}
         self._contents: dict[int, frozenset[int]] = {}
         self._scope_calls: dict[FuncNode | None, list[ast.Call]] = {}
+        self.models: dict[str, ModelInfo] = find_models(
+            self.tree, self.index, self.imports, self.classes
+        )
+        if summaries_only:
+            self._add_parameter_models()
+        elif self.project is not None:
+            self._add_external_arguments()
         self._summaries: dict[FuncNode, Summary] = {}
         self._in_progress: set[FuncNode] = set()
         self._runs: dict[FuncNode | None, ScopeRun] = {}
         self._static_sites: dict[FuncNode, list[tuple[FuncNode | None, ast.Call, Resolved]]] = {}
         self._optimizers, self._not_optimizers = self._optimizer_names()
-        self._analyse()
+        if not summaries_only:
+            self._analyse()
 
     # --- public queries ----------------------------------------------------
     def is_model(self, key: str) -> bool:
@@ -242,14 +273,17 @@ class ModeFlow:
                         out.append(ModelCall(node, direct, scope, self.grad_enabled(node), None))
                     continue
                 res = self.index.resolve(node, scope)
-                if res is None:
-                    continue
-                for key in self.summary(res.callee).forwards:
-                    mine = res.caller_key(key)
+                if res is not None:
+                    summary, mapper, via = self.summary(res.callee), res.caller_key, res.callee.node
+                else:
+                    ext = self.external(node, scope)
+                    if ext is None:
+                        continue
+                    summary, mapper, via = ext.summary, ext.caller_key, None
+                for key in summary.forwards:
+                    mine = mapper(key)
                     if mine is not None and self.is_model(mine):
-                        out.append(
-                            ModelCall(node, mine, scope, self.grad_enabled(node), res.callee.node)
-                        )
+                        out.append(ModelCall(node, mine, scope, self.grad_enabled(node), via))
         return out
 
     @functools.cached_property
@@ -273,7 +307,96 @@ class ModeFlow:
                                 or self._feeds_step(node, scope, 0),
                             )
                         )
+                    elif self.project is not None:
+                        step = self._external_step(node, scope)
+                        if step is not None:
+                            out.append(step)
         return out
+
+    def _external_step(self, node: ast.Call, scope: FuncNode | None) -> TrainingStep | None:
+        """A call into another file of the run whose function trains the models
+        it is given in the mode they are in (no ``train()`` of its own): the
+        training step is this call, as far as this file is concerned; that file
+        is never edited for this file's finding."""
+        ext = self.external(node, scope)
+        if ext is None or not ext.summary.optimizer_step:
+            return None
+        models = [ext.caller_key(k) for k in ext.summary.entry_trains]
+        used = tuple(dict.fromkeys(m for m in models if m is not None and self.is_model(m)))
+        if not used:
+            return None
+        return TrainingStep(node, "call", used, self.loops_of(node), scope, True)
+
+    # --- calls into other files of the run ---------------------------------
+    def external(self, call: ast.Call, scope: FuncNode | None) -> ExternalCall | None:
+        """The function of another file of the run that ``call`` runs (through
+        the project index); None without an index or when it is unknown."""
+        if self.project is None:
+            return None
+        if call in self._external:
+            return self._external[call]
+        found = self.project.call(call, self._parameters(scope))
+        self._external[call] = found
+        return found
+
+    def _parameters(self, scope: FuncNode | None) -> frozenset[str]:
+        """Parameters of ``scope`` and its enclosing functions: they shadow imports."""
+        names: set[str] = set()
+        while scope is not None:
+            info = self.index.functions.get(scope)
+            if info is None:
+                break
+            names.update(info.params)
+            names.update(info.kwonly)
+            scope = info.parent
+        return frozenset(names)
+
+    def _add_external_arguments(self) -> None:
+        """An argument that a function of another file of the run calls or
+        switches the mode of is a model here too (as ``_propagate`` does for
+        this file's functions)."""
+        taken = set(self.imports.names) | set(self.index.module_functions) | set(self.index.classes)
+        for scope in self._scope_nodes():
+            for node in self.scope_calls(scope):
+                ext = self.external(node, scope)
+                if ext is None:
+                    continue
+                s = ext.summary
+                for key in dict.fromkeys([*s.effects, *s.forwards, *s.entry_trains]):
+                    mine = ext.caller_key(key)
+                    if mine is None or mine in self.models or mine.split(".")[0] in taken:
+                        continue
+                    self.models[mine] = ModelInfo(mine, None, None, None, "argument")
+
+    def _add_parameter_models(self) -> None:
+        for info in self.index.functions.values():
+            params = set(info.params[1:] if info.is_method else info.params) | set(info.kwonly)
+            this = info.params[0] if info.is_method else None
+            cls_name = info.cls.name if info.cls is not None else None
+            for node in walk_scope(info.node.body):
+                if not isinstance(node, ast.Call):
+                    continue
+                if module_mode_switch(node) is not None:
+                    key = mode_receiver(node, self.imports)
+                else:
+                    # ``m(x)``, ``m.forward(x)``, ``self.net(x)``; not ``m.generate(x)``,
+                    # which may be any method (precision first, as ``forward_path``).
+                    func = node.func
+                    if isinstance(func, ast.Attribute) and func.attr == "forward":
+                        func = func.value
+                    key = dotted(func)
+                    if key is None or not (key in params or key.count(".") == 1):
+                        continue
+                    owner, _, attr = key.partition(".")
+                    if attr and (owner != this or attr in MODULE_METHODS):
+                        continue
+                    if attr and cls_name is not None and self.index.method(cls_name, attr):
+                        continue  # ``self.helper(x)``: a method, not a submodule
+                if key is None:
+                    continue
+                root = key.split(".")[0]
+                if (root in params or (root == this and key != this)) and key not in self.models:
+                    self.models[key] = ModelInfo(key, None, None, None, "argument")
 
     # --- summaries ---------------------------------------------------------
     def summary(self, info: FunctionInfo) -> Summary:
@@ -294,11 +417,51 @@ class ModeFlow:
                     sets = frozenset(f.mode for f in facts if f.origin is not fn)
                     if sets:
                         effects[key] = Effect(any(f.origin is fn for f in facts), sets)
-            summary = Summary(effects, self._forwards(info), self._runs_optimizer_step(info))
+            forwards = self._forwards(info)
+            entry_trains = self._entry_trains(info, run, forwards) if self.summaries_only else ()
+            summary = Summary(effects, forwards, self._runs_optimizer_step(info), entry_trains)
         finally:
             self._in_progress.discard(fn)
         self._summaries[fn] = summary
         return summary
+
+    def _entry_trains(
+        self, info: FunctionInfo, run: ScopeRun, forwards: tuple[str, ...]
+    ) -> tuple[str, ...]:
+        """Keys a training step of ``info`` (or of a function it calls) may use
+        while they are still in the mode the caller left them in."""
+        fn = info.node
+        out: list[str] = []
+        for node in self.scope_calls(fn):
+            if self.step_kind(node) is not None:
+                keys: tuple[str, ...] = forwards
+            else:
+                callee = self.callee_summary(node, fn)
+                if callee is None:
+                    continue
+                summary, mapper = callee
+                keys = tuple(k for k in map(mapper, summary.entry_trains) if k is not None)
+            stmt = self.stmt_of(node)
+            frame = run.before.get(stmt) if stmt is not None else None
+            if frame is None:
+                continue  # unreachable
+            for key in keys:
+                if key not in out and any(f.origin is fn for f in frame.lookup(key)):
+                    out.append(key)
+        return tuple(out)
+
+    def callee_summary(
+        self, call: ast.Call, scope: FuncNode | None
+    ) -> tuple[Summary, Callable[[str], str | None]] | None:
+        """The summary of the function ``call`` runs (of this file, else of
+        another file of the run) and the map from its names to the caller's."""
+        res = self.index.resolve(call, scope)
+        if res is not None:
+            return self.summary(res.callee), res.caller_key
+        ext = self.external(call, scope)
+        if ext is not None:
+            return ext.summary, ext.caller_key
+        return None
 
     def _forwards(self, info: FunctionInfo) -> tuple[str, ...]:
         if self._decorator_grad(info.node) is False:
@@ -312,10 +475,11 @@ class ModeFlow:
             if direct is not None:
                 found.append((end, direct))
                 continue
-            res = self.index.resolve(node, info.node)
-            if res is not None:
-                for key in self.summary(res.callee).forwards:
-                    mine = res.caller_key(key)
+            callee = self.callee_summary(node, info.node)
+            if callee is not None:
+                summary, mapper = callee
+                for key in summary.forwards:
+                    mine = mapper(key)
                     if mine is not None:
                         found.append((end, mine))
         found.sort(key=lambda item: item[0])  # inner calls end first: evaluation order
@@ -326,8 +490,8 @@ class ModeFlow:
             if isinstance(node, ast.Call):
                 if self.step_kind(node) == "optimizer_step":
                     return True
-                res = self.index.resolve(node, info.node)
-                if res is not None and self.summary(res.callee).optimizer_step:
+                callee = self.callee_summary(node, info.node)
+                if callee is not None and callee[0].optimizer_step:
                     return True
         return False
 
@@ -553,8 +717,8 @@ class ModeFlow:
                 continue
             steps = self.step_kind(node) == "optimizer_step"
             if not steps:
-                res = self.index.resolve(node, scope)
-                steps = res is not None and self.summary(res.callee).optimizer_step
+                callee = self.callee_summary(node, scope)
+                steps = callee is not None and callee[0].optimizer_step
             if steps and (_pos(node) > pos or any(self._within(node, lp) for lp in loops)):
                 return True
         if depth > 0 and self.step_kind(backward) == "optimizer_step":

@@ -20,12 +20,17 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rnnfix.analysis.imports import ImportMap
 from rnnfix.analysis.names import dotted
+from rnnfix.analysis.project import ClassSummary
 from rnnfix.analysis.rnns import RNN_CLASSES
 from rnnfix.analysis.scopes import FileIndex, FuncNode, walk_scope
 from rnnfix.analysis.torchapi import MODULE_METHODS, WRAPPERS, mode_switch, strip_self_returning
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.project import ProjectView
 
 _CONTAINERS = {"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"}
 _NOT_MODULES = {"Parameter", "ParameterList", "ParameterDict", "Buffer"}
@@ -42,9 +47,13 @@ class ModelInfo:
 
 class ModuleClasses:
     """Local classes that are ``nn.Module`` subclasses, Lightning modules, and
-    which of them contain an RNN."""
+    which of them contain an RNN. With a project index, module classes of
+    other files of the run count too (``from models import Seq2Seq``)."""
 
-    def __init__(self, index: FileIndex, imports: ImportMap) -> None:
+    def __init__(
+        self, index: FileIndex, imports: ImportMap, project: ProjectView | None = None
+    ) -> None:
+        self.project = project
         self.modules: set[str] = set()
         self.lightning: set[str] = set()
         self.with_rnn: set[str] = set()
@@ -57,7 +66,11 @@ class ModuleClasses:
                 for base in cls.bases:
                     q = imports.qualname(base) or ""
                     local = isinstance(base, ast.Name) and base.id in self.modules
-                    if local or q.startswith(("torch.nn.", "pytorch_lightning.", "lightning.")):
+                    if (
+                        local
+                        or q.startswith(("torch.nn.", "pytorch_lightning.", "lightning."))
+                        or self.imported(base) is not None
+                    ):
                         self.modules.add(name)
                         changed = True
                         break
@@ -81,10 +94,18 @@ class ModuleClasses:
                     if isinstance(node, ast.Call):
                         q = imports.qualname(node.func) or ""
                         local = isinstance(node.func, ast.Name) and node.func.id in self.with_rnn
-                        if q in RNN_CLASSES or local:
+                        imported = self.imported(node.func)
+                        if q in RNN_CLASSES or local or (imported is not None and imported.rnns):
                             self.with_rnn.add(name)
                             changed = True
                             break
+
+    def imported(self, expr: ast.expr) -> ClassSummary | None:
+        """The ``nn.Module`` class of another file of the run ``expr`` names."""
+        if self.project is None:
+            return None
+        found = self.project.lookup(expr)
+        return found if isinstance(found, ClassSummary) and found.is_module else None
 
 
 def mode_receiver(call: ast.Call, imports: ImportMap) -> str | None:
@@ -120,7 +141,7 @@ def built_class(
         return value, func.id, func.id in classes.with_rnn
     q = imports.qualname(func)
     if q is None:
-        return None
+        return _imported_module(value, classes)
     last = q.rsplit(".", 1)[-1]
     # Loss modules have no train/eval behaviour worth tracking.
     if q in _CONTAINERS:
@@ -136,7 +157,13 @@ def built_class(
         return value, q, q in RNN_CLASSES
     if q.startswith("torchvision.models.") or q == "timm.create_model":
         return value, q, False
-    return None
+    return _imported_module(value, classes)
+
+
+def _imported_module(value: ast.Call, classes: ModuleClasses) -> tuple[ast.Call, str, bool] | None:
+    """A module class of another file of the run (after torch's own API)."""
+    found = classes.imported(value.func)
+    return (value, found.name, bool(found.rnns)) if found is not None else None
 
 
 def _rnn_of(call: ast.Call, imports: ImportMap, classes: ModuleClasses) -> bool:

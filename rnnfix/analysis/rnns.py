@@ -4,7 +4,8 @@ An object's RNNs are found from how it is built: an RNN constructor, a
 container (``nn.Sequential``, ``nn.ModuleList``, ``nn.ModuleDict``) holding
 one, a data-parallel wrapper around one, or a class defined in this file whose
 methods assign such submodules to ``self.<attr>`` (recursively, bases
-included). Each RNN is reported with the attribute path that reaches it from
+included), or, with a project index, a module class of another file of the
+run. Each RNN is reported with the attribute path that reaches it from
 the object (``encoder.lstm``), so a fix can name it, and with its ``dropout``
 and ``num_layers`` as written, so a fix can tell whether train mode changes its
 output. ``nn.LSTMCell``/``GRUCell``/``RNNCell`` do not use cuDNN's RNN kernel
@@ -14,6 +15,7 @@ and never count.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from rnnfix.analysis.imports import ImportMap
@@ -67,11 +69,19 @@ class RnnSpec:
 
 
 class RnnIndex:
-    """RNN discovery for one file."""
+    """RNN discovery for one file. ``imported``: the RNNs of a module class of
+    another file of the run that an expression names (the project index), or
+    None when it is not one."""
 
-    def __init__(self, tree: ast.Module, imports: ImportMap) -> None:
+    def __init__(
+        self,
+        tree: ast.Module,
+        imports: ImportMap,
+        imported: Callable[[ast.expr], tuple[RnnSpec, ...] | None] | None = None,
+    ) -> None:
         self.tree = tree
         self.imports = imports
+        self.imported = imported
         self.classes: dict[str, ast.ClassDef] = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
@@ -108,8 +118,10 @@ class RnnIndex:
                     # ``class MyLSTM(nn.LSTM)``: the object is the RNN; its
                     # arguments come from callers we do not follow.
                     specs.append(RnnSpec(qual.rsplit(".", 1)[1], "", True, None, None, cls.lineno))
-                elif isinstance(base, ast.Name):
+                elif isinstance(base, ast.Name) and base.id in self.classes:
                     specs.extend(self.of_class(base.id) or ())
+                elif self.imported is not None:
+                    specs.extend(self.imported(base) or ())
             for node in ast.walk(cls):
                 specs.extend(self._self_assignment(node, depth=1))
             result = tuple(dict.fromkeys(specs))
@@ -182,6 +194,8 @@ class RnnIndex:
             return tuple(replace(s, nameable=False) for s in found)
         if isinstance(expr.func, ast.Name) and expr.func.id in self.classes:
             return self.of_class(expr.func.id)
+        if self.imported is not None:
+            return self.imported(expr.func)
         return None
 
     def _spec(self, kind: str, call: ast.Call) -> RnnSpec:

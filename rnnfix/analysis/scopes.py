@@ -10,7 +10,7 @@ unknown call, which the analysis assumes leaves every mode as it was.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from rnnfix.analysis.imports import ImportMap
@@ -246,16 +246,25 @@ class FileIndex:
 
     @staticmethod
     def _bind(callee: FunctionInfo, call: ast.Call) -> dict[str, str | None]:
-        params = callee.params[1:] if callee.is_method else list(callee.params)
-        out: dict[str, str | None] = {p: None for p in [*params, *callee.kwonly]}
-        for p, arg in zip(params, call.args, strict=False):
-            if isinstance(arg, ast.Starred):
-                break
-            out[p] = dotted(arg)
-        for kw in call.keywords:
-            if kw.arg is not None and kw.arg in out:
-                out[kw.arg] = dotted(kw.value)
-        return out
+        return bind_arguments(callee.params, callee.kwonly, callee.is_method, call)
+
+
+def bind_arguments(
+    params: Sequence[str], kwonly: Sequence[str], is_method: bool, call: ast.Call
+) -> dict[str, str | None]:
+    """Parameter -> the caller's dotted text for its argument (None: not a
+    dotted name, or not passed). A method's ``self`` is the receiver, not an
+    argument."""
+    positional = list(params[1:] if is_method else params)
+    out: dict[str, str | None] = {p: None for p in [*positional, *kwonly]}
+    for p, arg in zip(positional, call.args, strict=False):
+        if isinstance(arg, ast.Starred):
+            break
+        out[p] = dotted(arg)
+    for kw in call.keywords:
+        if kw.arg is not None and kw.arg in out:
+            out[kw.arg] = dotted(kw.value)
+    return out
 
 
 def _sub_bodies(stmt: ast.AST) -> Iterator[list[ast.stmt]]:

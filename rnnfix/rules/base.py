@@ -17,6 +17,7 @@ from rnnfix.settings import Settings
 
 if TYPE_CHECKING:
     from rnnfix.analysis.facts import FileFacts
+    from rnnfix.analysis.project import ProjectIndex
 
 FixSafety = Literal["safe", "unsafe", "opt-in", "none"]
 
@@ -50,12 +51,15 @@ class Finding:
 @dataclass
 class FileContext:
     """Everything a rule may look at for one file. Analyses are computed once,
-    on first use, and shared by every rule."""
+    on first use, and shared by every rule. ``project``: summaries of the other
+    files of the run (``apply`` on several files), for calls into them; None
+    for a source on its own (``rnnfix.check``, stdin)."""
 
     source: str
     tree: ast.Module
     settings: Settings = field(default_factory=Settings)
     path: str = "<stdin>"
+    project: ProjectIndex | None = None
 
     @functools.cached_property
     def lines(self) -> list[str]:

@@ -82,8 +82,11 @@ class TrainStepInEvalMode(Rule):
     def check(self, ctx: FileContext) -> Iterator[Finding]:
         src = ctx.source
         strict = ctx.settings.strict
-        if not (".eval(" in src or "train(False" in src or "mode=False" in src) and not (
-            strict and (".backward(" in src or ".step(" in src)
+        if (
+            not (".eval(" in src or "train(False" in src or "mode=False" in src)
+            and not (strict and (".backward(" in src or ".step(" in src))
+            # a helper of another file of the run may call ``eval()``
+            and not (ctx.project is not None and _imports_eval(ctx))
         ):
             return
         flow = ctx.facts.modes
@@ -119,6 +122,16 @@ class TrainStepInEvalMode(Rule):
             yield _finding(ctx, flow, group)
 
 
+def _imports_eval(ctx: FileContext) -> bool:
+    """A helper of another file of the run may call ``eval()``, and a training
+    step runs here or in a function of the run this file calls."""
+    view = ctx.facts.project
+    if view is None or not view.imports_eval():
+        return False
+    src = ctx.source
+    return ".backward(" in src or ".step(" in src or view.imports_training()
+
+
 def _choose_anchor(
     ctx: FileContext, flow: ModeFlow, step: TrainingStep, facts: list[ModeFact]
 ) -> ast.stmt | None:
@@ -150,6 +163,8 @@ def _step_may_update(ctx: FileContext, flow: ModeFlow, step: TrainingStep, model
     An optimizer built only from other models' parameters (an actor's, while a
     frozen critic in eval mode scores its actions) does not make the critic's
     forward a training forward."""
+    if step.kind == "call":
+        return True  # the optimizer is in another file: assume it updates the model
     if step.kind == "optimizer_step":
         optimizer_steps = [step.node]
     else:

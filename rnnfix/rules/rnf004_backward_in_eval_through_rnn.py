@@ -113,7 +113,9 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
         src = ctx.source
         if "backward" not in src and "autograd" not in src:
             return
-        if not any(k in src for k in ("LSTM", "GRU", "RNN")):
+        if not any(k in src for k in ("LSTM", "GRU", "RNN")) and not (
+            ctx.project is not None and _imports_rnn_class(ctx)
+        ):
             return
         facts = ctx.facts
         if global_cudnn_off(ctx.tree, facts.imports):
@@ -175,6 +177,11 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
             return ctx.finding(self.code, region.sink, message + reason)
         fix = Fix(edits, safe=True, description="run the forward and backward with cuDNN off")
         return ctx.finding(self.code, region.sink, message, fix)
+
+
+def _imports_rnn_class(ctx: FileContext) -> bool:
+    view = ctx.facts.project
+    return view is not None and view.imports_rnn_class()
 
 
 def same_region(a: EvalBackward, b: EvalBackward) -> bool:

@@ -1,0 +1,619 @@
+"""The project index: what the functions and classes of the *other* files of
+one ``apply`` run do, so that the mode flow can follow a call into them.
+
+``ProjectIndex.build(paths)`` reads every ``.py`` file of the run once, before
+anything is written, and keeps for each a ``ModuleSummary`` of plain,
+picklable data (worker processes get the index):
+
+- for each module-level function and each method of a module-level class
+  whose body switches modes or trains (``MODE_TOKENS``), and the functions of
+  its file it calls or that call it (``_pruned``; the rest of the file is not
+  analysed), the mode flow's own ``Summary`` (``modeflow.ModeFlow.summary``,
+  computed with ``summaries_only=True``): which of its parameters / ``self.<attr>``
+  it sets to eval or train, or restores, which it runs a forward of, whether
+  it runs an optimizer step, and which models its training step uses in the
+  mode the caller left them in;
+- for each class: whether it is an ``nn.Module`` subclass and which cuDNN RNNs
+  an instance holds (``rnns.RnnIndex.of_class``);
+- its import bindings, to follow re-exports (``from .trainer import fit`` in a
+  package's ``__init__.py``).
+
+A file that the text pre-filter rules out (none of ``.eval(``, ``.train(``,
+``.backward(``, ``.step(``, ``LSTM``, ``GRU``, ``RNN``) is not parsed: it stays
+in the index, so that imports of it resolve (and a run can tell it depends on
+it), with no summary. Package ``__init__.py`` files are parsed for their
+imports only.
+
+Module names resolve the way Python would from the importing file: ``import
+utils`` / ``from pkg.utils import f`` find ``<D>/utils.py`` or
+``<D>/pkg/utils.py`` (or a package's ``__init__.py``) for the nearest folder
+``D`` that is the importing file's own folder (a script run from its folder)
+or one of its ancestors (a repository root on ``sys.path``); ``from .x import
+y`` resolves against the importing file's package. A name only the files
+passed to the run can answer: rnnfix sees the files it is given.
+
+Calls between other files are followed one level deep: a summary is computed
+on its own file without an index, so a helper of ``utils.py`` that calls into
+``helpers.py`` is followed inside ``utils.py``'s own functions but not on into
+``helpers.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import os
+import re
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rnnfix.analysis.modestate import Mode
+from rnnfix.analysis.names import dotted
+from rnnfix.analysis.scopes import bind_arguments
+from rnnfix.analysis.torchapi import strip_self_returning
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.modeflow import ModeFlow, Summary
+    from rnnfix.analysis.rnns import RnnSpec
+    from rnnfix.analysis.scopes import FuncNode, FunctionInfo
+
+MODE_TOKENS = (".eval(", ".train(", ".backward(", ".step(")
+_IMPORT_LINE = re.compile(
+    r"^[ \t]*(?:from[ \t]+(\.)|from[ \t]+([A-Za-z_]\w*)|import[ \t]+([^\n#;\\]+))", re.M
+)
+RNN_TOKENS = ("LSTM", "GRU", "RNN")
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_MAX_REEXPORTS = 3
+
+# (relative import level, dotted parts): ``from ..a import b`` -> (2, ("a", "b")).
+Binding = tuple[int, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class FunctionSummary:
+    name: str
+    params: tuple[str, ...]  # positional parameters, ``self`` included
+    kwonly: tuple[str, ...]
+    is_method: bool
+    summary: Summary
+
+    @property
+    def sets_eval(self) -> bool:
+        """It may leave a parameter or an attribute of ``self`` in eval mode
+        (a model's own ``eval()``, an effect on ``self`` itself, does not
+        count: a caller's ``m.eval()`` is a mode call it already sees)."""
+        this = self.params[0] if self.is_method and self.params else None
+        return any(Mode.EVAL in e.sets and key != this for key, e in self.summary.effects.items())
+
+    @property
+    def trains(self) -> bool:
+        """It runs a training step on models it is given, in their mode."""
+        return self.summary.optimizer_step and bool(self.summary.entry_trains)
+
+
+@dataclass(frozen=True)
+class ClassSummary:
+    name: str
+    is_module: bool  # an ``nn.Module`` subclass (as far as its own file shows)
+    rnns: tuple[RnnSpec, ...]  # cuDNN RNNs an instance holds, by attribute path
+    methods: dict[str, FunctionSummary] = field(default_factory=dict)  # bases of its file too
+
+
+@dataclass(frozen=True)
+class ModuleSummary:
+    functions: dict[str, FunctionSummary]
+    classes: dict[str, ClassSummary]
+    imports: dict[str, Binding]
+
+    def any_function(self, test: Callable[[FunctionSummary], bool]) -> bool:
+        methods = (m for c in self.classes.values() for m in c.methods.values())
+        return any(test(f) for f in (*self.functions.values(), *methods))
+
+
+@dataclass(frozen=True)
+class ExternalCall:
+    """A call into a function of another file, with how its names map to the caller's."""
+
+    function: FunctionSummary
+    receiver: str | None  # caller text bound to ``self``
+    args: dict[str, str | None]  # parameter -> caller text
+
+    @property
+    def summary(self) -> Summary:
+        return self.function.summary
+
+    def caller_key(self, key: str) -> str | None:
+        """The caller's name for the callee's ``key``: only parameters and
+        ``self`` are visible to the caller (the callee's globals are not its)."""
+        root, _, rest = key.partition(".")
+        suffix = "." + rest if rest else ""
+        fn = self.function
+        if fn.is_method and fn.params and root == fn.params[0]:
+            return self.receiver + suffix if self.receiver else None
+        arg = self.args.get(root)
+        return arg + suffix if arg else None
+
+
+def normalise(path: str | os.PathLike[str]) -> str:
+    return os.path.abspath(os.fspath(path))
+
+
+class ProjectIndex:
+    """Summaries of the files of one run, by absolute path (None: in the run,
+    but nothing in it the mode flow could use)."""
+
+    def __init__(self, files: dict[str, ModuleSummary | None]) -> None:
+        self.files = files
+        # Every folder and module name on the way to a file of the run: the
+        # first part of any import that can resolve to one of them is among
+        # these (any ancestor folder may be the one on ``sys.path``).
+        self.names = frozenset(
+            part
+            for path in files
+            for part in Path(path).with_suffix("").parts
+            if part.isidentifier()
+        )
+        self._resolved: dict[tuple[str, int, tuple[str, ...]], tuple[str, tuple[str, ...]] | None]
+        self._resolved = {}
+
+    @classmethod
+    def build(cls, paths: Iterable[Path]) -> ProjectIndex:
+        from rnnfix.files import FileProblem, read_source
+
+        files: dict[str, ModuleSummary | None] = {}
+        for path in paths:
+            if path.suffix != ".py":
+                continue  # notebooks are not importable
+            key = normalise(path)
+            try:
+                text = read_source(path)[1].text
+            except FileProblem:
+                files[key] = None
+                continue
+            files[key] = summarise(text, key)
+        return cls(files)
+
+    def updated(self, changes: dict[str, ModuleSummary | None]) -> ProjectIndex:
+        return ProjectIndex({**self.files, **changes})
+
+    def view(self, path: str, tree: ast.Module, source: str | None = None) -> ProjectView:
+        """``source``: when given, a file whose import lines name nothing of
+        the run is not walked for its imports at all (most files of a large tree)."""
+        if source is not None and not self.may_import(source):
+            return ProjectView(self, normalise(path), tree, bindings={})
+        return ProjectView(self, normalise(path), tree)
+
+    def may_import(self, source: str) -> bool:
+        """A text pre-filter: an import line of ``source`` is relative or names
+        a folder or module of the run."""
+        for m in _IMPORT_LINE.finditer(source):
+            if m.group(1):
+                return True
+            names = m.group(2) or m.group(3)
+            for name in names.split(","):
+                first = name.strip().split(".")[0].split(" ")[0]
+                if first in self.names:
+                    return True
+        return False
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ProjectIndex) and self.files == other.files
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # --- module names -> files ---------------------------------------------
+    def resolve(
+        self, importer: str, level: int, parts: tuple[str, ...]
+    ) -> tuple[str, tuple[str, ...]] | None:
+        """(file, names inside it) for the dotted ``parts`` imported by
+        ``importer``: the longest prefix that is a module of the run."""
+        folder = os.path.dirname(importer)
+        key = (folder, level, parts)
+        if key not in self._resolved:  # the files of a folder import the same names
+            self._resolved[key] = self._resolve(folder, level, parts)
+        return self._resolved[key]
+
+    def _resolve(
+        self, folder: str, level: int, parts: tuple[str, ...]
+    ) -> tuple[str, tuple[str, ...]] | None:
+        if level:
+            for _ in range(level - 1):
+                folder = os.path.dirname(folder)
+            roots, shortest = [folder], 0
+        else:
+            roots, shortest = _ancestors(folder), 1
+        for root in roots:
+            for i in range(len(parts), shortest - 1, -1):
+                found = self._module_file(root, parts[:i])
+                if found is not None:
+                    return found, parts[i:]
+        return None
+
+    def _module_file(self, root: str, parts: tuple[str, ...]) -> str | None:
+        stem = os.path.join(root, *parts)
+        for candidate in (stem + ".py", os.path.join(stem, "__init__.py")) if parts else ():
+            if candidate in self.files:
+                return candidate
+        init = os.path.join(root, "__init__.py")
+        return init if not parts and init in self.files else None
+
+    def member(
+        self, file: str, names: tuple[str, ...], consulted: set[str], depth: int = 0
+    ) -> FunctionSummary | ClassSummary | None:
+        """``names`` (``("evaluate",)``, ``("Trainer", "fit")``) in ``file``,
+        following re-exports."""
+        consulted.add(file)
+        module = self.files.get(file)
+        if module is None or not names:
+            return None
+        head, rest = names[0], names[1:]
+        if head in module.functions:
+            return module.functions[head] if not rest else None
+        if head in module.classes:
+            cls = module.classes[head]
+            if not rest:
+                return cls
+            return cls.methods.get(rest[0]) if len(rest) == 1 else None
+        binding = module.imports.get(head)
+        if binding is None or depth >= _MAX_REEXPORTS:
+            return None
+        found = self.resolve(file, binding[0], binding[1] + rest)
+        if found is None or found[0] == file:
+            return None
+        return self.member(found[0], found[1], consulted, depth + 1)
+
+
+def _ancestors(folder: str) -> list[str]:
+    out = [folder]
+    while True:
+        parent = os.path.dirname(out[-1])
+        if parent == out[-1]:
+            return out
+        out.append(parent)
+
+
+class ProjectView:
+    """The project index as one file sees it: its imports resolved against
+    the run's files. Never answers with the file itself (a file's own
+    functions are the mode flow's, computed from its current source).
+    ``consulted`` collects the other files a lookup reached: the run re-checks
+    this file if one of them changes."""
+
+    def __init__(
+        self,
+        index: ProjectIndex,
+        path: str,
+        tree: ast.Module,
+        bindings: dict[str, Binding] | None = None,
+    ) -> None:
+        self.index = index
+        self.path = path
+        self.tree = tree
+        self.bindings = import_bindings(tree) if bindings is None else bindings
+        self.consulted: set[str] = set()
+        self._cache: dict[str, FunctionSummary | ClassSummary | None] = {}
+        self._instances: dict[str, ClassSummary] | None = None
+
+    def lookup(self, expr: ast.AST) -> FunctionSummary | ClassSummary | None:
+        """What the imported dotted name ``expr`` (``evaluate``, ``U.evaluate``,
+        ``models.Seq2Seq``) is in another file of the run."""
+        text = dotted(expr)
+        if text is None:
+            return None
+        if text in self._cache:
+            return self._cache[text]
+        found: FunctionSummary | ClassSummary | None = None
+        target = self._target(text)
+        if target is not None:
+            found = self.index.member(target[0], target[1], self.consulted)
+        self._cache[text] = found
+        return found
+
+    def _target(self, text: str) -> tuple[str, tuple[str, ...]] | None:
+        root, _, rest = text.partition(".")
+        binding = self.bindings.get(root)
+        if binding is None:
+            return None
+        level, parts = binding
+        target = self.index.resolve(
+            self.path, level, parts + (tuple(rest.split(".")) if rest else ())
+        )
+        if target is None or target[0] == self.path:
+            return None
+        self.consulted.add(target[0])
+        return target
+
+    def imports_eval(self) -> bool:
+        """Whether this file imports a function, a class or a module of the
+        run that may leave a model in eval mode: RNF001 asks this when its
+        text pre-filter (no ``.eval(`` here) fails."""
+        return self._imports(lambda f: f.sets_eval)
+
+    def imports_training(self) -> bool:
+        """Whether it imports a function (class, module) of the run that
+        trains the models it is given in the mode they come in."""
+        return self._imports(lambda f: f.trains)
+
+    def _imports(self, test: Callable[[FunctionSummary], bool]) -> bool:
+        for local in self.bindings:
+            target = self._target(local)
+            if target is None:
+                continue
+            file, names = target
+            if names:
+                found = self.lookup(_name(local))
+                if isinstance(found, FunctionSummary) and test(found):
+                    return True
+                if isinstance(found, ClassSummary) and any(test(m) for m in found.methods.values()):
+                    return True
+            else:
+                module = self.index.files.get(file)
+                if module is not None and module.any_function(test):
+                    return True
+        return False
+
+    def imports_rnn_class(self) -> bool:
+        """Whether this file imports a class of the run that holds an RNN (or
+        a module of the run that defines one)."""
+        for local in self.bindings:
+            target = self._target(local)
+            if target is None:
+                continue
+            file, names = target
+            if names:
+                found = self.lookup(_name(local))
+                if isinstance(found, ClassSummary) and found.rnns:
+                    return True
+            else:
+                module = self.index.files.get(file)
+                if module is not None and any(c.rnns for c in module.classes.values()):
+                    return True
+        return False
+
+    def class_rnns(self, expr: ast.AST) -> tuple[RnnSpec, ...] | None:
+        """The RNNs of an instance of the imported module class ``expr``."""
+        found = self.lookup(expr)
+        return found.rnns if isinstance(found, ClassSummary) and found.is_module else None
+
+    def call(self, call: ast.Call, shadowed: Collection[str]) -> ExternalCall | None:
+        """The function of another file ``call`` runs: an imported function
+        (``evaluate(m)``, ``U.evaluate(m)``), or a method of an instance of an
+        imported class (``trainer.fit()``, ``Trainer(m).fit()``)."""
+        if not self.bindings:
+            return None  # imports nothing of the run (most files of a large tree)
+        func = call.func
+        root: ast.expr = func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id in self.bindings and root.id not in shadowed:
+            found = self.lookup(func)
+            if isinstance(found, FunctionSummary):
+                if found.is_method:
+                    return None  # ``Trainer.fit(obj)``: rare, not followed
+                return ExternalCall(found, None, _bind(found, call))
+        if not isinstance(func, ast.Attribute):
+            return None
+        owner = dotted(func.value)
+        if owner is not None:
+            instances = self.instances()
+            cls = instances.get(owner) if instances else None
+        else:
+            built = strip_self_returning(func.value)
+            cls = self._class_of_call(built) if isinstance(built, ast.Call) else None
+        method = cls.methods.get(func.attr) if cls is not None else None
+        if method is None or not method.is_method:
+            return None
+        return ExternalCall(method, owner, _bind(method, call))
+
+    def _class_of_call(self, value: ast.Call) -> ClassSummary | None:
+        found = self.lookup(value.func)
+        return found if isinstance(found, ClassSummary) else None
+
+    def instances(self) -> dict[str, ClassSummary]:
+        """Dotted names assigned an instance of an imported class (``t = Trainer(...)``)."""
+        if self._instances is None:
+            self._instances = {}
+            for node in _statements(self.tree.body):
+                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                    value = strip_self_returning(node.value)
+                    if not isinstance(value, ast.Call) or dotted(value.func) is None:
+                        continue
+                    cls = self._class_of_call(value)
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for t in targets:
+                        text = dotted(t)
+                        if cls is not None and text is not None:
+                            self._instances[text] = cls
+        return self._instances
+
+
+def _name(text: str) -> ast.expr:
+    return ast.Name(id=text, ctx=ast.Load())
+
+
+def _bind(fn: FunctionSummary, call: ast.Call) -> dict[str, str | None]:
+    return bind_arguments(fn.params, fn.kwonly, fn.is_method, call)
+
+
+def import_bindings(tree: ast.Module) -> dict[str, Binding]:
+    """Local name -> what it is bound to, relative imports included (the
+    ``ImportMap`` of ``rnnfix.analysis.imports`` keeps absolute ones only)."""
+    out: dict[str, Binding] = {}
+    for node in _statements(tree.body):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    out[alias.asname] = (0, tuple(alias.name.split(".")))
+                else:
+                    top = alias.name.split(".")[0]
+                    out[top] = (0, (top,))
+        elif isinstance(node, ast.ImportFrom):
+            module = tuple(node.module.split(".")) if node.module else ()
+            for alias in node.names:
+                if alias.name != "*":
+                    out[alias.asname or alias.name] = (node.level, (*module, alias.name))
+    return out
+
+
+def _statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
+    """Every statement, nested ones included, without walking expressions
+    (imports are statements; expressions are most of a tree's nodes)."""
+    stack = list(reversed(body))
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, name, None)
+            if isinstance(block, list):
+                stack.extend(reversed([s for s in block if isinstance(s, ast.stmt)]))
+        for handler in getattr(stmt, "handlers", None) or ():
+            stack.extend(reversed(handler.body))
+        for case in getattr(stmt, "cases", None) or ():
+            stack.extend(reversed(case.body))
+
+
+# --- summaries ---------------------------------------------------------------
+def summarise(source: str, path: str) -> ModuleSummary | None:
+    """The summary of one file of the run; None when it has nothing the mode
+    flow could use. Never raises: a file that cannot be read this way is one
+    the index knows nothing about."""
+    mode_code = any(t in source for t in MODE_TOKENS)
+    rnn_code = any(t in source for t in RNN_TOKENS)
+    package = os.path.basename(path) == "__init__.py" and "import" in source
+    if not (mode_code or rnn_code or package):
+        return None
+    try:
+        return _summarise(source, path, mode_code, rnn_code)
+    except Exception:  # noqa: BLE001 - a file the index cannot read is unknown, not fatal
+        return None
+
+
+def _summarise(source: str, path: str, mode_code: bool, rnn_code: bool) -> ModuleSummary | None:
+    from rnnfix.analysis.imports import ImportMap
+    from rnnfix.analysis.modeflow import ModeFlow
+    from rnnfix.analysis.models import ModuleClasses
+    from rnnfix.analysis.rnns import RnnIndex
+    from rnnfix.analysis.scopes import FileIndex
+    from rnnfix.rules.base import FileContext
+
+    tree = ast.parse(source)
+    imports = import_bindings(tree)
+    functions: dict[str, FunctionSummary] = {}
+    classes: dict[str, ClassSummary] = {}
+    if mode_code or rnn_code:
+        pruned, kept = _pruned(tree, source.splitlines())
+        ctx = FileContext(source=source, tree=pruned, path=path)
+        flow = ModeFlow(ctx, summaries_only=True) if mode_code else None
+        index = flow.index if flow is not None else FileIndex(pruned, ctx.facts.imports)
+        module_classes = (
+            flow.classes if flow is not None else ModuleClasses(index, ctx.facts.imports)
+        )
+        # RNNs are assigned in methods that do not switch modes: the whole tree.
+        rnns = RnnIndex(tree, ImportMap.build(tree)) if rnn_code else None
+        if flow is not None:
+            for name, info in index.module_functions.items():
+                fs = _function(flow, info) if info.node in kept else None
+                if fs is not None:
+                    functions[name] = fs
+        for name in index.classes:
+            methods: dict[str, FunctionSummary] = {}
+            if flow is not None:
+                for method_name in _method_names(index.classes, name):
+                    method = index.method(name, method_name)
+                    fs = (
+                        _function(flow, method)
+                        if method and method.is_method and method.node in kept
+                        else None
+                    )
+                    if fs is not None:
+                        methods[method_name] = fs
+            specs = (rnns.of_class(name) if rnns is not None else None) or ()
+            is_module = name in module_classes.modules
+            if methods or specs or is_module:
+                classes[name] = ClassSummary(name, is_module, specs, methods)
+    if not (functions or classes or os.path.basename(path) == "__init__.py"):
+        return None
+    return ModuleSummary(functions, classes, imports)
+
+
+_CALLED_NAME = re.compile(r"(\w+)\s*\(")
+
+
+def _pruned(tree: ast.Module, lines: list[str]) -> tuple[ast.Module, set[FuncNode]]:
+    """The part of a module its summaries depend on: the top-level imports,
+    and the functions and methods that switch modes or train (their text has
+    a ``MODE_TOKENS`` token), with the functions of the file they call and
+    that call them, found by name; every other function is kept as a stub
+    (its name still resolves, its body is ``pass``). Module-level code is
+    dropped. Most of a large library file is not mode code: this is what keeps
+    the index at about one ``ast.parse`` per file."""
+    defs: list[FuncNode] = []
+    for stmt in tree.body:
+        if isinstance(stmt, _FUNCS):
+            defs.append(stmt)
+        elif isinstance(stmt, ast.ClassDef):
+            defs.extend(s for s in stmt.body if isinstance(s, _FUNCS))
+    # The body only: ``def backward(ctx, grad):`` is not a training step.
+    text = {fn: "\n".join(lines[fn.body[0].lineno - 1 : fn.end_lineno]) for fn in defs}
+    names = {fn.name for fn in defs}
+    calls = {fn: set(_CALLED_NAME.findall(text[fn])) & names for fn in defs}
+    keep = {fn for fn in defs if any(t in text[fn] for t in MODE_TOKENS)}
+    down = {n for fn in keep for n in calls[fn]}  # what the mode code calls (forwards)
+    changed = True
+    while changed:
+        kept = {fn.name for fn in keep}
+        grown = {fn for fn in defs if fn.name in down or calls[fn] & kept}
+        changed = not grown <= keep
+        keep |= grown
+        down |= {n for fn in grown for n in calls[fn]}
+
+    def prune(fn: FuncNode) -> FuncNode:
+        if fn in keep:
+            return fn
+        stub = copy.copy(fn)
+        stub.body = [ast.copy_location(ast.Pass(), fn.body[0])]
+        return stub
+
+    body: list[ast.stmt] = []
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            body.append(stmt)
+        elif isinstance(stmt, (ast.If, ast.Try)) and any(
+            isinstance(s, (ast.Import, ast.ImportFrom)) for s in stmt.body
+        ):
+            body.append(stmt)  # ``try: import x`` / ``if TYPE_CHECKING: import x``
+        elif isinstance(stmt, _FUNCS):
+            body.append(prune(stmt))
+        elif isinstance(stmt, ast.ClassDef):
+            cls = copy.copy(stmt)
+            cls.body = [prune(s) if isinstance(s, _FUNCS) else s for s in stmt.body]
+            body.append(cls)
+    return ast.Module(body=body, type_ignores=[]), keep
+
+
+def _function(flow: ModeFlow, info: FunctionInfo) -> FunctionSummary | None:
+    summary = flow.summary(info)
+    if summary.empty:
+        return None
+    return FunctionSummary(
+        info.name, tuple(info.params), tuple(info.kwonly), info.is_method, summary
+    )
+
+
+def _method_names(classes: dict[str, ast.ClassDef], name: str) -> list[str]:
+    """Methods of a class of the file, those of its bases in the same file included."""
+    out: dict[str, None] = {}
+    todo, seen = [name], set()
+    while todo:
+        current = todo.pop()
+        cls = classes.get(current)
+        if cls is None or current in seen:
+            continue
+        seen.add(current)
+        for stmt in cls.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out.setdefault(stmt.name, None)
+        todo.extend(b.id for b in cls.bases if isinstance(b, ast.Name))
+    return list(out)
