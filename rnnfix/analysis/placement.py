@@ -17,6 +17,7 @@ path gets completed on the next pass rather than guessed here.
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 
 from rnnfix.analysis.scopes import LOOPS, FuncNode
 
@@ -67,9 +68,12 @@ def anchor_for(
     scope: FuncNode | None,
     module: ast.Module,
     parents: dict[ast.AST, ast.AST],
+    forwards: Sequence[ast.AST] = (),
 ) -> ast.stmt | None:
     """The statement ``train()`` goes before, for one origin; None when no
-    single place is clear."""
+    single place is clear. ``forwards`` are the model's forward calls: the
+    mode is read at forward time, so ``train()`` must come before the
+    forward that feeds the step, never between it and ``backward()``."""
     scope_node: ast.AST = scope if scope is not None else module
     ps = statement_path(step, scope_node, parents)
     if not ps:
@@ -89,7 +93,15 @@ def anchor_for(
     tx, ts = px[i], ps[i]
     block = container(ts, parents)
     if block is not None and container(tx, parents) is block:
-        if _index(block, tx) < _index(block, ts):
+        start, end = _index(block, tx), _index(block, ts)
+        if start < end:
+            # The first statement after the origin that runs a forward of the
+            # model (``y = model(x)`` before ``loss.backward()``), else the
+            # training loop or call itself.
+            inside = {id(n) for f in forwards for n in _ancestors(f, parents)}
+            for stmt in block[start + 1 : end + 1]:
+                if id(stmt) in inside:
+                    return stmt
             return ts
     for common in reversed(px[:i]):
         if isinstance(common, LOOPS):
@@ -97,6 +109,14 @@ def anchor_for(
                 return common.body[0]
             return None
     return None
+
+
+def _ancestors(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> list[ast.AST]:
+    out = [node]
+    while node in parents:
+        node = parents[node]
+        out.append(node)
+    return out
 
 
 def _index(block: list[ast.stmt], stmt: ast.stmt) -> int:

@@ -81,11 +81,14 @@ class FunctionSummary:
 
     @property
     def sets_eval(self) -> bool:
-        """It may leave a parameter or an attribute of ``self`` in eval mode
-        (a model's own ``eval()``, an effect on ``self`` itself, does not
-        count: a caller's ``m.eval()`` is a mode call it already sees)."""
-        this = self.params[0] if self.is_method and self.params else None
-        return any(Mode.EVAL in e.sets and key != this for key, e in self.summary.effects.items())
+        """It may leave a parameter, ``self`` or an attribute of ``self`` in
+        eval mode: ``model.sample_sentence()`` whose body calls ``self.eval()``
+        is an eval the caller's text does not show. An override of
+        ``eval``/``train`` itself does not count: a caller's ``m.eval()`` is a
+        mode call it already sees."""
+        if self.is_method and self.name in ("eval", "train"):
+            return False
+        return any(Mode.EVAL in e.sets for e in self.summary.effects.values())
 
     @property
     def trains(self) -> bool:

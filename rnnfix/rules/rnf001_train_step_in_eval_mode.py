@@ -94,7 +94,7 @@ class TrainStepInEvalMode(Rule):
         for step in flow.training_steps:
             if not step.feeds_optimizer_step:
                 continue  # a backward meant for eval mode: RNF004's business
-            for model in step.models:
+            for model in _outermost(flow, step):
                 if not _step_may_update(ctx, flow, step, model):
                     continue  # e.g. an actor update through an eval-mode critic (RNF004)
                 state = flow.mode_before(step.node, model)
@@ -108,7 +108,7 @@ class TrainStepInEvalMode(Rule):
                     safe = False
                 else:
                     continue
-                anchor = _choose_anchor(ctx, flow, step, facts)
+                anchor = _choose_anchor(ctx, flow, step, facts, model)
                 key = (
                     (anchor.lineno, anchor.col_offset, 0, safe)
                     if anchor is not None
@@ -133,11 +133,17 @@ def _imports_eval(ctx: FileContext) -> bool:
 
 
 def _choose_anchor(
-    ctx: FileContext, flow: ModeFlow, step: TrainingStep, facts: list[ModeFact]
+    ctx: FileContext, flow: ModeFlow, step: TrainingStep, facts: list[ModeFact], model: str
 ) -> ast.stmt | None:
+    forwards = [
+        c.node
+        for c in flow.model_calls
+        # Forwards under no_grad (acting, targets) do not feed the step.
+        if c.function is step.function and c.grad_enabled is not False and _related(c.model, model)
+    ]
     anchors: list[ast.stmt] = []
     for fact in facts:
-        anchor = anchor_for(fact.origin, step.node, step.function, ctx.tree, flow.parents)
+        anchor = anchor_for(fact.origin, step.node, step.function, ctx.tree, flow.parents, forwards)
         if anchor is None:
             return None
         anchors.append(anchor)
@@ -147,6 +153,29 @@ def _choose_anchor(
     # fixing completes the rare case where it does not cover every origin.
     best = max(anchors, key=lambda s: (s.lineno, s.col_offset))
     return best if _anchorable(ctx, best) else None
+
+
+def _outermost(flow: ModeFlow, step: TrainingStep) -> list[str]:
+    """The step's models, each replaced by its outermost enclosing model that
+    may be in eval mode too: ``model.train()`` rather than one ``train()`` per
+    submodule when ``model.generate()`` left all of ``model`` in eval."""
+    out: list[str] = []
+    for model in step.models:
+        parts = model.split(".")
+        for k in range(1, len(parts) + 1):
+            prefix = ".".join(parts[:k])
+            if prefix == model or (
+                prefix in flow.models and flow.mode_before(step.node, prefix).may_eval
+            ):
+                break
+        if prefix not in out:
+            out.append(prefix)
+    return out
+
+
+def _related(a: str, b: str) -> bool:
+    """One path is the other or lies below it (``model``, ``model.encoder``)."""
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 
 def _anchorable(ctx: FileContext, stmt: ast.stmt) -> bool:
