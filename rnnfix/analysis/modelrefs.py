@@ -62,7 +62,12 @@ class ModelIndex:
         if any(is_prefix(p, key) for p in self._own):
             return True
         info = self.ctx.facts.modes.model_info(key)
-        return info is not None and info.built_at is not None
+        if info is None or info.built_at is None:
+            return False
+        # A class of another file of the run (through the project index) is an
+        # nn.Module, but nothing here shows its mode matters (a weighted loss):
+        # keep to what a single-file run would decide.
+        return self.builds_module(info.built_at)
 
     @functools.cached_property
     def _own(self) -> frozenset[str]:
@@ -83,7 +88,11 @@ class ModelIndex:
     def builds_module(self, value: ast.AST) -> bool:
         """``value`` builds a torch module: ``Net()``, ``nn.LSTM(...).to(dev)``."""
         flow = self.ctx.facts.modes
-        return built_class(value, flow.imports, flow.classes) is not None
+        found = built_class(value, flow.imports, flow.classes)
+        # A module class of another file of the run (through the project index)
+        # does not count here: nothing in this file shows its mode matters (a
+        # weighted loss), so RNF003 decides as a single-file run would.
+        return found is not None and (found[1] in flow.classes.modules or "." in found[1])
 
     def _is_module_class(self, annotation: ast.expr) -> bool:
         return self.builds_module(ast.Call(func=annotation, args=[], keywords=[]))
