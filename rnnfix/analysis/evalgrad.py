@@ -28,6 +28,7 @@ from rnnfix.analysis.imports import ImportMap
 from rnnfix.analysis.modestate import Mode
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.rnns import RnnIndex, RnnSpec
+from rnnfix.analysis.syntax import child_nodes, walk_tree
 from rnnfix.analysis.torchapi import MODULE_METHODS, mode_switch, strip_self_returning
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ class EvalGradAnalysis:
     # --- regions -----------------------------------------------------------
     def regions(self) -> list[EvalBackward]:
         out: list[EvalBackward] = []
-        for scope in [self.tree, *(n for n in ast.walk(self.tree) if isinstance(n, _FUNCS))]:
+        for scope in [self.tree, *(n for n in walk_tree(self.tree) if isinstance(n, _FUNCS))]:
             out.extend(self._scope_regions(scope))
         return out
 
@@ -350,7 +351,7 @@ class EvalGradAnalysis:
         index = params.index(arg) if arg in params else None
         is_method = bool(params) and params[0].arg in ("self", "cls")
         found: list[RnnSpec] = []
-        for call in ast.walk(self.tree):
+        for call in walk_tree(self.tree):
             if not isinstance(call, ast.Call):
                 continue
             callee = call.func
@@ -404,7 +405,7 @@ def global_cudnn_off(tree: ast.Module, imports: ImportMap) -> list[ast.Assign]:
     """``torch.backends.cudnn.enabled = False`` (or ``0``) that its own function
     (or the module) does not set back to True later: a process-wide switch."""
     out = []
-    for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, _FUNCS))]:
+    for scope in [tree, *(n for n in walk_tree(tree) if isinstance(n, _FUNCS))]:
         sets = sorted(
             (n for n in _own_nodes(scope) if isinstance(n, ast.Assign) and len(n.targets) == 1),
             key=key,
@@ -447,7 +448,7 @@ def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
     while stack:
         node = stack.pop()
         yield node
-        for child in ast.iter_child_nodes(node):
+        for child in child_nodes(node):
             if not isinstance(child, _NESTED):
                 stack.append(child)
 

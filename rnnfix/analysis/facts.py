@@ -7,6 +7,7 @@ import functools
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.imports import ImportMap
+from rnnfix.analysis.syntax import tree_parents
 
 if TYPE_CHECKING:
     from rnnfix.analysis.evalgrad import EvalGradAnalysis
@@ -50,12 +51,13 @@ class FileFacts:
         return EvalGradAnalysis(self.tree, self.imports, self.parents, self.project)
 
     @functools.cached_property
+    def mentions_lightning(self) -> bool:
+        """Whether "lightning" appears anywhere in the source, in any case."""
+        return "lightning" in self.ctx.source.lower()
+
+    @functools.cached_property
     def parents(self) -> dict[ast.AST, ast.AST]:
-        out: dict[ast.AST, ast.AST] = {}
-        for node in ast.walk(self.tree):
-            for child in ast.iter_child_nodes(node):
-                out[child] = node
-        return out
+        return tree_parents(self.tree)
 
     def ancestors(self, node: ast.AST) -> list[ast.AST]:
         out = []

@@ -23,6 +23,7 @@ from rnnfix.analysis.models import assignment_pairs, built_class, mode_receiver,
 from rnnfix.analysis.modestate import Facts, Frame, Mode, ModeFact, join
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.scopes import FuncNode, Resolved
+from rnnfix.analysis.syntax import child_nodes
 from rnnfix.analysis.torchapi import SELF_RETURNING, mode_switch, module_mode_switch
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ def calls_in(node: ast.AST | None) -> list[ast.Call]:
     def visit(n: ast.AST) -> None:
         if isinstance(n, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return
-        for child in ast.iter_child_nodes(n):
+        for child in child_nodes(n):
             visit(child)
         if isinstance(n, ast.Call):
             out.append(n)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 
 from rnnfix.analysis.imports import ImportMap
 from rnnfix.analysis.names import method_call
-from rnnfix.analysis.syntax import FUNCTIONS, walk_local
+from rnnfix.analysis.syntax import FUNCTIONS, walk_local, walk_tree
 
 if TYPE_CHECKING:
     from rnnfix.rules.base import FileContext
@@ -179,7 +179,7 @@ class LocalFunctions:
         self._memo: dict[ast.AST, bool] = {}
         self._sites: dict[ast.AST, list[ast.Call]] | None = None
         parents = ctx.facts.parents
-        for n in ast.walk(ctx.tree):
+        for n in walk_tree(ctx.tree):
             if isinstance(n, FUNCTIONS):
                 parent = parents.get(n)
                 if isinstance(parent, ast.ClassDef):
@@ -201,7 +201,7 @@ class LocalFunctions:
     def call_sites(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
         if self._sites is None:
             self._sites = {}
-            for n in ast.walk(self.ctx.tree):
+            for n in walk_tree(self.ctx.tree):
                 if isinstance(n, ast.Call):
                     for t in self.targets(n):
                         self._sites.setdefault(t, []).append(n)

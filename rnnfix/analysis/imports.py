@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from rnnfix.analysis.syntax import walk_tree
+
 
 @dataclass
 class ImportMap:
@@ -18,7 +20,7 @@ class ImportMap:
         # Imports anywhere in the file count (function-local imports are common
         # in training scripts); a later rebinding of the same name to something
         # unrelated is rare enough not to model.
-        for node in ast.walk(tree):
+        for node in walk_tree(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:

@@ -51,7 +51,8 @@ from rnnfix.analysis.models import (
 )
 from rnnfix.analysis.modestate import Facts, Mode, ModeFact, ModeState, is_prefix
 from rnnfix.analysis.names import dotted
-from rnnfix.analysis.scopes import LOOPS, FileIndex, FuncNode, FunctionInfo, Resolved, walk_scope
+from rnnfix.analysis.scopes import LOOPS, FileIndex, FuncNode, FunctionInfo, Resolved
+from rnnfix.analysis.syntax import walk_tree
 from rnnfix.analysis.torchapi import MODULE_METHODS, module_mode_switch
 
 if TYPE_CHECKING:
@@ -373,7 +374,7 @@ class ModeFlow:
             params = set(info.params[1:] if info.is_method else info.params) | set(info.kwonly)
             this = info.params[0] if info.is_method else None
             cls_name = info.cls.name if info.cls is not None else None
-            for node in walk_scope(info.node.body):
+            for node in self.index.scope_nodes(info.node):
                 if not isinstance(node, ast.Call):
                     continue
                 if module_mode_switch(node) is not None:
@@ -503,8 +504,7 @@ class ModeFlow:
         """Every call in a scope's own code (not in nested defs), in source order."""
         found = self._scope_calls.get(scope)
         if found is None:
-            body = self.tree.body if scope is None else scope.body
-            found = [n for n in walk_scope(body) if isinstance(n, ast.Call)]
+            found = [n for n in self.index.scope_nodes(scope) if isinstance(n, ast.Call)]
             self._scope_calls[scope] = found
         return found
 
@@ -601,7 +601,7 @@ class ModeFlow:
     def _optimizer_names(self) -> tuple[set[str], set[str]]:
         yes: set[str] = set()
         no: set[str] = set()
-        for node in ast.walk(self.tree):
+        for node in walk_tree(self.tree):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 q = self.imports.qualname(node.value.func) or ""
                 for t in node.targets:

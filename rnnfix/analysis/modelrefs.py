@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Literal
 from rnnfix.analysis.models import built_class
 from rnnfix.analysis.modestate import is_prefix
 from rnnfix.analysis.names import dotted
-from rnnfix.analysis.syntax import FUNCTIONS, LOOPS, block_of, walk_local
+from rnnfix.analysis.syntax import FUNCTIONS, LOOPS, block_of, walk_local, walk_tree
 from rnnfix.analysis.torchapi import module_mode_switch
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ class ModelIndex:
     @functools.cached_property
     def _own(self) -> frozenset[str]:
         found: set[str] = set()
-        for n in ast.walk(self.ctx.tree):
+        for n in walk_tree(self.ctx.tree):
             mc = mode_call(n)
             if mc is not None:
                 found.add(mc[0])

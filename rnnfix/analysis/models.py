@@ -26,7 +26,8 @@ from rnnfix.analysis.imports import ImportMap
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.project import ClassSummary
 from rnnfix.analysis.rnns import RNN_CLASSES
-from rnnfix.analysis.scopes import FileIndex, FuncNode, walk_scope
+from rnnfix.analysis.scopes import FileIndex, FuncNode
+from rnnfix.analysis.syntax import walk_tree
 from rnnfix.analysis.torchapi import MODULE_METHODS, WRAPPERS, mode_switch, strip_self_returning
 
 if TYPE_CHECKING:
@@ -196,7 +197,7 @@ def find_models(
     not_models: set[str] = set()
     called: set[str] = set()
     parameters: set[str] = set()
-    for node in ast.walk(tree):
+    for node in walk_tree(tree):
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             for t, value in assignment_pairs(node):
                 found = built_class(value, imports, classes)
@@ -308,12 +309,17 @@ def forward_path(
 
 def _propagate(tree: ast.Module, index: FileIndex, models: dict[str, ModelInfo]) -> None:
     """Parameters that receive a model, and attributes assigned one, are models."""
-    scopes: list[tuple[list[ast.stmt], FuncNode | None]] = [(tree.body, None)]
-    scopes += [(fn.body, fn) for fn in index.functions]
+    scopes: list[tuple[list[ast.AST], FuncNode | None]] = [(index.scope_nodes(None), None)]
+    scopes += [(index.scope_nodes(fn), fn) for fn in index.functions]
+    # Only these nodes matter below; the other nodes of a scope are skipped once.
+    scopes = [
+        ([n for n in nodes if isinstance(n, (ast.Assign, ast.Call))], scope)
+        for nodes, scope in scopes
+    ]
     for _ in range(4):
         added = False
-        for body, scope in scopes:
-            for node in walk_scope(body):
+        for nodes, scope in scopes:
+            for node in nodes:
                 if isinstance(node, ast.Assign) and len(node.targets) == 1:
                     target, value = dotted(node.targets[0]), dotted(node.value)
                     if target and value in models and target not in models:

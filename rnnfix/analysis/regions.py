@@ -30,6 +30,7 @@ from rnnfix.analysis.syntax import (
     FUNCTIONS,
     LOOPS,
     block_of,
+    child_nodes,
     innermost_loop,
     scope_of,
     walk_all_local,
@@ -121,6 +122,8 @@ def _pytest_context(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionD
 
 
 def _in_lightning_class(ctx: FileContext, node: ast.AST) -> bool:
+    if not ctx.facts.mentions_lightning:
+        return False  # neither a base's text nor an import can say "lightning"
     for anc in ctx.facts.ancestors(node):
         if isinstance(anc, ast.ClassDef):
             for b in anc.bases:
@@ -139,8 +142,14 @@ def find_regions(ctx: FileContext) -> list[EvalRegion]:
     return regions
 
 
+# Nodes that cannot hold a statement (a lambda's body is an expression).
+_NO_STATEMENTS = (ast.expr, ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+
+
 def _visit(ctx: FileContext, node: ast.AST, out: list[EvalRegion], inside: bool) -> None:
-    for child in ast.iter_child_nodes(node):
+    for child in child_nodes(node):
+        if isinstance(child, _NO_STATEMENTS):
+            continue  # no function definition or loop statement can be inside
         child_inside = inside
         if isinstance(child, FUNCTIONS):
             child_inside = False  # a nested function runs on its own

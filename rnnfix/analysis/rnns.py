@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 
 from rnnfix.analysis.imports import ImportMap
 from rnnfix.analysis.names import dotted
+from rnnfix.analysis.syntax import walk_tree
 from rnnfix.analysis.torchapi import DATA_PARALLEL, strip_self_returning
 
 _NN = ("torch.nn.", "torch.nn.modules.rnn.")
@@ -83,7 +84,7 @@ class RnnIndex:
         self.imports = imports
         self.imported = imported
         self.classes: dict[str, ast.ClassDef] = {}
-        for node in ast.walk(tree):
+        for node in walk_tree(tree):
             if isinstance(node, ast.ClassDef):
                 self.classes.setdefault(node.name, node)
         self._constants = _module_constants(tree)
@@ -92,7 +93,7 @@ class RnnIndex:
 
     def has_rnn_constructor(self) -> bool:
         """Whether the file builds an LSTM/GRU/RNN anywhere (or subclasses one)."""
-        for node in ast.walk(self.tree):
+        for node in walk_tree(self.tree):
             if isinstance(node, ast.Call) and self.imports.qualname(node.func) in RNN_CLASSES:
                 return True
             if isinstance(node, ast.ClassDef) and any(
@@ -249,7 +250,7 @@ def _as_int(value: float | None) -> int | None:
 def _module_constants(tree: ast.Module) -> dict[str, float]:
     """``DROPOUT = 0.3`` at module level, bound exactly once in the file."""
     counts: dict[str, int] = {}
-    for node in ast.walk(tree):
+    for node in walk_tree(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             counts[node.id] = counts.get(node.id, 0) + 1
     out: dict[str, float] = {}

@@ -10,11 +10,12 @@ unknown call, which the analysis assumes leaves every mode as it was.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from rnnfix.analysis.imports import ImportMap
 from rnnfix.analysis.names import dotted
+from rnnfix.analysis.syntax import child_nodes, walk_tree
 from rnnfix.analysis.torchapi import strip_self_returning
 
 FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -65,14 +66,15 @@ class Resolved:
         return key  # a global or a variable of an enclosing function
 
 
-def _bound_names(fn: FuncNode) -> set[str]:
+def _bound_names(fn: FuncNode, own: Iterable[ast.AST] | None = None) -> set[str]:
+    """``own``: ``_walk_own(fn)``, when the caller has it already."""
     names: set[str] = set()
     declared: set[str] = set()
     a = fn.args
     for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
         if arg is not None:
             names.add(arg.arg)
-    for node in _walk_own(fn):
+    for node in _walk_own(fn) if own is None else own:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names.add(node.id)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
@@ -93,7 +95,7 @@ def _walk_own(fn: FuncNode) -> Iterator[ast.AST]:
         yield node
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        stack.extend(reversed(child_nodes(node)))
 
 
 def walk_scope(body: list[ast.stmt]) -> Iterator[ast.AST]:
@@ -107,7 +109,7 @@ def walk_scope(body: list[ast.stmt]) -> Iterator[ast.AST]:
             continue
         if isinstance(node, ast.ClassDef):
             continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        stack.extend(reversed(child_nodes(node)))
 
 
 class FileIndex:
@@ -120,10 +122,11 @@ class FileIndex:
         self.module_functions: dict[str, FunctionInfo] = {}
         self.classes: dict[str, ast.ClassDef] = {}
         self._nested: dict[FuncNode, dict[str, FunctionInfo]] = {}
+        self._scope_nodes: dict[FuncNode | None, list[ast.AST]] = {}
         self._index(tree.body, cls=None, parent=None)
         # dotted text -> local class it was built from (``trainer = Trainer()``)
         self.instance_types: dict[str, str] = {}
-        for node in ast.walk(tree):
+        for node in walk_tree(tree):
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 name = self.constructed_class(node.value)
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -131,6 +134,15 @@ class FileIndex:
                     text = dotted(t)
                     if name and text:
                         self.instance_types[text] = name
+
+    def scope_nodes(self, scope: FuncNode | None) -> list[ast.AST]:
+        """``list(walk_scope(...))`` of a function's body (the module's for
+        None), computed once (do not modify the list)."""
+        found = self._scope_nodes.get(scope)
+        if found is None:
+            found = list(walk_scope(self.tree.body if scope is None else scope.body))
+            self._scope_nodes[scope] = found
+        return found
 
     def _index(
         self, body: list[ast.stmt], cls: ast.ClassDef | None, parent: FuncNode | None
@@ -144,7 +156,7 @@ class FileIndex:
                     parent=parent,
                     params=[p.arg for p in [*a.posonlyargs, *a.args]],
                     kwonly=[p.arg for p in a.kwonlyargs],
-                    locals=_bound_names(stmt),
+                    locals=_bound_names(stmt, self.scope_nodes(stmt)),
                 )
                 self.functions[stmt] = info
                 if parent is not None and cls is None:

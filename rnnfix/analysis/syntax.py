@@ -19,6 +19,69 @@ def words(identifier: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(identifier)]
 
 
+# The last few whole-module indexes: several analyses walk the same tree.
+# Keyed by the tree object itself (held here, so its id is never reused while
+# cached); trees are never mutated after parsing.
+_INDEXES: list[tuple[ast.AST, list[ast.AST], dict[ast.AST, ast.AST]]] = []
+_INDEXES_KEPT = 8
+
+
+def _module_index(tree: ast.AST) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]:
+    for i, entry in enumerate(_INDEXES):
+        if entry[0] is tree:
+            if i:
+                _INDEXES.insert(0, _INDEXES.pop(i))
+            return entry[1], entry[2]
+    # ``ast.walk``'s order (breadth first, children in field order), built in
+    # one pass with the parent of each child (the last one wins for the shared
+    # ``Load``/``Store`` singletons, as a dict filled from ``ast.walk`` would).
+    nodes = [tree]
+    parents: dict[ast.AST, ast.AST] = {}
+    AST = ast.AST
+    append = nodes.append
+    i = 0
+    while i < len(nodes):
+        node = nodes[i]
+        i += 1
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, AST):
+                parents[value] = node
+                append(value)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, AST):
+                        parents[item] = node
+                        append(item)
+    _INDEXES.insert(0, (tree, nodes, parents))
+    del _INDEXES[_INDEXES_KEPT:]
+    return nodes, parents
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.iter_child_nodes(node))``, without its per-field generators."""
+    out: list[ast.AST] = []
+    AST = ast.AST
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, AST):
+            out.append(value)
+        elif isinstance(value, list):
+            out.extend(item for item in value if isinstance(item, AST))
+    return out
+
+
+def walk_tree(tree: ast.AST) -> list[ast.AST]:
+    """``list(ast.walk(tree))`` for a whole module, computed once per tree and
+    shared by the analyses (do not modify the list)."""
+    return _module_index(tree)[0]
+
+
+def tree_parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+    """Each node's parent in ``tree``, computed once per tree (do not modify)."""
+    return _module_index(tree)[1]
+
+
 def walk_local(node: ast.AST) -> Iterator[ast.AST]:
     """``ast.walk`` that does not enter nested functions, lambdas or classes
     (their bodies run elsewhere, at another time)."""
@@ -26,7 +89,7 @@ def walk_local(node: ast.AST) -> Iterator[ast.AST]:
     while stack:
         cur = stack.pop()
         yield cur
-        for child in ast.iter_child_nodes(cur):
+        for child in child_nodes(cur):
             if not isinstance(child, (*FUNCTIONS, ast.Lambda, ast.ClassDef)):
                 stack.append(child)
 

@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from rnnfix.analysis.names import dotted, method_call
+from rnnfix.analysis.syntax import walk_tree
 from rnnfix.analysis.torchapi import DATA_PARALLEL, strip_self_returning
 from rnnfix.edits import ReplaceExpression
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
@@ -58,7 +59,7 @@ a local class with `self.module`) and `self.module` inside a class are left alon
         if ".module." not in ctx.source:
             return
         scopes = _Scopes(ctx)
-        for node in ast.walk(ctx.tree):
+        for node in walk_tree(ctx.tree):
             call = method_call(node)
             if call is None:
                 continue

@@ -113,13 +113,18 @@ training code that follows needs `model.train()` (RNF001).
     def check(self, ctx: FileContext) -> Iterator[Finding]:
         if not _PREFILTER.search(ctx.source):
             return
-        judge = RegionJudge(ctx)
+        regions = find_regions(ctx)
+        if not regions:
+            return
+        judge: RegionJudge | None = None  # built at the first region that needs it
         claimed: set[ast.AST] = set()  # evaluation functions taken as regions
-        for region in find_regions(ctx):
+        for region in regions:
             if not region.is_function and any(
                 a in claimed for a in ctx.facts.ancestors(region.node)
             ):
                 continue
+            if judge is None:
+                judge = RegionJudge(ctx)
             verdict = judge.run(region)
             if verdict is Verdict.NOT_A_REGION:
                 continue
