@@ -97,6 +97,12 @@ def apply_edits(source: str, edits: Sequence[Edit]) -> str:
     ``libcst.ParserSyntaxError`` when ``source`` does not parse.
     """
     module = cst.parse_module(source)
+    if module.code != source:
+        # libcst does not round-trip every file (a form feed in indentation,
+        # CR-only newlines): rewriting would change bytes nobody asked for.
+        raise EditError(
+            "the file cannot be rewritten byte for byte (form feed or CR-only newlines)"
+        )
     located = [e for e in edits if not isinstance(e, AddImport)]
     imports = [e for e in edits if isinstance(e, AddImport)]
     if located:

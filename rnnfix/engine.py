@@ -103,13 +103,16 @@ def fix_source(
             current, ast.parse(current), settings, path, rules, project, consulted
         )
         # A fix that failed once would fail again: stop offering it.
-        failed = {(d.finding.code, d.finding.line, d.finding.message) for d in result.dropped}
-        findings = [
-            f if (f.code, f.line, f.message) not in failed else _without_fix(f) for f in findings
-        ]
+        findings = _strip_failed(findings, result.dropped)
     result.fixed = current
-    result.findings = findings
+    # A fix that could not be applied is not offered as available.
+    result.findings = _strip_failed(findings, result.dropped)
     return result
+
+
+def _strip_failed(findings: list[Finding], dropped: list[DroppedFix]) -> list[Finding]:
+    failed = {(d.finding.code, d.finding.line, d.finding.message) for d in dropped}
+    return [_without_fix(f) if (f.code, f.line, f.message) in failed else f for f in findings]
 
 
 def _without_fix(f: Finding) -> Finding:

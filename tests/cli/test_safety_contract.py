@@ -167,3 +167,23 @@ def test_fix_that_breaks_parse_is_dropped(tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_clean_text_constant() -> None:
     assert "module" not in CLEAN
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        BUGGY.replace("\n", "\r").encode(),  # CR-only newlines (classic Mac)
+        BUGGY.replace("model = ", "\x0cmodel = ").encode(),  # a form feed
+    ],
+    ids=["cr-only", "form-feed"],
+)
+def test_file_libcst_cannot_round_trip_is_reported_not_rewritten(
+    run, tmp_path: Path, content: bytes
+) -> None:
+    f = tmp_path / "odd.py"
+    f.write_bytes(content)
+    result = run(str(f))
+    assert result.exit_code == 1, result.output  # the finding stays, without its fix
+    assert "fix not applied" in result.output
+    assert "byte for byte" in result.output
+    assert f.read_bytes() == content
