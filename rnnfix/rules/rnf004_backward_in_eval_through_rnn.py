@@ -230,7 +230,7 @@ def cudnn_off_edits(
     # libcst prefixes continuation lines with the block's own indentation.
     line = ctx.lines[first.lineno - 1]
     inner = "\t" if line.startswith("\t") else "    "
-    cudnn = f"{torch}.backends.cudnn"
+    cudnn = _module_level_alias(ctx, "torch.backends.cudnn") or f"{torch}.backends.cudnn"
     items = (
         f"{cudnn}.flags(\n"
         f"{inner}enabled=False,\n"
@@ -240,6 +240,22 @@ def cudnn_off_edits(
         ")"
     )
     return (WrapInWith(ctx.pos(first), ctx.pos(last), items), *imports)
+
+
+def _module_level_alias(ctx: FileContext, module: str) -> str | None:
+    """The name a module-level import binds to ``module`` (``from torch.backends
+    import cudnn``), so the fix spells it as the file does and keeps that import
+    in use; a function-local import would not be visible at the fix."""
+    for stmt in ctx.tree.body:
+        if isinstance(stmt, ast.ImportFrom) and stmt.module and stmt.level == 0:
+            for alias in stmt.names:
+                if f"{stmt.module}.{alias.name}" == module:
+                    return alias.asname or alias.name
+        elif isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if alias.name == module and alias.asname:
+                    return alias.asname
+    return None
 
 
 def _common_block(
