@@ -44,7 +44,7 @@ import ast
 import copy
 import os
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -340,40 +340,41 @@ class ProjectView:
         return self._imports(lambda f: f.trains)
 
     def _imports(self, test: Callable[[FunctionSummary], bool]) -> bool:
-        for local in self.bindings:
-            target = self._target(local)
-            if target is None:
-                continue
-            file, names = target
-            if names:
-                found = self.lookup(_name(local))
-                if isinstance(found, FunctionSummary) and test(found):
+        for found in self._imported():
+            if isinstance(found, FunctionSummary):
+                if test(found):
                     return True
-                if isinstance(found, ClassSummary) and any(test(m) for m in found.methods.values()):
+            elif isinstance(found, ClassSummary):
+                if any(test(m) for m in found.methods.values()):
                     return True
-            else:
-                module = self.index.files.get(file)
-                if module is not None and module.any_function(test):
-                    return True
+            elif found.any_function(test):
+                return True
         return False
 
     def imports_rnn_class(self) -> bool:
         """Whether this file imports a class of the run that holds an RNN (or
         a module of the run that defines one)."""
+        for found in self._imported():
+            if isinstance(found, ClassSummary):
+                if found.rnns:
+                    return True
+            elif isinstance(found, ModuleSummary):
+                if any(c.rnns for c in found.classes.values()):
+                    return True
+        return False
+
+    def _imported(self) -> Iterator[FunctionSummary | ClassSummary | ModuleSummary]:
+        """What each import binding of this file names in another file of the
+        run: a function or class (``from utils import evaluate``) or a whole
+        module (``import utils``)."""
         for local in self.bindings:
             target = self._target(local)
             if target is None:
                 continue
             file, names = target
-            if names:
-                found = self.lookup(_name(local))
-                if isinstance(found, ClassSummary) and found.rnns:
-                    return True
-            else:
-                module = self.index.files.get(file)
-                if module is not None and any(c.rnns for c in module.classes.values()):
-                    return True
-        return False
+            found = self.lookup(_name(local)) if names else self.index.files.get(file)
+            if found is not None:
+                yield found
 
     def class_rnns(self, expr: ast.AST) -> tuple[RnnSpec, ...] | None:
         """The RNNs of an instance of the imported module class ``expr``."""
