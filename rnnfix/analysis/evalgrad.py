@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from rnnfix.analysis.gradctx import grad_context
 from rnnfix.analysis.imports import ImportMap
-from rnnfix.analysis.modestate import Mode
+from rnnfix.analysis.modestate import Mode, is_prefix
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.rnns import RnnIndex, RnnSpec
 from rnnfix.analysis.syntax import child_nodes, walk_tree
@@ -287,9 +287,7 @@ class EvalGradAnalysis:
             owners = _parameter_owners(params)
             if not owners:
                 return True  # ``Adam(params)``: cannot tell whose
-            if any(
-                model == o or model.startswith(o + ".") or o.startswith(model + ".") for o in owners
-            ):
+            if any(is_prefix(o, model) or is_prefix(model, o) for o in owners):
                 return True
         return False
 

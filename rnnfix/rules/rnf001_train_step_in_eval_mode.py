@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from rnnfix.analysis.modeflow import Mode, ModeFact, ModeFlow, TrainingStep
+from rnnfix.analysis.modestate import is_prefix
 from rnnfix.analysis.placement import anchor_for
 from rnnfix.edits import InsertStatements, Pos
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
@@ -175,7 +176,7 @@ def _outermost(flow: ModeFlow, step: TrainingStep) -> list[str]:
 
 def _related(a: str, b: str) -> bool:
     """One path is the other or lies below it (``model``, ``model.encoder``)."""
-    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+    return is_prefix(a, b) or is_prefix(b, a)
 
 
 def _anchorable(ctx: FileContext, stmt: ast.stmt) -> bool:
