@@ -71,6 +71,7 @@ class _Group:
     safe: bool
     steps: list[TrainingStep] = field(default_factory=list)
     models: dict[str, list[ModeFact]] = field(default_factory=dict)
+    blocked: str | None = None  # why no ``train()`` may be inserted (an override)
 
 
 class TrainStepInEvalMode(Rule):
@@ -91,6 +92,7 @@ class TrainStepInEvalMode(Rule):
         ):
             return
         flow = ctx.facts.modes
+        receivers = ctx.facts.receivers
         groups: dict[tuple[int, int, int, bool], _Group] = {}
         for step in flow.training_steps:
             if not step.feeds_optimizer_step:
@@ -98,13 +100,18 @@ class TrainStepInEvalMode(Rule):
             for model in _outermost(flow, step):
                 if not _step_may_update(ctx, flow, step, model):
                     continue  # e.g. an actor update through an eval-mode critic (RNF004)
+                receiver = receivers.check(model, "train")
+                if receiver.kind in ("stateless", "not_module"):
+                    continue  # a loss, an activation, a plain object: its mode is not the bug
                 state = flow.mode_before(step.node, model)
                 if state.may_eval:
                     if step.kind == "backward" and _trains_before_stepping(flow, step, model):
                         continue
                     facts = [f for f in state.facts if f.mode is Mode.EVAL]
                     safe = True
-                elif strict and state.unknown and state.facts:
+                elif strict and state.unknown and state.facts and receiver.provable:
+                    # A guess about the mode: only on an object the run proves
+                    # is an ``nn.Module`` (never ``trainer.dispatch``, a loss helper).
                     facts = [f for f in state.facts if f.mode is Mode.UNKNOWN]
                     safe = False
                 else:
@@ -119,6 +126,8 @@ class TrainStepInEvalMode(Rule):
                 if step not in group.steps:
                     group.steps.append(step)
                 group.models.setdefault(model, []).extend(facts)
+                if receiver.override and group.blocked is None:
+                    group.blocked = receiver.reason
         for group in groups.values():
             yield _finding(ctx, flow, group)
 
@@ -258,7 +267,9 @@ def _finding(ctx: FileContext, flow: ModeFlow, group: _Group) -> Finding:
             f"({_describe_unknown(ctx, facts[0])}); nothing shows it is in train mode"
         )
     fix = None
-    if group.anchor is not None:
+    if group.blocked is not None:
+        message += f"; not fixed: {group.blocked}"
+    elif group.anchor is not None:
         code = tuple(f"{m}.train()" for m in models)
         where = _where(flow, group.anchor)
         fix = Fix(
