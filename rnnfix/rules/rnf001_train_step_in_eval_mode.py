@@ -61,7 +61,25 @@ no optimizer step is not a training step: RNF004 covers it.
 Safe: it restores the mode the training step was written for, and does nothing when the
 model already is in train mode. With `--strict`, training loops and functions whose
 models' mode is *unknown* (a model received as a parameter, loaded from disk) also get
-`train()`; those fixes are unsafe because nothing in the file shows the mode is wrong.
+`train()`; those fixes are unsafe because nothing in the file shows the mode is wrong,
+and they go only on objects the run proves are `nn.Module`s (built from a module class,
+annotated as one, or switched by the file's own `train()`/`eval()` calls): never on a
+plain-Python object such as a loss helper class, nor on an object whose class is unknown.
+
+`train()` goes only on a model whose forward runs before the step, the outermost one, and
+never on a module with no parameters and no mode-dependent layers (`nn.Softmax()`,
+`nn.ReLU()`, `nn.CrossEntropyLoss()`, a parameter-free loss or metric class): its mode
+changes nothing.
+
+Reported but **not fixed**: a model whose class (of this file or another file of the
+run), one of its bases, one of its submodules' classes or, for a `DataParallel`/DDP
+wrapper, the wrapped class overrides `train`/`eval` in a form the call cannot go
+through: `def train(self):` without `mode` (`Module.train()` calls `child.train(mode)`
+on every child, and `eval()` calls `train(False)`: `TypeError`), a `train(self, data,
+epochs)` that is a training loop, an `eval(self, expr)`, or a body that never calls
+`super().train(mode)` nor sets `self.training`. The finding names the class and the line.
+Overrides that accept the mode (`def train(self, mode=True): super().train(mode); ...`)
+are fine.
 """
 
 
