@@ -37,7 +37,7 @@ def methods(cls: ast.ClassDef) -> dict[str, FuncDef]:
     return {s.name: s for s in cls.body if isinstance(s, _FUNCS)}
 
 
-def mode_overrides(cls: ast.ClassDef) -> dict[str, str]:
+def mode_overrides(cls: ast.ClassDef, file: str | None = None) -> dict[str, str]:
     """``{"train": why, "eval": why}`` for each of ``train``/``eval`` that the
     class itself overrides with a signature or a body a mode call cannot go
     through. Overrides that accept the mode and switch it
@@ -47,14 +47,15 @@ def mode_overrides(cls: ast.ClassDef) -> dict[str, str]:
     for name in _MODE_METHODS:
         fn = own.get(name)
         if fn is not None:
-            why = _override_problem(cls.name, fn)
+            why = _override_problem(cls.name, fn, file)
             if why is not None:
                 out[name] = why
     return out
 
 
-def _override_problem(cls_name: str, fn: FuncDef) -> str | None:
-    where = f"`{cls_name}.{fn.name}` (line {fn.lineno})"
+def _override_problem(cls_name: str, fn: FuncDef, file: str | None) -> str | None:
+    line = f"{file} line {fn.lineno}" if file else f"line {fn.lineno}"
+    where = f"`{cls_name}.{fn.name}` ({line})"
     if isinstance(fn, ast.AsyncFunctionDef):
         return f"{where} is a coroutine, not a mode switch"
     if any(
@@ -71,7 +72,9 @@ def _override_problem(cls_name: str, fn: FuncDef) -> str | None:
     kw_required = [k.arg for k, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is None]
     if required or kw_required:
         names = ", ".join(f"`{p}`" for p in (*required, *kw_required))
-        return f"{where} requires {names}: it is another method that shares the name"
+        return (
+            f"{where} requires {names}: it is another method named `{fn.name}`, not a mode switch"
+        )
     if fn.name == "train" and not rest and a.vararg is None:
         return (
             f"{where} does not accept `mode`: `eval()`, and the `train()` of any module or "
@@ -82,8 +85,8 @@ def _override_problem(cls_name: str, fn: FuncDef) -> str | None:
             f"{where} is not a mode switch (it never calls `super().{fn.name}(...)` "
             "nor sets `self.training`)"
         )
-    if fn.name == "train" and rest and not _uses(fn, rest[0]) and a.vararg is None:
-        return f"{where} ignores its `{rest[0]}` argument, so `eval()` would not switch it"
+    # ``def train(self, mode=False): self.training = False`` (a frozen BatchNorm)
+    # ignores the mode on purpose: a call goes through, and the author wants it so.
     return None
 
 
@@ -96,10 +99,6 @@ def _decorator_name(node: ast.expr) -> str | None:
 
 def _positional(fn: FuncDef) -> list[str]:
     return [p.arg for p in (*fn.args.posonlyargs, *fn.args.args)]
-
-
-def _uses(fn: FuncDef, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(fn))
 
 
 def _switches_mode(fn: FuncDef) -> bool:

@@ -528,7 +528,9 @@ def _summarise(source: str, path: str, mode_code: bool, rnn_code: bool) -> Modul
         rnns = RnnIndex(tree, ImportMap.build(tree)) if rnn_code else None
         # Class facts read every method (``__init__`` too): the whole tree.
         defs = {c.name: c for c in _statements(tree.body) if isinstance(c, ast.ClassDef)}
-        table = ClassTable(defs, ctx.facts.imports, module_classes.modules)
+        table = ClassTable(
+            defs, ctx.facts.imports, module_classes.modules, None, os.path.basename(path)
+        )
         if flow is not None:
             for name, info in index.module_functions.items():
                 fs = _function(flow, info) if info.node in kept else None

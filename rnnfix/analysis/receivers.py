@@ -99,7 +99,9 @@ class ClassTable:
         imports: ImportMap,
         modules: Collection[str],
         lookup: Callable[[ast.expr], ClassSummary | None] | None = None,
+        file: str | None = None,
     ) -> None:
+        self.file = file  # named in the reasons (a summary for other files of the run)
         self.classes = classes
         self.imports = imports
         self.modules = modules
@@ -155,7 +157,7 @@ class ClassTable:
             return {}
         self._busy.add(name)
         try:
-            out = classfacts.mode_overrides(cls)
+            out = classfacts.mode_overrides(cls, self.file)
             own = classfacts.methods(cls)
             for base in cls.bases:
                 for method, why in self._base_ref(base).overrides.items():
@@ -339,6 +341,8 @@ class Receivers:
         if info is not None and info.built_at is not None and info.built_at not in values:
             values.append(info.built_at)
         refs = [r for v in values for r in self._value_refs(v, key, depth)]
+        # ``def fit(model: Detector, ...)``: the annotation names the class.
+        refs += [r for a in self._annotated.get(key, ()) if (r := self.table.ref(a)).module]
         if refs or "." not in key:
             return refs
         owner, attr = key.rsplit(".", 1)

@@ -164,17 +164,17 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
                 hint = "; `--rnn-only` puts only the RNNs in train mode"
             return ctx.finding(self.code, region.sink, message + hint)
         if settings.rnn_only_strategy == "rnn-train":
+            blocked = rnn_train_blocker(ctx, region)
+            if blocked is not None:
+                reason = (
+                    f"; not fixed: {blocked}; `--rnn-only-strategy cudnn-off` calls no `train()`"
+                )
+                return ctx.finding(self.code, region.sink, message + reason)
             if inexact:
                 reason = (
                     f"; not fixed: train mode would switch on the inter-layer dropout of "
                     f"`{_full(model, inexact[0])}` ({inexact[0].describe()}) and change the "
                     "gradient: use `--rnn-only-strategy cudnn-off`"
-                )
-                return ctx.finding(self.code, region.sink, message + reason)
-            blocked = rnn_train_blocker(ctx, region)
-            if blocked is not None:
-                reason = (
-                    f"; not fixed: {blocked}; `--rnn-only-strategy cudnn-off` calls no `train()`"
                 )
                 return ctx.finding(self.code, region.sink, message + reason)
             fix = rnn_train_fix(ctx, analysis, region)
