@@ -14,7 +14,12 @@ picklable data (worker processes get the index):
   it runs an optimizer step, and which models its training step uses in the
   mode the caller left them in;
 - for each class: whether it is an ``nn.Module`` subclass and which cuDNN RNNs
-  an instance holds (``rnns.RnnIndex.of_class``);
+  an instance holds (``rnns.RnnIndex.of_class``); for a module class, why
+  ``train()``/``eval()`` cannot be called on an instance (an override without
+  ``mode``, or that is another method; its bases' and submodules' in its file
+  too) and whether it holds parameters or mode-dependent layers
+  (``receivers.ClassTable``). A file that only defines ``def train(``/``def
+  eval(`` passes the pre-filter for this;
 - its import bindings, to follow re-exports (``from .trainer import fit`` in a
   package's ``__init__.py``).
 
