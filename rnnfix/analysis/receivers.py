@@ -288,15 +288,41 @@ class Receivers:
                 text = dotted(strip_self_returning(sw.receiver))
                 if text is not None:
                     self._switched.add(text)
-        self._cache: dict[tuple[str, str], ReceiverCheck] = {}
+        self._cache: dict[tuple[str, str, str | None], ReceiverCheck] = {}
+        self._self_class: str | None = None
 
-    def check(self, key: str, method: Method = "train") -> ReceiverCheck:
-        """May a fix put ``key.<method>()`` in the file?"""
-        found = self._cache.get((key, method))
+    def check(self, key: str, method: Method = "train", at: ast.AST | None = None) -> ReceiverCheck:
+        """May a fix put ``key.<method>()`` in the file? ``at``: where the call
+        would go; inside a method of a class of this file, ``self`` and
+        ``self.<attr>`` are read from that class (``self.train()`` in a module
+        whose ``train`` is a training loop)."""
+        cls = self._enclosing_class(key, at)
+        found = self._cache.get((key, method, cls))
         if found is None:
-            found = self._check(key, method)
-            self._cache[(key, method)] = found
+            self._self_class = cls
+            try:
+                found = self._check(key, method)
+            finally:
+                self._self_class = None
+            self._cache[(key, method, cls)] = found
         return found
+
+    def _enclosing_class(self, key: str, at: ast.AST | None) -> str | None:
+        """The class of this file whose method binds ``key``'s root as its first parameter."""
+        if at is None:
+            return None
+        root = key.split(".", 1)[0]
+        ancestors = self.ctx.facts.ancestors(at)
+        for i, node in enumerate(ancestors):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                params = [p.arg for p in (*node.args.posonlyargs, *node.args.args)]
+                owner = ancestors[i + 1] if i + 1 < len(ancestors) else None
+                if isinstance(owner, ast.ClassDef) and params and params[0] == root:
+                    name = owner.name
+                    return name if self.table.classes.get(name) is owner else None
+                if root in params:
+                    return None  # a parameter of a nested function: not ``self``
+        return None
 
     def outermost(self, keys: Iterable[str]) -> list[str]:
         """``keys`` without those below another of them (``model.encoder``
@@ -336,6 +362,15 @@ class Receivers:
     def _refs(self, key: str, depth: int) -> list[ClassRef]:
         if depth > _MAX_DEPTH:
             return []
+        if self._self_class is not None and depth == 0:
+            root, _, rest = key.partition(".")
+            this = ast.Name(id=self._self_class, ctx=ast.Load())
+            if not rest:
+                return [self.table.ref(this)]
+            if "." not in rest:
+                found = self._attribute_refs(self._self_class, rest, depth)
+                if found:
+                    return found
         values = list(self._assigned.get(key, ()))
         info = self.flow.models.get(key)
         if info is not None and info.built_at is not None and info.built_at not in values:

@@ -118,7 +118,7 @@ class TrainStepInEvalMode(Rule):
             for model in _outermost(flow, step):
                 if not _step_may_update(ctx, flow, step, model):
                     continue  # e.g. an actor update through an eval-mode critic (RNF004)
-                receiver = receivers.check(model, "train")
+                receiver = receivers.check(model, "train", at=step.node)
                 if receiver.kind in ("stateless", "not_module"):
                     continue  # a loss, an activation, a plain object: its mode is not the bug
                 state = flow.mode_before(step.node, model)
