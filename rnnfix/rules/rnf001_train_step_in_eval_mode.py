@@ -73,13 +73,14 @@ changes nothing.
 
 Reported but **not fixed**: a model whose class (of this file or another file of the
 run), one of its bases, one of its submodules' classes or, for a `DataParallel`/DDP
-wrapper, the wrapped class overrides `train`/`eval` in a form the call cannot go
+wrapper, the wrapped class overrides `train` in a form the inserted call cannot go
 through: `def train(self):` without `mode` (`Module.train()` calls `child.train(mode)`
-on every child, and `eval()` calls `train(False)`: `TypeError`), a `train(self, data,
-epochs)` that is a training loop, an `eval(self, expr)`, or a body that never calls
-`super().train(mode)` nor sets `self.training`. The finding names the class and the line.
-Overrides that accept the mode (`def train(self, mode=True): super().train(mode); ...`)
-are fine.
+on every child, and a wrapper's `train()` calls `module.train(mode)`: `TypeError`), a
+`train(self, data, epochs)` that is a training loop, or a body that never calls
+`super().train(mode)` nor sets `self.training` (the call would change nothing, or run
+something else). The finding names the class, the file and the line. Overrides that
+accept the mode (`def train(self, mode=True): super().train(mode); ...`) are fine. Under
+`--strict`, where the mode is only unknown, such a model gets no finding at all.
 """
 
 
