@@ -61,6 +61,7 @@ _CONTAINERS = frozenset(
 _BASE_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 _MODEL_FACTORIES = ("torchvision.models.", "timm.", "transformers.")
 _MAX_DEPTH = 4
+_COPIES = frozenset({"copy.deepcopy", "copy.copy"})
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,13 @@ class ClassTable:
                 self.ref_call(n) for a in call.args for n in ast.walk(a) if isinstance(n, ast.Call)
             )
             inner = tuple(r for r in inner if r.module)
-            return ClassRef(q, True, any(r.stateful for r in inner), {}, inner)
+            # Stateless only when every element is written out and provably
+            # stateless: ``nn.Sequential(*layers)`` may hold anything.
+            leaves = _elements([*call.args, *(k.value for k in call.keywords)])
+            stateful = any(
+                not isinstance(leaf, ast.Call) or self.ref_call(leaf).stateful for leaf in leaves
+            )
+            return ClassRef(q, True, stateful, {}, inner)
         return self.ref(call.func)
 
     def ref(self, func: ast.expr) -> ClassRef:
@@ -222,6 +229,19 @@ class ClassTable:
             ref = self.ref_call(value)
             return ref.module is False or (ref.module is True and not ref.stateful)
         return False
+
+
+def _elements(values: list[ast.expr]) -> list[ast.expr]:
+    """The elements of literal lists, tuples and dict values, flattened."""
+    out: list[ast.expr] = []
+    for v in values:
+        if isinstance(v, ast.List | ast.Tuple):
+            out.extend(_elements(v.elts))
+        elif isinstance(v, ast.Dict):
+            out.extend(_elements([x for x in v.values if x is not None]))
+        else:
+            out.append(v)
+    return out
 
 
 def _constant_default(fn: classfacts.FuncDef, name: str) -> bool:
@@ -407,6 +427,8 @@ class Receivers:
         if isinstance(value, ast.Call):
             q = self.table.imports.qualname(value.func)
             first = _strip(value.args[0]) if value.args else None
+            if q in _COPIES and first is not None:
+                return self._value_refs(first, key, depth + 1)  # a copy has its class
             if q in WRAPPERS and first is not None and not isinstance(first, ast.Call):
                 # ``DDP(model)``: the wrapper's ``train()`` reaches ``model``.
                 inner = self._value_refs(first, key, depth + 1)

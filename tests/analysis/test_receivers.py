@@ -198,3 +198,23 @@ def test_summary_of_a_file_with_only_an_override() -> None:
     """
     summary = summarise(textwrap.dedent(source), "/p/tagger.py")
     assert summary is not None and "train" in summary.classes["Tagger"].mode_overrides
+
+
+def test_a_copy_has_the_class_of_what_it_copies() -> None:
+    source = (
+        CLASSES
+        + "\nimport copy\nema = copy.deepcopy(parallel)\nsnapshot = copy.deepcopy(finetune)\n"
+    )
+    assert check("ema", source=source).override
+    assert check("snapshot", source=source).provable
+
+
+def test_containers_are_stateless_only_when_every_element_is() -> None:
+    source = CLASSES + (
+        "\nacts = nn.Sequential(nn.ReLU(), nn.Flatten())"
+        "\nlayers = [nn.Linear(2, 2)]\nstack = nn.Sequential(*layers)"
+        "\nblocks = nn.ModuleList([Backbone() for _ in range(2)])\n"
+    )
+    assert check("acts", source=source).kind == "stateless"
+    assert check("stack", source=source).provable
+    assert check("blocks", source=source).override
