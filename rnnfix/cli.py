@@ -97,6 +97,12 @@ def cli() -> None:
     default=0,
     help="Worker processes (0: one per CPU on large trees, else 1).",
 )
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    envvar="RNNFIX_NO_CACHE",
+    help="Neither read nor write the result cache (.rnnfix_cache/ at the project root).",
+)
 def apply(
     paths: tuple[Path, ...],
     diff: bool,
@@ -114,6 +120,7 @@ def apply(
     verify_cmd: str | None,
     verify_timeout: float,
     jobs: int,
+    no_cache: bool,
 ) -> None:
     """Fix mode bugs in PATHS (files or folders; '-' reads stdin, writes stdout)."""
     from rnnfix.config import ConfigError, find_pyproject, load_settings
@@ -151,7 +158,14 @@ def apply(
     if missing:
         raise click.UsageError(f"{missing[0]}: no such file or folder")
     files = list(discover(paths, settings.exclude + settings.extend_exclude))
-    results = process_files(files, settings, write=not dry, jobs=jobs)
+    cache = None
+    if not no_cache:
+        from rnnfix.cache import ResultCache, cache_root
+
+        cache = ResultCache(cache_root(files), settings)
+    results = process_files(files, settings, write=not dry, jobs=jobs, cache=cache)
+    for warning in cache.warnings if cache is not None else ():
+        click.echo(f"rnnfix: warning: {warning}", err=True)
     code = _report(results, settings, diff, check, output_format, quiet)
     if verify_cmd and not dry:
         code = max(code, _verify_after_apply(results, verify_cmd, verify_timeout))

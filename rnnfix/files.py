@@ -26,7 +26,7 @@ SKIP_DIRS = frozenset(
     {
         ".git", ".hg", ".svn", ".bzr", "__pycache__", ".venv", "venv", ".env", ".tox",
         ".nox", ".eggs", "build", "dist", "node_modules", "site-packages", ".mypy_cache",
-        ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints",
+        ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints", ".rnnfix_cache",
     }
 )  # fmt: skip
 
@@ -190,9 +190,9 @@ class _GitIgnores:
     """``.gitignore`` files of the walked tree and of its ancestors up to the
     repository root, each applied relative to its own folder."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, given: Path) -> None:
         self._specs: list[tuple[Path, pathspec.GitIgnoreSpec]] = []
-        root = root.resolve()
+        root = given.resolve()
         ancestors = []
         for parent in root.parents:
             ancestors.append(parent)
@@ -205,7 +205,15 @@ class _GitIgnores:
         for folder in reversed(ancestors):
             self._add(folder)
         self._root = root
+        self._given = os.path.abspath(given)
         self._loaded: set[Path] = set()
+
+    def _real(self, p: Path) -> Path:
+        # The walk never follows links, so a path below the root resolves to
+        # the resolved root joined with its relative part: no system call per
+        # file (resolve() was most of the time of discovering a large tree).
+        rel = os.path.relpath(os.path.abspath(p), self._given)
+        return self._root if rel == "." else self._root / rel
 
     def _add(self, folder: Path) -> None:
         f = folder / ".gitignore"
@@ -217,13 +225,15 @@ class _GitIgnores:
             self._specs.append((folder, pathspec.GitIgnoreSpec.from_lines(lines)))
 
     def load(self, folder: Path) -> None:
-        folder = folder.resolve()
+        folder = self._real(folder)
         if folder not in self._loaded:
             self._loaded.add(folder)
             self._add(folder)
 
     def ignored(self, p: Path, is_dir: bool) -> bool:
-        p = p.resolve()
+        if not self._specs:
+            return False
+        p = self._real(p)
         for base, spec in self._specs:
             try:
                 rel = p.relative_to(base).as_posix()

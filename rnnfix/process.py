@@ -11,9 +11,19 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from rnnfix import notebooks
 from rnnfix.analysis.project import ModuleSummary, ProjectIndex, normalise, summarise
+from rnnfix.cache import (
+    ResultCache,
+    digest,
+    dropped_from_json,
+    dropped_to_json,
+    finding_from_json,
+    finding_to_json,
+    run_fingerprint,
+)
 from rnnfix.engine import DroppedFix, fix_source
 from rnnfix.files import FileProblem, decode, read_source, write_atomic
 from rnnfix.rules import Finding
@@ -52,7 +62,11 @@ _PROJECT_RULES = ("RNF001", "RNF003", "RNF004")
 
 
 def process_files(
-    paths: Sequence[Path], settings: Settings, write: bool, jobs: int = 0
+    paths: Sequence[Path],
+    settings: Settings,
+    write: bool,
+    jobs: int = 0,
+    cache: ResultCache | None = None,
 ) -> list[FileResult]:
     """``process_file`` over many files, in worker processes on large trees.
     Workers get the settings, the project index and a path (plain data),
@@ -66,9 +80,59 @@ def process_files(
     looked it up are fixed again, from their own source, against the new
     summaries (a helper that RNF003 now puts in eval mode makes its callers
     need ``train()``). Files are written once, at the end."""
+    if cache is None:
+        return _process_uncached(paths, settings, write, jobs)
+    keys = [normalise(p) for p in paths]
+    digests: dict[str, str] = {}
+    raw: dict[str, bytes] = {}
+    for key, path in zip(keys, paths, strict=True):
+        try:
+            raw[key] = path.read_bytes()
+        except OSError:
+            continue  # process_file reports it
+        digests[key] = digest(raw[key])
+    run = run_fingerprint(keys)
+    cached: dict[str, FileResult] = {}
+    for key, path in zip(keys, paths, strict=True):
+        if key in digests:
+            hit = cache.lookup(key, digests[key], run, digests)
+            if hit is not None and (result := _result_from_json(hit, raw[key], path)):
+                cached[key] = result
+    # A hit that consulted a file processed again may have been settled
+    # against that file's fixed summary: process it again too.
+    stale = True
+    while stale:
+        stale = False
+        for key in list(cached):
+            if any(other not in cached for other in cached[key].consulted):
+                del cached[key]
+                stale = True
+    todo = [p for p, k in zip(paths, keys, strict=True) if k not in cached]
+    fresh = iter(_process_uncached(todo, settings, False, jobs, everything=paths) if todo else [])
+    results = [cached[k] if k in cached else next(fresh) for k in keys]
+    for key, result in zip(keys, results, strict=True):
+        if key not in cached and key in digests and _cacheable(result, raw[key]):
+            consulted = result.consulted
+            cache.store(key, digests[key], run, digests, _result_to_json(result), consulted)
+    if write:
+        for path, result in zip(paths, results, strict=True):
+            _write(path, result)
+    cache.save()
+    return results
+
+
+def _process_uncached(
+    paths: Sequence[Path],
+    settings: Settings,
+    write: bool,
+    jobs: int,
+    everything: Sequence[Path] | None = None,
+) -> list[FileResult]:
+    """Fix ``paths``; ``everything``: all files of the run (the project index
+    covers them all even when only some need fixing, the others cached)."""
     if jobs == 0:
         jobs = min(os.cpu_count() or 1, 8) if len(paths) >= PARALLEL_THRESHOLD else 1
-    project = _build_project(paths, settings)
+    project = _build_project(everything if everything is not None else paths, settings)
     if project is None:
         return _map(paths, settings, write, None, jobs)
     results = _map(paths, settings, False, project, jobs)
@@ -77,6 +141,59 @@ def process_files(
         for path, result in zip(paths, results, strict=True):
             _write(path, result)
     return results
+
+
+def _cacheable(result: FileResult, data: bytes) -> bool:
+    """Failures to read or write are about the disk, not the bytes: never
+    cached. A result computed from other bytes than the ones hashed (the file
+    changed during the run) is not cached either."""
+    if result.outcome is Outcome.FAILED and not (result.error or "").startswith("cannot parse"):
+        return False
+    return result.old_bytes is None or result.old_bytes == data
+
+
+def _result_to_json(result: FileResult) -> dict[str, Any]:
+    changed = result.outcome is Outcome.CHANGED
+    return {
+        "outcome": result.outcome.value,
+        "findings": [finding_to_json(f) for f in result.findings],
+        "applied": [finding_to_json(f) for f in result.applied],
+        "initial": [finding_to_json(f) for f in result.initial],
+        "dropped": [dropped_to_json(d) for d in result.dropped],
+        "error": result.error,
+        "error_line": result.error_line,
+        # Texts only where a diff or a write needs them: the cache stays small.
+        "old_text": result.old_text if changed else None,
+        "new_text": result.new_text if changed else None,
+        "consulted": sorted(result.consulted),
+    }
+
+
+def _result_from_json(data: dict[str, Any], raw: bytes, path: Path) -> FileResult | None:
+    """A cached result, or None when the entry does not read back (then the
+    file is simply processed again)."""
+    try:
+        outcome = Outcome(data["outcome"])
+        # Unchanged files carry no text: nothing downstream reads it (diffs
+        # and writes are of changed files), and decoding every file would
+        # cost a warm run more than the rest of it.
+        old_text, new_text = data["old_text"], data["new_text"]
+        return FileResult(
+            path=str(path),
+            outcome=outcome,
+            findings=[finding_from_json(f) for f in data["findings"]],
+            applied=[finding_from_json(f) for f in data["applied"]],
+            initial=[finding_from_json(f) for f in data["initial"]],
+            dropped=[dropped_from_json(d) for d in data["dropped"]],
+            error=data["error"],
+            error_line=data["error_line"],
+            old_text=old_text,
+            new_text=new_text,
+            old_bytes=raw,
+            consulted=frozenset(data["consulted"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _build_project(paths: Sequence[Path], settings: Settings) -> ProjectIndex | None:
