@@ -8,6 +8,7 @@ from the cache (fixing anything would raise).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -144,7 +145,8 @@ def test_corrupt_cache_is_ignored_with_a_warning(project: Path) -> None:
 def test_entries_of_the_wrong_shape_are_misses(project: Path) -> None:
     _run(project)
     (cache_file,) = (project / CACHE_DIR).glob("*.json")
-    cache_file.write_text('{"format": 1, "entries": {"x": 1, "%s": {"digest": 3}}}' % project)
+    entries = {"x": 1, str(project / "train.py"): {"digest": 3}}
+    cache_file.write_text(json.dumps({"format": 1, "entries": entries}))
     assert _summary(_run(project)) == _summary(_uncached(project))
 
 
