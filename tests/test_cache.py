@@ -122,9 +122,7 @@ def test_settings_have_caches_of_their_own(project: Path) -> None:
     assert len([p for p in (project / CACHE_DIR).glob("*.json")]) == 2
 
 
-def test_a_new_rnnfix_version_starts_afresh(
-    project: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_new_rnnfix_version_starts_afresh(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _run(project)
     monkeypatch.setattr(rnnfix.cache, "__version__", "999.0")
     _run(project)
