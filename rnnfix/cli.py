@@ -3,9 +3,11 @@ the rules, and never torch) happen inside the commands so ``--help`` is fast."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -152,7 +154,7 @@ def apply(
         sys.exit(_apply_stdin(settings, stdin_filename, diff, check, output_format, quiet))
 
     from rnnfix.files import discover
-    from rnnfix.process import process_files
+    from rnnfix.process import Progress, process_files
 
     missing = [p for p in paths if not p.exists() and not p.is_symlink()]
     if missing:
@@ -163,13 +165,50 @@ def apply(
         from rnnfix.cache import ResultCache, cache_root
 
         cache = ResultCache(cache_root(files), settings)
-    results = process_files(files, settings, write=not dry, jobs=jobs, cache=cache)
+    progress = Progress()
+    try:
+        with _sigterm_as_interrupt():
+            results = process_files(
+                files, settings, write=not dry, jobs=jobs, cache=cache, progress=progress
+            )
+    except _Interrupted as exc:
+        done = "" if dry else f"; {progress.written} changed file(s) written"
+        click.echo(
+            f"rnnfix: interrupted ({exc.signal_name}) after checking {progress.checked} of "
+            f"{progress.total} files{done}; every file is either as it was or fully fixed",
+            err=True,
+        )
+        sys.exit(128 + exc.signal_number)
     for warning in cache.warnings if cache is not None else ():
         click.echo(f"rnnfix: warning: {warning}", err=True)
     code = _report(results, settings, diff, check, output_format, quiet)
     if verify_cmd and not dry:
         code = max(code, _verify_after_apply(results, verify_cmd, verify_timeout))
     sys.exit(code)
+
+
+class _Interrupted(Exception):
+    def __init__(self, signal_number: int) -> None:
+        super().__init__(signal_number)
+        self.signal_number = signal_number
+        self.signal_name = signal.Signals(signal_number).name
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGINT and SIGTERM stop the run between two steps; writes are atomic,
+    so wherever it stops each file is old or new (``files.write_atomic``)."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise _Interrupted(signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise _Interrupted(signal.SIGINT) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _apply_stdin(
@@ -205,7 +244,7 @@ def _report(
     quiet: bool,
     diagnostics_to_stderr: bool = False,
 ) -> int:
-    from rnnfix.process import Outcome
+    from rnnfix.process import NEWER_SYNTAX, Outcome
     from rnnfix.report import render
     from rnnfix.report.diff import unified_diff
     from rnnfix.report.formats import failure_line
@@ -225,6 +264,7 @@ def _report(
         if out:
             click.echo(out, nl=False, err=diagnostics_to_stderr)
     failed = [r for r in results if r.outcome is Outcome.FAILED]
+    newer = sum(r.error == NEWER_SYNTAX for r in failed)
     if fmt == "text":
         for r in failed:
             click.echo(failure_line(r), err=True)
@@ -237,7 +277,8 @@ def _report(
         click.echo(
             f"rnnfix: {len(results)} file{'s' * (len(results) != 1)} checked, "
             f"{changed} {verb}, {fixes} fix{'es' * (fixes != 1)} {fix_verb}, "
-            f"{left} finding{'s' * (left != 1)} left, {len(failed)} failed",
+            f"{left} finding{'s' * (left != 1)} left, {len(failed)} failed"
+            + (f" ({newer} with newer syntax)" if newer else ""),
             err=True,
         )
     if failed:
@@ -296,4 +337,15 @@ _register_verify()
 
 
 def main() -> None:
-    cli(prog_name="rnnfix")
+    # click's standalone mode turns Ctrl-C into "Aborted!" and exit 1, which
+    # reads as "findings remain"; an interrupted run exits 130 (128 + SIGINT)
+    # with a line that says so, wherever the signal lands.
+    try:
+        code = cli.main(prog_name="rnnfix", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("rnnfix: interrupted (SIGINT) before any file was checked", err=True)
+        sys.exit(128 + signal.SIGINT)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)

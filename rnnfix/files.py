@@ -9,6 +9,7 @@ from __future__ import annotations
 import codecs
 import io
 import os
+import re
 import stat
 import tempfile
 import tokenize
@@ -19,6 +20,11 @@ from pathlib import Path
 import pathspec
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
+# ``write_atomic``'s temporary files: ``.<name>.<random>.rnnfix``. One that
+# survived a killed run is never taken for code (the suffix is not a source
+# suffix) and the next walk over its folder removes it.
+TEMP_SUFFIX = ".rnnfix"
+_TEMP_NAME = re.compile(r"^\..+\.(?:py|ipynb)\.[A-Za-z0-9_]{8}\.rnnfix$")
 MAX_FILE_BYTES = 5 * 1024 * 1024  # research code is never this big; generated data is
 
 # Folders that never hold the user's own training code.
@@ -91,6 +97,13 @@ def read_source(path: Path) -> tuple[bytes, DecodedSource]:
     return data, decode(data)
 
 
+def _current_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
 def check_writable(path: Path) -> None:
     """A read-only file is the user's statement that it must not change; as root
     ``os.access`` says yes to everything, so look at the mode bits too."""
@@ -104,28 +117,43 @@ def check_writable(path: Path) -> None:
         raise FileProblem("cannot write: file is read-only")
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None:
     """Temp file in the same folder, fsync, then rename over the original, so an
-    interrupted run leaves either the old or the new file; the mode is kept."""
+    interrupted run leaves either the old or the new file; the mode is kept.
+
+    ``expected``: the bytes the fix was computed from. When the file no longer
+    holds them (an editor saved it while rnnfix ran), it is not overwritten:
+    the user's newer text wins and the file is reported."""
+    if not path.exists() and not path.is_symlink():
+        raise FileProblem("cannot write: the file vanished during the run")
     check_writable(path)
     mode = stat.S_IMODE(path.stat().st_mode)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".rnnfix", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     except OSError as exc:
         raise FileProblem(f"cannot write: {exc.strerror or exc}") from None
+    replaced = False
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
+        if expected is not None and _current_bytes(path) != expected:
+            raise FileProblem("changed on disk while rnnfix ran; not overwritten")
         os.replace(tmp, path)
+        replaced = True
     except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         raise FileProblem(f"cannot write: {exc.strerror or exc}") from None
+    finally:
+        # Also on Ctrl-C / SIGTERM between writing and renaming: the target is
+        # still the old file, and no temporary file stays behind. (SIGKILL
+        # cannot be caught; the next walk over the folder removes the leftover.)
+        if not replaced:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
 
 # --- discovery -----------------------------------------------------------------
@@ -172,11 +200,22 @@ def _walk(root: Path, excluded: pathspec.GitIgnoreSpec | None) -> Iterator[Path]
                 if ignores.ignored(p, is_dir=True) or _matches(excluded, root, p, True):
                     continue
                 subdirs.append(p)
+            elif _TEMP_NAME.match(entry.name) and entry.is_file():
+                _remove_leftover(p)
             elif entry.name.endswith(SOURCE_SUFFIXES) and entry.is_file():
                 if ignores.ignored(p, is_dir=False) or _matches(excluded, root, p, False):
                     continue
                 yield p
         stack.extend(reversed(subdirs))
+
+
+def _remove_leftover(p: Path) -> None:
+    """A temporary file of a run that was killed between writing it and
+    renaming it over its target: the target is intact (old), this is junk."""
+    try:
+        p.unlink()
+    except OSError:
+        pass
 
 
 def _matches(spec: pathspec.GitIgnoreSpec | None, root: Path, p: Path, is_dir: bool) -> bool:

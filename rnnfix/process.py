@@ -3,10 +3,14 @@ failures included, is a ``FileResult``."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import os
-from collections.abc import Sequence
+import re
+import signal
+import sys
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -53,6 +57,15 @@ class FileResult:
     consulted: frozenset[str] = frozenset()
 
 
+@dataclass
+class Progress:
+    """How far a run got, for the message an interrupted run prints."""
+
+    total: int = 0
+    checked: int = 0
+    written: int = 0
+
+
 # Below this many files a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 200
 # Rounds of re-checking the files that call into a file a fix changed.
@@ -67,6 +80,7 @@ def process_files(
     write: bool,
     jobs: int = 0,
     cache: ResultCache | None = None,
+    progress: Progress | None = None,
 ) -> list[FileResult]:
     """``process_file`` over many files, in worker processes on large trees.
     Workers get the settings, the project index and a path (plain data),
@@ -80,8 +94,10 @@ def process_files(
     looked it up are fixed again, from their own source, against the new
     summaries (a helper that RNF003 now puts in eval mode makes its callers
     need ``train()``). Files are written once, at the end."""
+    progress = progress if progress is not None else Progress()
+    progress.total = len(paths)
     if cache is None:
-        return _process_uncached(paths, settings, write, jobs)
+        return _process_uncached(paths, settings, write, jobs, progress)
     keys = [normalise(p) for p in paths]
     digests: dict[str, str] = {}
     raw: dict[str, bytes] = {}
@@ -108,16 +124,19 @@ def process_files(
                 del cached[key]
                 stale = True
     todo = [p for p, k in zip(paths, keys, strict=True) if k not in cached]
-    fresh = iter(_process_uncached(todo, settings, False, jobs, everything=paths) if todo else [])
+    progress.checked = len(cached)
+    fresh = iter(
+        _process_uncached(todo, settings, False, jobs, progress, everything=paths) if todo else []
+    )
     results = [cached[k] if k in cached else next(fresh) for k in keys]
     for key, result in zip(keys, results, strict=True):
         if key not in cached and key in digests and _cacheable(result, raw[key]):
             consulted = result.consulted
             cache.store(key, digests[key], run, digests, _result_to_json(result), consulted)
+    cache.save()  # before writing: an interrupted write phase keeps the results
     if write:
         for path, result in zip(paths, results, strict=True):
-            _write(path, result)
-    cache.save()
+            _write(path, result, progress)
     return results
 
 
@@ -126,6 +145,7 @@ def _process_uncached(
     settings: Settings,
     write: bool,
     jobs: int,
+    progress: Progress,
     everything: Sequence[Path] | None = None,
 ) -> list[FileResult]:
     """Fix ``paths``; ``everything``: all files of the run (the project index
@@ -134,12 +154,12 @@ def _process_uncached(
         jobs = min(os.cpu_count() or 1, 8) if len(paths) >= PARALLEL_THRESHOLD else 1
     project = _build_project(everything if everything is not None else paths, settings)
     if project is None:
-        return _map(paths, settings, write, None, jobs)
-    results = _map(paths, settings, False, project, jobs)
+        return _map(paths, settings, write, None, jobs, progress)
+    results = _map(paths, settings, False, project, jobs, progress)
     results = _settle(paths, results, settings, project)
     if write:
         for path, result in zip(paths, results, strict=True):
-            _write(path, result)
+            _write(path, result, progress)
     return results
 
 
@@ -208,23 +228,58 @@ def _map(
     write: bool,
     project: ProjectIndex | None,
     jobs: int,
+    progress: Progress,
 ) -> list[FileResult]:
+    results: list[FileResult] = []
+
+    def done(result: FileResult) -> None:
+        results.append(result)
+        progress.checked += 1
+        progress.written += write and result.outcome is Outcome.CHANGED
+
     if jobs <= 1:
-        return [process_file(p, settings, write, project) for p in paths]
+        for p in paths:
+            done(process_file(p, settings, write, project))
+        return results
     # The index goes to each worker once (not with every chunk of paths).
     work = partial(_process_in_worker, settings=settings, write=write)
-    with ProcessPoolExecutor(
-        max_workers=jobs, initializer=_set_worker_project, initargs=(project,)
-    ) as pool:
-        return list(pool.map(work, paths, chunksize=max(1, len(paths) // (jobs * 8))))
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(project,))
+    try:
+        for result in pool.map(work, paths, chunksize=max(1, len(paths) // (jobs * 8))):
+            done(result)
+    except BaseException:
+        # Ctrl-C, SIGTERM: no worker may outlive the run (or go on writing).
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return results
 
 
 _worker_project: ProjectIndex | None = None
 
 
-def _set_worker_project(project: ProjectIndex | None) -> None:
+def _init_worker(project: ProjectIndex | None) -> None:
     global _worker_project
     _worker_project = project
+    # Ctrl-C reaches the whole process group: the parent decides what to do.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    """Linux: a worker gets SIGKILL when the parent dies, even by SIGKILL."""
+    if sys.platform != "linux":
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
 
 
 def _process_in_worker(path: Path, settings: Settings, write: bool) -> FileResult:
@@ -255,15 +310,34 @@ def _settle(
     return results
 
 
-def _write(path: Path, result: FileResult) -> None:
+def _write(path: Path, result: FileResult, progress: Progress) -> None:
     if result.outcome is not Outcome.CHANGED:
         return
     assert result.new_text is not None and result.old_bytes is not None
+    # Ctrl-C / SIGTERM wait until the file is written and counted, so the
+    # "N written" an interrupted run prints is exact.
+    with _signals_deferred():
+        try:
+            new = decode(result.old_bytes).encode(result.new_text)
+            write_atomic(path, new, expected=result.old_bytes)
+        except (FileProblem, UnicodeEncodeError) as exc:
+            result.outcome = Outcome.FAILED
+            result.error = str(exc) if isinstance(exc, FileProblem) else f"cannot encode: {exc}"
+        progress.written += result.outcome is Outcome.CHANGED
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    signals = {signal.SIGINT, signal.SIGTERM}
     try:
-        write_atomic(path, decode(result.old_bytes).encode(result.new_text))
-    except (FileProblem, UnicodeEncodeError) as exc:
-        result.outcome = Outcome.FAILED
-        result.error = str(exc) if isinstance(exc, FileProblem) else f"cannot encode: {exc}"
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    except (AttributeError, ValueError, OSError):  # not Unix, or not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def process_file(
@@ -283,7 +357,7 @@ def process_file(
         return result
     assert result.new_text is not None
     try:
-        write_atomic(path, decoded.encode(result.new_text))
+        write_atomic(path, decoded.encode(result.new_text), expected=data)
     except (FileProblem, UnicodeEncodeError) as exc:
         result.outcome = Outcome.FAILED
         result.error = str(exc) if isinstance(exc, FileProblem) else f"cannot encode: {exc}"
@@ -328,12 +402,30 @@ def _in_cell(nb: notebooks.Notebook, f: Finding) -> Finding:
     return dataclasses.replace(f, line=line, end_line=end, cell=cell)
 
 
+_PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+NEWER_SYNTAX = f"uses syntax newer than Python {_PY}; run rnnfix with a newer Python to check it"
+# Python 3.12's type parameters and type aliases (PEP 695): the syntax errors
+# an older ``ast`` gives on code that is valid on a newer Python.
+_PEP695 = re.compile(r"^\s*(?:(?:async\s+)?def\s+\w+\s*\[|class\s+\w+\s*\[|type\s+\w+\s*(?:\[|=))")
+
+
+def newer_syntax(text: str, lineno: int | None) -> bool:
+    """Whether a syntax error at ``lineno`` is a newer Python's syntax rather
+    than a mistake (counted apart in the summary)."""
+    if sys.version_info >= (3, 12) or lineno is None:
+        return False
+    lines = text.splitlines()
+    return 0 < lineno <= len(lines) and bool(_PEP695.match(lines[lineno - 1]))
+
+
 def process_text(
     name: str, text: str, settings: Settings, project: ProjectIndex | None = None
 ) -> FileResult:
     try:
         fixed = fix_source(text, settings, name, project)
     except SyntaxError as exc:
+        if newer_syntax(text, exc.lineno):
+            return FileResult(name, Outcome.FAILED, error=NEWER_SYNTAX, error_line=exc.lineno)
         msg = (exc.msg or "invalid syntax").splitlines()[0]
         return FileResult(name, Outcome.FAILED, error=f"cannot parse: {msg}", error_line=exc.lineno)
     except RecursionError:
