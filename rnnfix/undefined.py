@@ -61,10 +61,10 @@ class NameProblem:
 
     def describe(self) -> str:
         if self.kind == "undefined":
-            return f"would read `{self.name}`, which nothing defines (line {self.line})"
+            return f"would read `{self.name}`, which nothing defines"
         if self.kind == "unbound":
-            return f"would read `{self.name}` before it is assigned (line {self.line})"
-        return f"would read `{self.name}` where it may be unassigned (line {self.line})"
+            return f"would read `{self.name}` before it is assigned"
+        return f"would read `{self.name}` where it may be unassigned"
 
 
 def problems(tree: ast.Module) -> list[NameProblem] | None:
