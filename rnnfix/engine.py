@@ -158,15 +158,23 @@ class _FixLoop:
             new, tree, new_findings, applied, step_map = step
             at_input = [self.to_input.finding(f) for f in applied]
             result.applied.extend(at_input)
-            if earlier:
-                result.followups.extend(_followup(f, earlier) for f in at_input)
+            # A fix of the input's own finding that had to wait for a later
+            # pass (two fixes that clash go in one at a time) is no follow-up.
+            initial = {(f.code, f.line) for f in result.initial}
+            result.followups.extend(
+                _followup(f, earlier)
+                for f in at_input
+                if earlier and (f.code, f.line) not in initial
+            )
             earlier.extend(at_input)
             self.current, self.tree, findings = new, tree, new_findings
             self.to_input = step_map.then(self.to_input)
             self.seen.add(new)
             self._names = False
         result.fixed = self.current
-        result.initial = [f if self._offered(f, True) else _without_fix(f) for f in result.initial]
+        result.initial = [
+            _without_fix(f) if (f.code, f.line) in self.failed else f for f in result.initial
+        ]
         # A fix that could not be applied is not offered as available.
         result.findings = [
             f if self._offered(f, any_safety=True) else _without_fix(f) for f in findings

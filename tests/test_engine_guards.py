@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import rnnfix.engine as engine
-from rnnfix.edits import AddDecorator, InsertStatements, ReplaceExpression
+from rnnfix.edits import AddDecorator, InsertStatements, ReplaceExpression, WrapInWith
 from rnnfix.engine import fix_source
 from rnnfix.rules import FileContext, Finding, Fix, Rule
 from rnnfix.settings import Settings
@@ -196,6 +196,36 @@ def test_followup_fix_is_reported_at_the_input_lines(use_rules) -> None:
     )
     assert [(f.code, f.line) for f in result.reported] == [("RNF906", 3), ("RNF907", 3)]
     assert len(result.reported) == len(result.applied)
+
+
+def _wrap(code: str, manager: str) -> Rule:
+    """Wraps ``target()`` in ``with manager:`` unless it is in one already."""
+
+    def check(ctx: FileContext) -> Iterator[Finding]:
+        inside = {
+            id(s)
+            for w in ast.walk(ctx.tree)
+            if isinstance(w, ast.With) and ast.unparse(w.items[0].context_expr) == manager
+            for s in ast.walk(w)
+        }
+        for node in _calls_to(ctx, "target"):
+            if id(node) not in inside:
+                edit = WrapInWith(ctx.pos(node), ctx.pos(node), manager)
+                yield ctx.finding(code, node, f"wrap in {manager}", Fix((edit,), safe=True))
+
+    return _rule(code, check)
+
+
+def test_fixes_that_clash_go_in_one_pass_after_the_other(use_rules) -> None:
+    use_rules(_wrap("RNF910", "a"), _wrap("RNF911", "b"))
+    src = LIB + "a = b = None\ntarget()\n"
+    result = fix_source(src)
+    assert result.fixed == LIB + "a = b = None\nwith a:\n    with b:\n        target()\n"
+    assert [(f.code, f.line) for f in result.applied] == [("RNF910", 3), ("RNF911", 3)]
+    assert not result.dropped
+    # Both are the input's own findings: no follow-up.
+    assert result.followups == []
+    assert len(result.reported) == 2
 
 
 # --- names bound where they are read -----------------------------------------
