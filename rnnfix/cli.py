@@ -250,10 +250,9 @@ def _report(
     from rnnfix.report.formats import failure_line
 
     dry = diff or check
-    # A dry run reports what the file holds now, at its own line numbers; what
-    # the fixes lead to (a train() RNF001 asks for after RNF003's eval()) is in
-    # the diff and the summary.
-    shown = [dataclasses.replace(r, findings=r.initial) if dry else r for r in results]
+    # A dry run reports what the file holds now, and the follow-up fixes (a
+    # train() RNF001 asks for after RNF003's eval()), at the file's own lines.
+    shown = [dataclasses.replace(r, findings=r.reported) if dry else r for r in results]
     if diff:
         for r in results:
             if r.outcome is Outcome.CHANGED:

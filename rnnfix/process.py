@@ -48,6 +48,8 @@ class FileResult:
     applied: list[Finding] = field(default_factory=list)
     dropped: list[DroppedFix] = field(default_factory=list)
     initial: list[Finding] = field(default_factory=list)  # in the original source
+    # Fixes later passes found once earlier fixes went in, at the original's lines.
+    followups: list[Finding] = field(default_factory=list)
     error: str | None = None  # one line: "cannot parse: ...", "cannot read: ..."
     error_line: int | None = None
     old_text: str | None = None
@@ -55,6 +57,12 @@ class FileResult:
     old_bytes: bytes | None = None
     # Other files of the run whose summaries the analysis looked up.
     consulted: frozenset[str] = frozenset()
+
+    @property
+    def reported(self) -> list[Finding]:
+        """What a dry run reports (``--check``, ``--diff``): the findings of the
+        file as it is and the follow-up fixes, one for each fix the diff shows."""
+        return sorted([*self.initial, *self.followups], key=lambda f: (f.cell or 0, f.line, f.col))
 
 
 @dataclass
@@ -381,6 +389,7 @@ def process_notebook(
     result.findings = [_in_cell(nb, f) for f in result.findings]
     result.applied = [_in_cell(nb, f) for f in result.applied]
     result.initial = [_in_cell(nb, f) for f in result.initial]
+    result.followups = [_in_cell(nb, f) for f in result.followups]
     result.dropped = [
         dataclasses.replace(d, finding=_in_cell(nb, d.finding)) for d in result.dropped
     ]
@@ -442,6 +451,7 @@ def process_text(
         applied=fixed.applied,
         dropped=fixed.dropped,
         initial=fixed.initial,
+        followups=fixed.followups,
         old_text=text,
         new_text=fixed.fixed,
         consulted=frozenset(fixed.consulted),
