@@ -211,6 +211,9 @@ def _report(
         if out:
             click.echo(out, nl=False, err=diagnostics_to_stderr)
     failed = [r for r in results if r.outcome is Outcome.FAILED]
+    for r in results:
+        for note in r.notes:  # parts of a file left unchecked (notebook cells)
+            click.echo(f"{r.path}: {note}", err=True)
     if fmt == "text":
         for r in failed:
             click.echo(failure_line(r), err=True)

@@ -41,6 +41,8 @@ class FileResult:
     old_bytes: bytes | None = None
     # Other files of the run whose summaries the analysis looked up.
     consulted: frozenset[str] = frozenset()
+    # Parts left unchecked that do not fail the file ("cell 4: line 2: cannot parse: ...").
+    notes: list[str] = field(default_factory=list)
 
 
 # Below this many files a process pool costs more than it saves.
@@ -182,7 +184,15 @@ def process_notebook(
         nb = notebooks.parse(text)
     except FileProblem as exc:
         return FileResult(name, Outcome.FAILED, error=str(exc))
+    # IPython runs each cell on its own: a cell that does not parse is
+    # reported and left as it is, the others are checked. Only a notebook with
+    # no code cell that parses fails, as a file that does not parse does.
+    notes = [f"cell {cell}: not checked: {reason}" for cell, reason in nb.skipped]
+    if nb.skipped and not nb.cell_lines:
+        cell, reason = nb.skipped[0]
+        return FileResult(name, Outcome.FAILED, error=f"cell {cell}: {reason}")
     result = process_text(name, nb.python, settings, project)
+    result.notes = notes
     if result.error_line is not None:
         cell, line = nb.locate(result.error_line)
         result.error = f"cell {cell}: line {line}: {result.error}"
