@@ -116,7 +116,9 @@ def _continued(lines: list[str], row: int) -> int:
     """The last physical line of the piece starting at ``row``: each line ending
     in a backslash continues onto the next."""
     end = row
-    while end + 1 < len(lines) and _newline(lines[end]) and lines[end].rstrip("\r\n").endswith("\\"):
+    while (
+        end + 1 < len(lines) and _newline(lines[end]) and lines[end].rstrip("\r\n").endswith("\\")
+    ):
         end += 1
     return end
 
