@@ -69,6 +69,17 @@ def cli() -> None:
     help="RNF004 fix: train only the RNN submodules, or scope cuDNN off.",
 )
 @click.option(
+    "--include-tests/--no-include-tests",
+    default=None,
+    help="Also check and fix test code (test files in folders, unittest TestCase classes).",
+)
+@click.option(
+    "--force-exclude/--no-force-exclude",
+    default=None,
+    help="Apply exclude patterns and the test-code default to files named on the "
+    "command line too (for pre-commit).",
+)
+@click.option(
     "--output-format",
     type=click.Choice(["text", "json", "github", "sarif"]),
     default="text",
@@ -107,6 +118,8 @@ def apply(
     strict: bool | None,
     rnn_only: bool | None,
     rnn_only_strategy: str | None,
+    include_tests: bool | None,
+    force_exclude: bool | None,
     output_format: str,
     config_path: Path | None,
     stdin_filename: str,
@@ -133,6 +146,8 @@ def apply(
         ("strict", strict),
         ("rnn_only", rnn_only),
         ("rnn_only_strategy", rnn_only_strategy),
+        ("include_tests", include_tests),
+        ("force_exclude", force_exclude),
     ):
         if value is not None:
             overrides[key] = value
@@ -150,7 +165,14 @@ def apply(
     missing = [p for p in paths if not p.exists() and not p.is_symlink()]
     if missing:
         raise click.UsageError(f"{missing[0]}: no such file or folder")
-    files = list(discover(paths, settings.exclude + settings.extend_exclude))
+    files = list(
+        discover(
+            paths,
+            settings.exclude + settings.extend_exclude,
+            include_tests=settings.include_tests,
+            force_exclude=settings.force_exclude,
+        )
+    )
     results = process_files(files, settings, write=not dry, jobs=jobs)
     code = _report(results, settings, diff, check, output_format, quiet)
     if verify_cmd and not dry:

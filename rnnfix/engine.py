@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from rnnfix.analysis.testcode import outside_test_classes
 from rnnfix.edits import Edit, apply_edits
 from rnnfix.rules import FileContext, Finding, Rule, all_rules
 from rnnfix.settings import Settings
@@ -166,6 +167,8 @@ def _run_rules(
     findings: list[Finding] = []
     for rule in rules:
         findings.extend(rule.check(ctx))
+    if not settings.include_tests:
+        findings = outside_test_classes(ctx, findings)
     # The facts refer back to the context: dropping them here frees each tree
     # at once instead of leaving it to the cyclic garbage collector (which
     # then walks every live tree, and a large run gets slower and slower).
