@@ -27,6 +27,7 @@ from rnnfix.notebook_syntax import split_lines
 
 _CELL = re.compile(r"^__rnnfix_cell__\((\d+)\)\r?\n?$")
 _FIRST_MASK = re.compile(r"__rnnfix_magic__\((\d+)\)")
+_IMPORT = re.compile(r"(import|from)\s")
 # (indent, sort_keys) as written by nbformat (1, True) and by other tools.
 _LAYOUTS: tuple[tuple[int, bool], ...] = ((1, True), (1, False), (2, False), (2, True), (4, False))
 
@@ -127,16 +128,24 @@ def render(nb: Notebook, python: str) -> str:
         raise FileProblem("cannot rewrite: the notebook's JSON layout is not nbformat's")
     cells: dict[int, list[str]] = {}
     current: list[str] | None = None
+    above: list[str] = []  # imports a fix added at the top of the module
     for line in split_lines(python):
         m = _CELL.match(line)
         if m:
             current = cells.setdefault(int(m.group(1)), [])
             continue
         if current is None:
-            raise FileProblem("cannot rewrite: a fix moved code out of the notebook's cells")
+            if line.strip() and not _IMPORT.match(line):
+                raise FileProblem("cannot rewrite: a fix moved code out of the notebook's cells")
+            above.extend([line] if line.strip() else [])
+            continue
         current.append(line)
     if sorted(cells) != [index for index, _ in nb.cell_lines]:
         raise FileProblem("cannot rewrite: a fix moved a notebook cell boundary")
+    if above:  # they go at the top of the first cell that runs Python
+        top = cells[nb.cell_lines[0][0]]
+        at = _after_cell_magic(top) if nb.cell_lines[0][0] in nb.magic_heads else 0
+        top[at:at] = above
     data = json.loads(json.dumps(nb.data))  # a deep copy
     for index, lines in cells.items():
         head = nb.magic_heads.get(index)
@@ -157,6 +166,14 @@ def render(nb: Notebook, python: str) -> str:
             cell["source"] = text
     out = _dump(data, nb.layout)
     return out + "\n" if nb.trailing_newline else out
+
+
+def _after_cell_magic(lines: list[str]) -> int:
+    """The index of the line after a cell's leading cell magic line."""
+    for i, line in enumerate(lines):
+        if line.strip():
+            return i + 1
+    return len(lines)
 
 
 def code_cells(text: str) -> list[tuple[int, str]] | None:

@@ -258,3 +258,33 @@ def test_notebook_diff_shows_cell_source(run, tmp_path: Path) -> None:
         "-model.module.train()\n+model.train()\n"
     ) in result.output
     assert nb.read_text(encoding="utf-8") == text
+
+
+EVAL_CELL = _code(
+    "def evaluate(model, loader):\n",
+    "    model.eval()\n",
+    "    return [model(x) for x in loader]\n",
+)
+
+
+@pytest.mark.parametrize(
+    ("first", "expected"),
+    [
+        (
+            _code("%matplotlib inline\n", "from torch import nn\n"),
+            ["import torch\n", "%matplotlib inline\n", "from torch import nn\n"],
+        ),
+        (
+            _code("%%time\n", "from torch import nn\n"),
+            ["%%time\n", "import torch\n", "from torch import nn\n"],
+        ),
+    ],
+    ids=["line-magic", "time-cell"],
+)
+def test_import_a_fix_needs_goes_into_the_first_cell(
+    run, tmp_path: Path, first: dict[str, object], expected: list[str]
+) -> None:
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": ["# Eval"]}, first, EVAL_CELL]
+    data = _fix(run, tmp_path, cells, "--select", "RNF003")
+    assert data["cells"][1]["source"] == expected  # type: ignore[index]
+    assert data["cells"][2]["source"][0] == "@torch.no_grad()\n"  # type: ignore[index]
