@@ -40,6 +40,19 @@ PYTHON_BODY_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
 _CELL_MAGIC = re.compile(r"%%(\w+)(\??)")
 
 
+# IPython's line magics and default shell aliases that users call without
+# ``%`` (automagic): ``pip install x`` in a cell of its own.
+_AUTOMAGICS = frozenset(
+    {
+        "pip", "conda", "mamba", "cd", "pwd", "env", "set_env", "load_ext", "reload_ext",
+        "matplotlib", "pylab", "time", "timeit", "run", "who", "whos", "reset", "autoreload",
+        "history", "store", "bookmark", "dhist", "pushd", "popd", "ls", "ll", "cat", "cp", "mv",
+        "rm", "rmdir", "mkdir", "clear", "less", "man", "pinfo", "psearch", "xmode", "config",
+    }
+)  # fmt: skip
+_AUTOMAGIC = re.compile(r"[ \t]*([A-Za-z_]\w*)[ \t]+[^=\s]")
+
+
 def split_lines(text: str) -> list[str]:
     """Physical lines as Python counts them (``\\n``, ``\\r\\n``, ``\\r``), each
     with its line ending; ``str.splitlines`` would also split at form feeds
@@ -62,6 +75,17 @@ def cell_magic(text: str) -> str | None:
             return "?"
         return m.group(1)
     return None
+
+
+def is_automagic(text: str) -> bool:
+    """A one-line cell that calls a line magic without its ``%``
+    (``pip install torch``): IPython's automagic applies to cells of one line
+    that are not Python; rnnfix asks only for those that do not parse."""
+    lines = [ln for ln in split_lines(text) if ln.strip()]
+    if len(lines) != 1:
+        return False
+    m = _AUTOMAGIC.match(lines[0])
+    return m is not None and m.group(1) in _AUTOMAGICS
 
 
 def has_python_body(text: str) -> bool:

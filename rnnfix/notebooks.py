@@ -101,6 +101,8 @@ def _python_of(nb: Notebook, index: int, source: str) -> str | None:
     try:
         ast.parse(masked)
     except SyntaxError as exc:
+        if notebook_syntax.is_automagic(source):
+            return None  # ``pip install x``: a magic, not Python
         msg = (exc.msg or "invalid syntax").splitlines()[0]
         nb.skipped.append((index + 1, f"line {exc.lineno}: cannot parse: {msg}"))
         return None

@@ -6,7 +6,14 @@ import ast
 
 import pytest
 
-from rnnfix.notebook_syntax import cell_magic, has_python_body, mask, split_lines, unmask
+from rnnfix.notebook_syntax import (
+    cell_magic,
+    has_python_body,
+    is_automagic,
+    mask,
+    split_lines,
+    unmask,
+)
 
 M = "__rnnfix_magic__"
 
@@ -65,3 +72,19 @@ def test_split_lines_only_at_python_newlines() -> None:
 def test_cell_magic(cell: str, name: str | None, python: bool) -> None:
     assert cell_magic(cell) == name
     assert has_python_body(cell) is python
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        ("pip install torch\n", True),
+        ("  conda install -y numpy", True),
+        ("cd /content\n\n", True),
+        ("pip = 3\n", False),  # an assignment (and Python)
+        ("pip install a\npip install b\n", False),  # automagic: one-line cells only
+        ("import torch\n", False),
+        ("frobnicate the data\n", False),
+    ],
+)
+def test_automagic(cell: str, expected: bool) -> None:
+    assert is_automagic(cell) is expected

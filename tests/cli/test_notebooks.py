@@ -200,6 +200,7 @@ def test_noop_notebook_with_ipython_syntax_is_byte_identical(run, tmp_path: Path
         _code("%%bash\n", "model.module.train()\n"),
         _code("%%writefile x.py\n", "import torch\n", "m.module.train()\n"),
         _code("files = !ls\n", "model?\n", "%matplotlib inline"),
+        _code("pip install torch"),  # automagic: a one-line cell that is not Python
     ]
     text = _write(nb, _nb(cells), indent=1, sort_keys=True)
     result = run("--check", str(nb))
