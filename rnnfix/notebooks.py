@@ -9,8 +9,10 @@ magic line masked; other cell magics (``%%bash``, ``%%writefile``...) leave the
 cell out. A cell that does not parse even so is left out too and named in
 ``skipped`` (IPython runs each cell on its own: the others still run). After
 fixing, the module is split back at the markers and the JSON is written in the
-layout it was read in; a notebook whose JSON layout we cannot reproduce byte
-for byte is reported instead of reformatted.
+layout it was read in: ``json.dumps`` with nbformat's settings when they
+reproduce the file byte for byte, else only the changed cells' ``source``
+values are spliced into the text (``rnnfix.notebook_json``); the file is never
+reformatted.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from rnnfix import notebook_syntax
+from rnnfix import notebook_json, notebook_syntax
 from rnnfix.files import FileProblem
 from rnnfix.notebook_syntax import split_lines
 
@@ -42,6 +44,7 @@ class Notebook:
     skipped: list[tuple[int, str]] = field(default_factory=list)
     # Cells that start with a cell magic with a Python body: index -> number of its mask.
     magic_heads: dict[int, int] = field(default_factory=dict)
+    text: str = ""  # the file as read
     layout: tuple[int, bool] | None = None  # (indent, sort_keys) that reproduce the file
     trailing_newline: bool = True
 
@@ -63,7 +66,7 @@ def parse(text: str) -> Notebook:
         raise FileProblem("not a notebook: no list of cells")
     if data.get("nbformat", 4) < 4:
         raise FileProblem(f"notebook format {data.get('nbformat')} is not supported (need 4)")
-    nb = Notebook(data, "")
+    nb = Notebook(data, "", text=text)
     parts: list[str] = []
     line = 1
     for index, cell in enumerate(data["cells"]):
@@ -126,8 +129,6 @@ def _cell_text(cell: dict[str, Any], index: int) -> str:
 
 def render(nb: Notebook, python: str) -> str:
     """The notebook JSON with the code cells taken from ``python``."""
-    if nb.layout is None:
-        raise FileProblem("cannot rewrite: the notebook's JSON layout is not nbformat's")
     cells: dict[int, list[str]] = {}
     current: list[str] | None = None
     above: list[str] = []  # imports a fix added at the top of the module
@@ -149,6 +150,7 @@ def render(nb: Notebook, python: str) -> str:
         at = _after_cell_magic(top) if nb.cell_lines[0][0] in nb.magic_heads else 0
         top[at:at] = above
     data = json.loads(json.dumps(nb.data))  # a deep copy
+    changed: dict[int, str | list[str]] = {}
     for index, lines in cells.items():
         head = nb.magic_heads.get(index)
         if head is not None:
@@ -166,8 +168,15 @@ def render(nb: Notebook, python: str) -> str:
             cell["source"] = split_lines(text)
         else:
             cell["source"] = text
-    out = _dump(data, nb.layout)
-    return out + "\n" if nb.trailing_newline else out
+        changed[index] = cell["source"]
+    if nb.layout is not None:
+        out = _dump(data, nb.layout)
+        return out + "\n" if nb.trailing_newline else out
+    # A layout json.dumps does not reproduce: splice the changed sources in.
+    spliced = notebook_json.splice(nb.text, changed)
+    if spliced is None or json.loads(spliced) != data:
+        raise FileProblem("cannot rewrite: the notebook's JSON layout is not one rnnfix can keep")
+    return spliced
 
 
 def _after_cell_magic(lines: list[str]) -> int:
