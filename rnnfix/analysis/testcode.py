@@ -32,7 +32,8 @@ def test_case_classes(
 ) -> list[ast.ClassDef]:
     """Classes whose bases include a ``TestCase``: by name (also through an
     import alias), through a test class of the same file, or through one of
-    another file of the run (the project index)."""
+    another file of the run (the project index); and ``Test*`` classes with
+    ``test_*`` methods."""
     classes = [n for n in walk_tree(tree) if isinstance(n, ast.ClassDef)]
     found: dict[str, ast.ClassDef] = {}
     changed = True
@@ -41,10 +42,24 @@ def test_case_classes(
         for cls in classes:
             if cls.name in found and found[cls.name] is cls:
                 continue
-            if any(_is_test_base(b, found, imports, project) for b in cls.bases):
+            if _collected(cls) or any(_is_test_base(b, found, imports, project) for b in cls.bases):
                 found[cls.name] = cls
                 changed = True
     return list(found.values())
+
+
+def _collected(cls: ast.ClassDef) -> bool:
+    """A ``Test*`` class with ``test_*`` methods: pytest collects it, and so
+    does unittest when a base it derives from (unresolved here) is a TestCase.
+    Not an ``nn.Module`` (``TestTimeAugmentation(nn.Module)`` is model code)."""
+    if not cls.name.startswith("Test"):
+        return False
+    if any((dotted(b) or "").endswith("Module") for b in cls.bases):
+        return False
+    return any(
+        isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name.startswith("test_")
+        for s in cls.body
+    )
 
 
 def _is_test_base(
