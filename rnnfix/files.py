@@ -162,12 +162,14 @@ def discover(
     ``test_*.py``, ``*_test.py``, ``conftest.py``. Paths named explicitly are
     processed as given, as ruff and pytest do (even a non-``.py`` or symlinked
     one, which then fails with a reason), unless ``force_exclude``: then
-    ``exclude`` and the test-code default apply to them too, relative to the
-    current folder (pre-commit names every changed file)."""
+    ``exclude`` and the test-code default apply to them (files and folders)
+    too, relative to the current folder (pre-commit names every changed file)."""
     excluded = pathspec.GitIgnoreSpec.from_lines(exclude) if exclude else None
     seen: set[Path] = set()
     for root in paths:
         if root.is_dir() and not root.is_symlink():
+            if force_exclude and _forced_out(root, excluded, include_tests, is_dir=True):
+                continue
             for p in _walk(root, excluded, include_tests):
                 if p not in seen:
                     seen.add(p)
@@ -179,16 +181,22 @@ def discover(
             yield root
 
 
-def _forced_out(path: Path, excluded: pathspec.GitIgnoreSpec | None, include_tests: bool) -> bool:
+def _forced_out(
+    path: Path, excluded: pathspec.GitIgnoreSpec | None, include_tests: bool, is_dir: bool = False
+) -> bool:
     try:
         rel = PurePath(os.path.relpath(path.absolute(), Path.cwd()))
     except ValueError:  # another drive
         rel = PurePath(path.name)
     if rel.parts[:1] == ("..",):
         rel = PurePath(path.name)  # outside the current folder: only its name counts
-    if excluded is not None and excluded.match_file(rel.as_posix()):
+    if not rel.parts:
+        return False  # the current folder itself
+    if excluded is not None and excluded.match_file(rel.as_posix() + ("/" if is_dir else "")):
         return True
-    return not include_tests and is_test_path(rel)
+    if include_tests:
+        return False
+    return any(p in TEST_DIRS for p in rel.parts) if is_dir else is_test_path(rel)
 
 
 def _walk(

@@ -141,3 +141,10 @@ def test_testcase_base_class_in_another_file(run, tmp_path: Path) -> None:
     result = run("--select", "RNF003", "--check", "--include-tests", str(tmp_path))
     assert result.exit_code == 1, result.output
     assert "evaluation.py:7:5: RNF003" in result.output
+
+
+def test_force_exclude_applies_to_named_folders(run, project: Path, chdir: Path) -> None:
+    result = run("--force-exclude", "tests", "pkg/tests", "pkg/latest")
+    assert result.exit_code == 0, result.output
+    assert _changed(project) == {"pkg/latest/x.py"}
+    assert "1 file checked" in result.output
