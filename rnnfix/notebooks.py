@@ -48,13 +48,26 @@ class Notebook:
     layout: tuple[int, bool] | None = None  # (indent, sort_keys) that reproduce the file
     trailing_newline: bool = True
 
-    def locate(self, line: int) -> tuple[int, int]:
-        """A line of ``python`` as (1-based cell number, line within the cell)."""
+    def locate(self, line: int, python: str | None = None) -> tuple[int, int]:
+        """A line of ``python`` (by default the module as read; a fixed one
+        has its cells at other lines) as (1-based cell number, line within the
+        cell)."""
+        starts = self.cell_lines if python is None else cell_starts(python)
         cell, first = 0, 1
-        for index, start in self.cell_lines:
+        for index, start in starts:
             if start <= line:
                 cell, first = index, start
         return cell + 1, line - first + 1
+
+
+def cell_starts(python: str) -> list[tuple[int, int]]:
+    """(cell index, first line) of each cell of a module built by ``parse``."""
+    out = []
+    for number, line in enumerate(split_lines(python), start=1):
+        m = _CELL.match(line)
+        if m:
+            out.append((int(m.group(1)), number + 1))
+    return out
 
 
 def parse(text: str) -> Notebook:

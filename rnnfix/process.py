@@ -197,7 +197,9 @@ def process_notebook(
         cell, line = nb.locate(result.error_line)
         result.error = f"cell {cell}: line {line}: {result.error}"
         result.error_line = None
-    result.findings = [_in_cell(nb, f) for f in result.findings]
+    # What is left is at the fixed module's lines; the rest at the input's.
+    fixed = result.new_text if result.outcome is Outcome.CHANGED else None
+    result.findings = [_in_cell(nb, f, fixed) for f in result.findings]
     result.applied = [_in_cell(nb, f) for f in result.applied]
     result.initial = [_in_cell(nb, f) for f in result.initial]
     result.dropped = [
@@ -215,8 +217,8 @@ def process_notebook(
     return result
 
 
-def _in_cell(nb: notebooks.Notebook, f: Finding) -> Finding:
-    cell, line = nb.locate(f.line)
+def _in_cell(nb: notebooks.Notebook, f: Finding, python: str | None = None) -> Finding:
+    cell, line = nb.locate(f.line, python)
     end = None if f.end_line is None else f.end_line - (f.line - line)
     return dataclasses.replace(f, line=line, end_line=end, cell=cell)
 

@@ -297,3 +297,18 @@ def test_import_a_fix_needs_goes_into_the_first_cell(
     data = _fix(run, tmp_path, cells, "--select", "RNF003")
     assert data["cells"][1]["source"] == expected  # type: ignore[index]
     assert data["cells"][2]["source"][0] == "@torch.no_grad()\n"  # type: ignore[index]
+
+
+def test_findings_left_after_fixing_have_the_written_cell_lines(run, tmp_path: Path) -> None:
+    nb = tmp_path / "nb.ipynb"
+    cells = [
+        _code("import torch\n"),
+        EVAL_CELL,  # gets a decorator: one line more in the module
+        _code("x = 1\n", "torch.backends.cudnn.enabled = False\n"),  # RNF005: unsafe, left
+    ]
+    _write(nb, _nb(cells), indent=1, sort_keys=True)
+    result = run("--select", "RNF003,RNF005", str(nb))
+    assert result.exit_code == 1, result.output
+    assert f"{nb}:cell 3:2:1: RNF005" in result.output
+    data = json.loads(nb.read_text(encoding="utf-8"))
+    assert data["cells"][1]["source"][0] == "@torch.no_grad()\n"
