@@ -88,7 +88,10 @@ def _is_test_base(
 
 def outside_test_classes(ctx: FileContext, findings: Sequence[Finding]) -> list[Finding]:
     """``findings`` less those inside a ``TestCase`` class."""
-    if not findings or ("TestCase" not in ctx.source and ctx.project is None):
+    text = ctx.source
+    if not findings or (
+        "TestCase" not in text and "class Test" not in text and ctx.project is None
+    ):
         return list(findings)
     spans = []
     for cls in test_case_classes(ctx.tree, ctx.facts.imports, ctx.facts.project):
