@@ -71,6 +71,17 @@ def cli() -> None:
     help="RNF004 fix: train only the RNN submodules, or scope cuDNN off.",
 )
 @click.option(
+    "--include-tests/--no-include-tests",
+    default=None,
+    help="Also check and fix test code (test files in folders, unittest TestCase classes).",
+)
+@click.option(
+    "--force-exclude/--no-force-exclude",
+    default=None,
+    help="Apply exclude patterns and the test-code default to files named on the "
+    "command line too (for pre-commit).",
+)
+@click.option(
     "--output-format",
     type=click.Choice(["text", "json", "github", "sarif"]),
     default="text",
@@ -115,6 +126,8 @@ def apply(
     strict: bool | None,
     rnn_only: bool | None,
     rnn_only_strategy: str | None,
+    include_tests: bool | None,
+    force_exclude: bool | None,
     output_format: str,
     config_path: Path | None,
     stdin_filename: str,
@@ -142,6 +155,8 @@ def apply(
         ("strict", strict),
         ("rnn_only", rnn_only),
         ("rnn_only_strategy", rnn_only_strategy),
+        ("include_tests", include_tests),
+        ("force_exclude", force_exclude),
     ):
         if value is not None:
             overrides[key] = value
@@ -159,7 +174,14 @@ def apply(
     missing = [p for p in paths if not p.exists() and not p.is_symlink()]
     if missing:
         raise click.UsageError(f"{missing[0]}: no such file or folder")
-    files = list(discover(paths, settings.exclude + settings.extend_exclude))
+    files = list(
+        discover(
+            paths,
+            settings.exclude + settings.extend_exclude,
+            include_tests=settings.include_tests,
+            force_exclude=settings.force_exclude,
+        )
+    )
     cache = None
     if not no_cache:
         from rnnfix.cache import ResultCache, cache_root
@@ -264,6 +286,9 @@ def _report(
             click.echo(out, nl=False, err=diagnostics_to_stderr)
     failed = [r for r in results if r.outcome is Outcome.FAILED]
     newer = sum(r.error == NEWER_SYNTAX for r in failed)
+    for r in results:
+        for note in r.notes:  # parts of a file left unchecked (notebook cells)
+            click.echo(f"{r.path}: {note}", err=True)
     if fmt == "text":
         for r in failed:
             click.echo(failure_line(r), err=True)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rnnfix import undefined
+from rnnfix.analysis.testcode import outside_test_classes
 from rnnfix.edits import Edit, apply_edits
 from rnnfix.linemap import LineMap, identity
 from rnnfix.rules import FileContext, Finding, Rule, all_rules
@@ -326,6 +327,8 @@ def _run_rules(
     findings: list[Finding] = []
     for rule in rules:
         findings.extend(rule.check(ctx))
+    if not settings.include_tests:
+        findings = outside_test_classes(ctx, findings)
     # The facts refer back to the context: dropping them here frees each tree
     # at once instead of leaving it to the cyclic garbage collector (which
     # then walks every live tree, and a large run gets slower and slower).

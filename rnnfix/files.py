@@ -15,7 +15,7 @@ import tempfile
 import tokenize
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pathspec
 
@@ -35,6 +35,24 @@ SKIP_DIRS = frozenset(
         ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints", ".rnnfix_cache",
     }
 )  # fmt: skip
+
+
+# Test code is left alone by default (``include-tests`` turns that off): a test
+# asserts what the code does as written, and unittest/pytest collect these.
+TEST_DIRS = frozenset({"tests", "test"})
+
+
+def is_test_name(name: str) -> bool:
+    """A file name pytest collects as tests, or its ``conftest.py``."""
+    if not name.endswith(".py"):
+        return False
+    return name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
+
+
+def is_test_path(rel: PurePath) -> bool:
+    """A test file by its path relative to the folder the user gave (the
+    folders above it are not the project's: a checkout may live in ``tests/``)."""
+    return is_test_name(rel.name) or any(part in TEST_DIRS for part in rel.parts[:-1])
 
 
 class FileProblem(Exception):
@@ -159,25 +177,59 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
 # --- discovery -----------------------------------------------------------------
 
 
-def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Iterator[Path]:
-    """Files to process. Paths named explicitly are always processed (even a
-    non-``.py`` or symlinked one, which then fails with a reason); folders are
-    walked for ``*.py`` and ``*.ipynb`` without following links, skipping ``SKIP_DIRS``,
-    virtual environments, ``exclude`` patterns and what ``.gitignore`` excludes."""
+def discover(
+    paths: Sequence[Path],
+    exclude: Sequence[str] = (),
+    include_tests: bool = False,
+    force_exclude: bool = False,
+) -> Iterator[Path]:
+    """Files to process. Folders are walked for ``*.py`` and ``*.ipynb``
+    without following links, skipping ``SKIP_DIRS``, virtual environments,
+    ``exclude`` patterns, what ``.gitignore`` excludes and (unless
+    ``include_tests``) test code below the folder: ``tests/``, ``test/``,
+    ``test_*.py``, ``*_test.py``, ``conftest.py``. Paths named explicitly are
+    processed as given, as ruff and pytest do (even a non-``.py`` or symlinked
+    one, which then fails with a reason), unless ``force_exclude``: then
+    ``exclude`` and the test-code default apply to them (files and folders)
+    too, relative to the current folder (pre-commit names every changed file)."""
     excluded = pathspec.GitIgnoreSpec.from_lines(exclude) if exclude else None
     seen: set[Path] = set()
     for root in paths:
         if root.is_dir() and not root.is_symlink():
-            for p in _walk(root, excluded):
+            if force_exclude and _forced_out(root, excluded, include_tests, is_dir=True):
+                continue
+            for p in _walk(root, excluded, include_tests):
                 if p not in seen:
                     seen.add(p)
                     yield p
         elif root not in seen:
             seen.add(root)
+            if force_exclude and _forced_out(root, excluded, include_tests):
+                continue
             yield root
 
 
-def _walk(root: Path, excluded: pathspec.GitIgnoreSpec | None) -> Iterator[Path]:
+def _forced_out(
+    path: Path, excluded: pathspec.GitIgnoreSpec | None, include_tests: bool, is_dir: bool = False
+) -> bool:
+    try:
+        rel = PurePath(os.path.relpath(path.absolute(), Path.cwd()))
+    except ValueError:  # another drive
+        rel = PurePath(path.name)
+    if rel.parts[:1] == ("..",):
+        rel = PurePath(path.name)  # outside the current folder: only its name counts
+    if not rel.parts:
+        return False  # the current folder itself
+    if excluded is not None and excluded.match_file(rel.as_posix() + ("/" if is_dir else "")):
+        return True
+    if include_tests:
+        return False
+    return any(p in TEST_DIRS for p in rel.parts) if is_dir else is_test_path(rel)
+
+
+def _walk(
+    root: Path, excluded: pathspec.GitIgnoreSpec | None, include_tests: bool
+) -> Iterator[Path]:
     ignores = _GitIgnores(root)
     stack = [root]
     while stack:
@@ -195,6 +247,8 @@ def _walk(root: Path, excluded: pathspec.GitIgnoreSpec | None) -> Iterator[Path]
             if entry.is_dir():
                 if entry.name in SKIP_DIRS or entry.name.endswith(".egg-info"):
                     continue
+                if not include_tests and entry.name in TEST_DIRS:
+                    continue
                 if (p / "pyvenv.cfg").exists():
                     continue
                 if ignores.ignored(p, is_dir=True) or _matches(excluded, root, p, True):
@@ -203,6 +257,8 @@ def _walk(root: Path, excluded: pathspec.GitIgnoreSpec | None) -> Iterator[Path]
             elif _TEMP_NAME.match(entry.name) and entry.is_file():
                 _remove_leftover(p)
             elif entry.name.endswith(SOURCE_SUFFIXES) and entry.is_file():
+                if not include_tests and is_test_name(entry.name):
+                    continue
                 if ignores.ignored(p, is_dir=False) or _matches(excluded, root, p, False):
                     continue
                 yield p

@@ -57,6 +57,8 @@ class FileResult:
     old_bytes: bytes | None = None
     # Other files of the run whose summaries the analysis looked up.
     consulted: frozenset[str] = frozenset()
+    # Parts left unchecked that do not fail the file ("cell 4: line 2: cannot parse: ...").
+    notes: list[str] = field(default_factory=list)
 
     @property
     def reported(self) -> list[Finding]:
@@ -194,6 +196,7 @@ def _result_to_json(result: FileResult) -> dict[str, Any]:
         "old_text": result.old_text if changed else None,
         "new_text": result.new_text if changed else None,
         "consulted": sorted(result.consulted),
+        "notes": result.notes,
     }
 
 
@@ -219,6 +222,7 @@ def _result_from_json(data: dict[str, Any], raw: bytes, path: Path) -> FileResul
             new_text=new_text,
             old_bytes=raw,
             consulted=frozenset(data["consulted"]),
+            notes=[str(n) for n in data["notes"]],
         )
     except (KeyError, TypeError, ValueError):
         return None
@@ -381,12 +385,22 @@ def process_notebook(
         nb = notebooks.parse(text)
     except FileProblem as exc:
         return FileResult(name, Outcome.FAILED, error=str(exc))
+    # IPython runs each cell on its own: a cell that does not parse is
+    # reported and left as it is, the others are checked. Only a notebook with
+    # no code cell that parses fails, as a file that does not parse does.
+    notes = [f"cell {cell}: not checked: {reason}" for cell, reason in nb.skipped]
+    if nb.skipped and not nb.cell_lines:
+        cell, reason = nb.skipped[0]
+        return FileResult(name, Outcome.FAILED, error=f"cell {cell}: {reason}")
     result = process_text(name, nb.python, settings, project)
+    result.notes = notes
     if result.error_line is not None:
         cell, line = nb.locate(result.error_line)
         result.error = f"cell {cell}: line {line}: {result.error}"
         result.error_line = None
-    result.findings = [_in_cell(nb, f) for f in result.findings]
+    # What is left is at the fixed module's lines; the rest at the input's.
+    fixed = result.new_text if result.outcome is Outcome.CHANGED else None
+    result.findings = [_in_cell(nb, f, fixed) for f in result.findings]
     result.applied = [_in_cell(nb, f) for f in result.applied]
     result.initial = [_in_cell(nb, f) for f in result.initial]
     result.followups = [_in_cell(nb, f) for f in result.followups]
@@ -405,8 +419,8 @@ def process_notebook(
     return result
 
 
-def _in_cell(nb: notebooks.Notebook, f: Finding) -> Finding:
-    cell, line = nb.locate(f.line)
+def _in_cell(nb: notebooks.Notebook, f: Finding, python: str | None = None) -> Finding:
+    cell, line = nb.locate(f.line, python)
     end = None if f.end_line is None else f.end_line - (f.line - line)
     return dataclasses.replace(f, line=line, end_line=end, cell=cell)
 
