@@ -50,7 +50,7 @@ import copy
 import os
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -114,6 +114,7 @@ class ClassSummary:
     # file): method -> why (``classfacts.mode_overrides``).
     mode_overrides: dict[str, str] = field(default_factory=dict)
     holds_state: bool = True  # parameters, submodules or mode-dependent code (``classfacts``)
+    is_test: bool = False  # a unittest ``TestCase`` subclass (rnnfix.analysis.testcode)
 
 
 @dataclass(frozen=True)
@@ -500,7 +501,8 @@ def summarise(source: str, path: str) -> ModuleSummary | None:
     # A file without mode code still tells callers which classes cannot take a mode call.
     rnn_code = rnn_code or any(t in source for t in OVERRIDE_TOKENS)
     package = os.path.basename(path) == "__init__.py" and "import" in source
-    if not (mode_code or rnn_code or package):
+    tests = "TestCase" in source  # a base of other files' test classes
+    if not (mode_code or rnn_code or package or tests):
         return None
     try:
         return _summarise(source, path, mode_code, rnn_code)
@@ -515,6 +517,7 @@ def _summarise(source: str, path: str, mode_code: bool, rnn_code: bool) -> Modul
     from rnnfix.analysis.receivers import ClassTable
     from rnnfix.analysis.rnns import RnnIndex
     from rnnfix.analysis.scopes import FileIndex
+    from rnnfix.analysis.testcode import test_case_classes
     from rnnfix.rules.base import FileContext
 
     tree = ast.parse(source)
@@ -558,7 +561,16 @@ def _summarise(source: str, path: str, mode_code: bool, rnn_code: bool) -> Modul
             if methods or specs or is_module:
                 overrides = table.overrides(name) if is_module else {}
                 state = table.holds_state(name) if is_module else True
-                classes[name] = ClassSummary(name, is_module, specs, methods, overrides, state)
+                classes[name] = ClassSummary(
+                    name, is_module, specs, methods, mode_overrides=overrides, holds_state=state
+                )
+    for cls in test_case_classes(tree, ImportMap.build(tree)) if "TestCase" in source else ():
+        known = classes.get(cls.name)
+        classes[cls.name] = (
+            replace(known, is_test=True)
+            if known is not None
+            else ClassSummary(cls.name, False, (), is_test=True)
+        )
     if not (functions or classes or os.path.basename(path) == "__init__.py"):
         return None
     return ModuleSummary(functions, classes, imports)
