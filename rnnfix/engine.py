@@ -225,8 +225,9 @@ class _FixLoop:
         edits: list[Edit] = [e for f in findings if f.fix for e in f.fix.edits]
         try:
             return self._checked(edits), list(findings), []
-        except Exception:  # noqa: BLE001 - find the fixes to blame below
-            pass
+        except Exception as exc:  # noqa: BLE001 - find the fixes to blame below
+            if len(findings) == 1:
+                return self.current, [], [DroppedFix(findings[0], _reason(exc))]
         ok: list[Finding] = []
         dropped: list[DroppedFix] = []
         for f in findings:
