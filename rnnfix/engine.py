@@ -186,6 +186,9 @@ class _FixLoop:
             return False
         return any_safety or f.fix.safe or self.settings.unsafe_fixes
 
+    def _fixable(self, f: Finding) -> bool:
+        return f.fix is not None and (f.fix.safe or self.settings.unsafe_fixes)
+
     def _drop(self, f: Finding, reason: str, to_input: LineMap) -> None:
         at_input = to_input.finding(f)
         self.failed.add((f.code, at_input.line))
@@ -212,7 +215,14 @@ class _FixLoop:
             if new in self.seen:
                 stuck = applied  # no effect, or back to an earlier source: a cycle
             else:
-                stuck = _not_converged(findings, applied, new_findings, step_map)
+                # Only a finding that would be fixed again can stack.
+                fixable = self._fixable
+                stuck = _not_converged(
+                    list(filter(fixable, findings)),
+                    applied,
+                    list(filter(fixable, new_findings)),
+                    step_map,
+                )
             if not stuck:
                 return new, tree, new_findings, applied, step_map
             for f in stuck:
@@ -285,10 +295,10 @@ def _reason(exc: Exception) -> str:
 def _not_converged(
     before: list[Finding], applied: list[Finding], after: list[Finding], step: LineMap
 ) -> list[Finding]:
-    """Applied fixes whose finding is still there, at the same place (code
-    and line, a line the fix inserted counting as the line it was put next
-    to). Counted, so that a second finding of the same code on that line that
-    was not fixed does not count against the one that was."""
+    """Applied fixes whose finding is still there, fixable, at the same place
+    (code and line, a line the fix inserted counting as the line it was put
+    next to). Counted, so that a second finding of the same code on that line
+    that was not fixed does not count against the one that was."""
     count_before = Counter((f.code, f.line) for f in before)
     count_applied = Counter((f.code, f.line) for f in applied)
     count_after = Counter((g.code, step.line(g.line)) for g in after)
