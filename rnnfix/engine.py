@@ -187,6 +187,9 @@ class _FixLoop:
             return False
         return any_safety or f.fix.safe or self.settings.unsafe_fixes
 
+    def _fixable(self, f: Finding) -> bool:
+        return f.fix is not None and (f.fix.safe or self.settings.unsafe_fixes)
+
     def _drop(self, f: Finding, reason: str, to_input: LineMap) -> None:
         at_input = to_input.finding(f)
         self.failed.add((f.code, at_input.line))
@@ -213,7 +216,14 @@ class _FixLoop:
             if new in self.seen:
                 stuck = applied  # no effect, or back to an earlier source: a cycle
             else:
-                stuck = _not_converged(findings, applied, new_findings, step_map)
+                # Only a finding that would be fixed again can stack.
+                fixable = self._fixable
+                stuck = _not_converged(
+                    list(filter(fixable, findings)),
+                    applied,
+                    list(filter(fixable, new_findings)),
+                    step_map,
+                )
             if not stuck:
                 return new, tree, new_findings, applied, step_map
             for f in stuck:
@@ -226,8 +236,9 @@ class _FixLoop:
         edits: list[Edit] = [e for f in findings if f.fix for e in f.fix.edits]
         try:
             return self._checked(edits), list(findings), []
-        except Exception:  # noqa: BLE001 - find the fixes to blame below
-            pass
+        except Exception as exc:  # noqa: BLE001 - find the fixes to blame below
+            if len(findings) == 1:
+                return self.current, [], [DroppedFix(findings[0], _reason(exc))]
         ok: list[Finding] = []
         dropped: list[DroppedFix] = []
         for f in findings:
@@ -285,10 +296,10 @@ def _reason(exc: Exception) -> str:
 def _not_converged(
     before: list[Finding], applied: list[Finding], after: list[Finding], step: LineMap
 ) -> list[Finding]:
-    """Applied fixes whose finding is still there, at the same place (code
-    and line, a line the fix inserted counting as the line it was put next
-    to). Counted, so that a second finding of the same code on that line that
-    was not fixed does not count against the one that was."""
+    """Applied fixes whose finding is still there, fixable, at the same place
+    (code and line, a line the fix inserted counting as the line it was put
+    next to). Counted, so that a second finding of the same code on that line
+    that was not fixed does not count against the one that was."""
     count_before = Counter((f.code, f.line) for f in before)
     count_applied = Counter((f.code, f.line) for f in applied)
     count_after = Counter((g.code, step.line(g.line)) for g in after)

@@ -38,7 +38,7 @@ class LineMap:
     def __init__(self, old: str, new: str) -> None:
         self._old = old.splitlines()
         new_lines = new.splitlines()
-        self._to: list[_Target] = [_Target(1, None)] * len(new_lines)
+        to = [_Target(1, None)] * len(new_lines)
         a = [line.strip() for line in self._old]
         b = [line.strip() for line in new_lines]
         matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
@@ -46,15 +46,16 @@ class LineMap:
             if tag == "equal":
                 for t in range(j2 - j1):
                     shift = _indent(self._old[i1 + t]) - _indent(new_lines[j1 + t])
-                    self._to[j1 + t] = _Target(i1 + t + 1, shift)
+                    to[j1 + t] = _Target(i1 + t + 1, shift)
             elif tag == "replace":
                 # A changed line: same place, its text edited in the middle.
                 for t in range(j2 - j1):
-                    self._to[j1 + t] = _Target(i1 + min(t, i2 - i1 - 1) + 1, 0)
+                    to[j1 + t] = _Target(i1 + min(t, i2 - i1 - 1) + 1, 0)
             elif tag == "insert":
                 near = self._neighbour(i1, new_lines[j1])
                 for t in range(j2 - j1):
-                    self._to[j1 + t] = _Target(near, None)
+                    to[j1 + t] = _Target(near, None)
+        self._to: list[_Target] | None = to
 
     def _neighbour(self, i: int, inserted: str) -> int:
         """The 1-based old line an insertion before old index ``i`` sits next to."""
@@ -67,6 +68,8 @@ class LineMap:
         return self._target(line).line
 
     def _target(self, line: int) -> _Target:
+        if self._to is None:  # the identity
+            return _Target(line, 0)
         if not self._to:
             return _Target(1, 0)
         return self._to[min(max(line, 1), len(self._to)) - 1]
@@ -81,10 +84,12 @@ class LineMap:
 
     def then(self, earlier: LineMap) -> LineMap:
         """This map followed by ``earlier`` (new -> ours -> earlier's old)."""
+        if earlier._to is None:
+            return self
         composed = LineMap.__new__(LineMap)
         composed._old = earlier._old
         composed._to = []
-        for t in self._to:
+        for t in self._to or []:
             e = earlier._target(t.line)
             shift = None if t.shift is None or e.shift is None else t.shift + e.shift
             composed._to.append(_Target(e.line, shift))
@@ -117,9 +122,11 @@ class LineMap:
 
 
 def identity(source: str) -> LineMap:
+    """The map of a source onto itself (built on first use: most files never
+    need it)."""
     same = LineMap.__new__(LineMap)
     same._old = source.splitlines()
-    same._to = [_Target(i + 1, 0) for i in range(len(same._old))]
+    same._to = None
     return same
 
 

@@ -118,6 +118,23 @@ def test_nonconverging_fix_does_not_stop_the_others(use_rules) -> None:
     assert [d.finding.code for d in result.dropped] == ["RNF901"]
 
 
+def test_finding_left_without_a_fix_after_its_fix_is_kept(use_rules) -> None:
+    """Nothing can stack when the finding that stays offers no fix again."""
+
+    def check(ctx: FileContext) -> Iterator[Finding]:
+        for node in _calls_to(ctx, "target"):
+            fix = None
+            if "prepare()" not in ctx.source:
+                fix = Fix((InsertStatements(ctx.pos(node), ("prepare()",)),), safe=True)
+            yield ctx.finding("RNF912", node, "still worth a look", fix)
+
+    use_rules(_rule("RNF912", check))
+    result = fix_source(LIB + "target()\n")
+    assert result.fixed == LIB + "prepare()\ntarget()\n"
+    assert not result.dropped
+    assert [(f.code, f.fix) for f in result.findings] == [("RNF912", None)]
+
+
 def _grows(ctx: FileContext) -> Iterator[Finding]:
     """Flags the last ``x = 1`` and adds another after it: its finding moves
     onto the line its own fix inserted."""
