@@ -113,6 +113,8 @@ def process_files(
     raw: dict[str, bytes] = {}
     for key, path in zip(keys, paths, strict=True):
         try:
+            if path.is_symlink() or path.stat().st_size > settings.max_file_size:
+                continue  # process_file reports it; never read a huge file twice
             raw[key] = path.read_bytes()
         except OSError:
             continue  # process_file reports it
@@ -357,7 +359,7 @@ def process_file(
 ) -> FileResult:
     name = str(path)
     try:
-        data, decoded = read_source(path)
+        data, decoded = read_source(path, settings.max_file_size)
     except FileProblem as exc:
         return FileResult(name, Outcome.FAILED, error=str(exc))
     if path.suffix == ".ipynb":
