@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Literal
 
 from rnnfix.analysis.flow import Effect, ScopeRun, calls_in
 from rnnfix.analysis.gradctx import grad_context
+from rnnfix.analysis.intent import deliberate_eval
 from rnnfix.analysis.models import (
     ModelInfo,
     ModuleClasses,
@@ -245,6 +246,12 @@ class ModeFlow:
                 if fn is not None and not fn.params:
                     return Resolved(fn, None, {})
         return None
+
+    def deliberate_eval(self, fact: ModeFact, step: ast.Call, model: str) -> bool:
+        """``fact`` (eval mode of ``model`` at training step ``step``) was set on
+        purpose: an ``eval()`` of the step's own scope whose only successor is
+        training (frozen BatchNorm fine-tuning), see ``rnnfix.analysis.intent``."""
+        return deliberate_eval(self, fact, step, self.scope_of(step), model)
 
     def callers(self, fn: FuncNode) -> list[tuple[FuncNode | None, ast.Call]]:
         return [(scope, call) for scope, call, _ in self._static_sites.get(fn, [])]

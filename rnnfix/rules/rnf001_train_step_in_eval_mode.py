@@ -99,11 +99,19 @@ class TrainStepInEvalMode(Rule):
                 if not _step_may_update(ctx, flow, step, model):
                     continue  # e.g. an actor update through an eval-mode critic (RNF004)
                 state = flow.mode_before(step.node, model)
-                if state.may_eval:
+                # Frozen-BatchNorm fine-tuning: an eval() whose only successor
+                # is training is the author's choice, even with --strict.
+                facts = [
+                    f
+                    for f in state.facts
+                    if f.mode is Mode.EVAL and not flow.deliberate_eval(f, step.node, model)
+                ]
+                if facts:
                     if step.kind == "backward" and _trains_before_stepping(flow, step, model):
                         continue
-                    facts = [f for f in state.facts if f.mode is Mode.EVAL]
                     safe = True
+                elif state.may_eval:
+                    continue
                 elif strict and state.unknown and state.facts:
                     facts = [f for f in state.facts if f.mode is Mode.UNKNOWN]
                     safe = False

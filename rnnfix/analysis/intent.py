@@ -1,0 +1,109 @@
+"""Is an ``eval()`` that reaches a training step there on purpose?
+
+Fine-tuning with frozen BatchNorm statistics (or a frozen backbone) calls
+``model.eval()`` right before the training loop, often with
+``cudnn.flags(enabled=False)`` so that an RNN can still be trained. Putting
+``train()`` after it undoes what the author asked for. An ``eval()`` is a
+*bug* only when
+
+- an evaluation runs between it and the step (a forward under ``no_grad``, a
+  helper or method that receives the model), or
+- it reaches the step from another iteration (around a loop's back edge) or
+  from another function (a helper's summary, a caller's state).
+
+What is left -- an ``eval()`` of the step's own scope whose only successor is
+training, in the same iteration -- is deliberate. Every rule asks
+``ModeFlow.deliberate_eval``; nothing here is specific to one rule.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from rnnfix.analysis.modestate import ModeFact, is_prefix
+from rnnfix.analysis.names import dotted
+from rnnfix.analysis.placement import container, statement_path
+from rnnfix.analysis.scopes import LOOPS, FuncNode
+from rnnfix.analysis.torchapi import MODULE_METHODS, mode_switch
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.modeflow import ModeFlow
+
+
+def deliberate_eval(
+    flow: ModeFlow, fact: ModeFact, step: ast.Call, scope: FuncNode | None, model: str
+) -> bool:
+    origin = fact.origin
+    switch = mode_switch(origin)
+    if switch is None or flow.scope_of(origin) is not scope:
+        return False  # a helper's or a caller's eval(): another function
+    scope_node: ast.AST = scope if scope is not None else flow.tree
+    px = statement_path(origin, scope_node, flow.parents)
+    ps = statement_path(step, scope_node, flow.parents)
+    if not px or not ps:
+        return False
+    i = 0
+    while i < min(len(px), len(ps)) and px[i] is ps[i]:
+        i += 1
+    if i >= len(px) or i >= len(ps):
+        return False
+    if any(isinstance(s, LOOPS) for s in px[i:]):
+        return False  # the eval() is in a loop the step is not in: another iteration
+    block = container(ps[i], flow.parents)
+    if block is None or container(px[i], flow.parents) is not block:
+        return False
+    start = next(k for k, s in enumerate(block) if s is px[i])
+    end = next(k for k, s in enumerate(block) if s is ps[i])
+    if start >= end:
+        return False  # the step comes first: eval() reaches it in the next iteration
+    origin_pos = (origin.lineno, origin.col_offset)
+    step_pos = (step.lineno, step.col_offset)
+    # Between the eval() and the step: the rest of the eval()'s statement,
+    # the statements in between, and the training statement up to the step.
+    for stmt in block[start : end + 1]:
+        for node in ast.walk(stmt):
+            if not isinstance(node, ast.Call) or node is origin:
+                continue
+            pos = (node.lineno, node.col_offset)
+            if not origin_pos < pos < step_pos:
+                continue
+            if _evaluates(flow, node, model, scope, training_stmt=stmt is block[end]):
+                return False
+    return True
+
+
+def _evaluates(
+    flow: ModeFlow, call: ast.Call, model: str, scope: FuncNode | None, training_stmt: bool
+) -> bool:
+    """Whether ``call`` may run ``model`` for something other than the
+    training step: a forward under ``no_grad``, or a helper that receives it."""
+    related = _related_key(flow, call, model)
+    if related == "forward":
+        # The step's own forward is training; one with grad off is an evaluation.
+        return flow.grad_enabled(call) is False or not training_stmt
+    if related == "argument":
+        callee = flow.callee_summary(call, scope)
+        if callee is not None and callee[0].optimizer_step:
+            return False  # a training helper: it is the training, not an evaluation
+        return True
+    return False
+
+
+def _related_key(flow: ModeFlow, call: ast.Call, model: str) -> str | None:
+    key = flow.forward_path(call, flow.is_model)
+    if key is not None and (is_prefix(key, model) or is_prefix(model, key)):
+        return "forward"
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        if func.attr in MODULE_METHODS or mode_switch(call) is not None:
+            return None
+        owner = dotted(func.value)
+        # ``self.validate()`` while the model is ``self.model``: the method may evaluate it.
+        if owner is not None and is_prefix(owner, model) and owner != model:
+            return "argument"
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        text = dotted(arg)
+        if text is not None and (is_prefix(text, model) or is_prefix(model, text)):
+            return "argument"
+    return None
