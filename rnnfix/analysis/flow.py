@@ -274,13 +274,13 @@ class ScopeRun:
         if restored is not None:
             recv = mode_receiver(call, self.flow.imports)
             if recv is not None and self.flow.holds_model(recv):
-                f.set(recv, restored)  # ``model.train(was)``: the mode it was saved in
+                f.set(self.flow.mode_target(recv), restored)  # ``model.train(was)``: the mode it was saved in
                 return
         switch = module_mode_switch(call)
         if switch is not None:
             recv = mode_receiver(call, self.flow.imports)
             if recv is not None and self.flow.holds_model(recv):
-                f.set(recv, self.fact(switch.mode, call))
+                f.set(self.flow.mode_target(recv), self.fact(switch.mode, call))
             return
         res = self.flow.resolve(call, self.scope, ctor_target)
         if res is None:

@@ -54,7 +54,12 @@ from rnnfix.analysis.modestate import Facts, Mode, ModeFact, ModeState, is_prefi
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.scopes import LOOPS, FileIndex, FuncNode, FunctionInfo, Resolved
 from rnnfix.analysis.syntax import walk_tree
-from rnnfix.analysis.torchapi import MODULE_METHODS, module_mode_switch
+from rnnfix.analysis.torchapi import (
+    DATA_PARALLEL,
+    MODULE_METHODS,
+    module_mode_switch,
+    strip_self_returning,
+)
 
 if TYPE_CHECKING:
     from rnnfix.analysis.project import ExternalCall, ProjectView
@@ -146,6 +151,7 @@ class ModeFlow:
         self._runs: dict[FuncNode | None, ScopeRun] = {}
         self._static_sites: dict[FuncNode, list[tuple[FuncNode | None, ast.Call, Resolved]]] = {}
         self._optimizers, self._not_optimizers = self._optimizer_names()
+        self.wrappers = self._data_parallel_wrappers()
         if not summaries_only:
             self._analyse()
 
@@ -603,6 +609,28 @@ class ModeFlow:
             return result
 
         return lookup
+
+    def _data_parallel_wrappers(self) -> frozenset[str]:
+        """Paths assigned a DataParallel/DDP/FSDP wrapper somewhere in the file:
+        ``W.module`` only exists on the wrapper, so ``W.module.train()`` on such
+        a path switches every layer ``W`` runs."""
+        found: set[str] = set()
+        for node in walk_tree(self.tree):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                value = strip_self_returning(node.value)
+                if (
+                    isinstance(value, ast.Call)
+                    and self.imports.qualname(value.func) in DATA_PARALLEL
+                ):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    found.update(t for t in map(dotted, targets) if t is not None)
+        return frozenset(found)
+
+    def mode_target(self, receiver: str) -> str:
+        """The path a mode call on ``receiver`` switches, for the flow:
+        ``W.module`` of a data-parallel wrapper ``W`` is ``W`` (its only child)."""
+        owner, _, last = receiver.rpartition(".")
+        return owner if last == "module" and owner in self.wrappers else receiver
 
     # --- training steps and model calls ------------------------------------
     def _optimizer_names(self) -> tuple[set[str], set[str]]:

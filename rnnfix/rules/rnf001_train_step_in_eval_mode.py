@@ -112,23 +112,89 @@ class TrainStepInEvalMode(Rule):
                     safe = True
                 elif state.may_eval:
                     continue
+                elif step.kind == "backward" and (late := _late_train(flow, step, model)):
+                    # ``y = model(x); model.train(); loss.backward()``: the graph was
+                    # recorded in eval mode; train() has to come before the forward.
+                    forward, facts = late
+                    anchor = anchor_for(
+                        facts[0].origin, forward, step.function, ctx.tree, flow.parents, [forward]
+                    )
+                    _add(groups, ctx, anchor, step, model, facts, safe=True)
+                    continue
                 elif strict and state.unknown and state.facts:
                     facts = [f for f in state.facts if f.mode is Mode.UNKNOWN]
                     safe = False
                 else:
                     continue
                 anchor = _choose_anchor(ctx, flow, step, facts, model)
-                key = (
-                    (anchor.lineno, anchor.col_offset, 0, safe)
-                    if anchor is not None
-                    else (step.node.lineno, step.node.col_offset, 1, safe)
-                )
-                group = groups.setdefault(key, _Group(anchor, safe))
-                if step not in group.steps:
-                    group.steps.append(step)
-                group.models.setdefault(model, []).extend(facts)
+                _add(groups, ctx, anchor, step, model, facts, safe)
         for group in groups.values():
             yield _finding(ctx, flow, group)
+
+
+def _add(
+    groups: dict[tuple[int, int, int, bool], _Group],
+    ctx: FileContext,
+    anchor: ast.stmt | None,
+    step: TrainingStep,
+    model: str,
+    facts: list[ModeFact],
+    safe: bool,
+) -> None:
+    if anchor is not None and not _anchorable(ctx, anchor):
+        anchor = None
+    key = (
+        (anchor.lineno, anchor.col_offset, 0, safe)
+        if anchor is not None
+        else (step.node.lineno, step.node.col_offset, 1, safe)
+    )
+    group = groups.setdefault(key, _Group(anchor, safe))
+    if step not in group.steps:
+        group.steps.append(step)
+    group.models.setdefault(model, []).extend(facts)
+
+
+def _late_train(
+    flow: ModeFlow, step: TrainingStep, model: str
+) -> tuple[ast.Call, list[ModeFact]] | None:
+    """A forward of ``model`` that feeds backward ``step`` in eval mode, with
+    ``model.train()`` only between that forward and the backward."""
+    step_pos = (step.node.lineno, step.node.col_offset)
+    loops = step.loops
+    region: ast.AST | None = loops[-1] if loops else step.function
+    earlier = [
+        (s.node.lineno, s.node.col_offset)
+        for s in flow.training_steps
+        if s.function is step.function and (s.node.lineno, s.node.col_offset) < step_pos
+    ]
+    after = max(earlier, default=(0, 0))
+    inside = flow.contains(region) if region is not None else (lambda _n: True)
+    trains = [
+        (c.node.lineno, c.node.col_offset)
+        for c in flow.mode_calls
+        if c.function is step.function and c.mode is Mode.TRAIN and is_prefix(c.model, model)
+    ]
+    for call in flow.model_calls:
+        pos = (call.node.lineno, call.node.col_offset)
+        if (
+            call.function is not step.function
+            or call.via is not None
+            or call.grad_enabled is False
+            or not _related(call.model, model)
+            or not (after < pos < step_pos)
+            or not inside(call.node)
+            or not any(pos < t < step_pos for t in trains)
+        ):
+            continue
+        state = flow.mode_before(call.node, model)
+        facts = [
+            f
+            for f in state.facts
+            if f.mode is Mode.EVAL and not flow.deliberate_eval(f, call.node, model)
+        ]
+        if facts:
+            return call.node, facts
+    return None
 
 
 def _imports_eval(ctx: FileContext) -> bool:
@@ -160,8 +226,7 @@ def _choose_anchor(
         return None
     # The latest candidate is the closest to the step; the re-check after
     # fixing completes the rare case where it does not cover every origin.
-    best = max(anchors, key=lambda s: (s.lineno, s.col_offset))
-    return best if _anchorable(ctx, best) else None
+    return max(anchors, key=lambda s: (s.lineno, s.col_offset))
 
 
 def _outermost(flow: ModeFlow, step: TrainingStep) -> list[str]:
