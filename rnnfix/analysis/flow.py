@@ -110,6 +110,10 @@ class ScopeRun:
         self.loops: list[Loop] = []
         self.guards: list[tuple[str, bool]] = []  # enclosing ``if`` tests
 
+    def key(self, text: str) -> str:
+        """The path the flow tracks ``text`` under here (must-aliases resolved)."""
+        return self.flow.canonical(text, self.scope)
+
     def fact(self, mode: Mode, origin: ast.AST) -> frozenset[ModeFact]:
         guard = self.guards[-1] if self.guards else None
         return frozenset({ModeFact(mode, origin, None, guard)})
@@ -140,7 +144,7 @@ class ScopeRun:
             return None
         if isinstance(s, ast.Assert):
             f = self.exprs(s.test, f)
-            return f if assume_mode(self.flow, s, s.test, True, f) else None
+            return f if assume_mode(self, s, s.test, True, f) else None
         if isinstance(s, (ast.Break, ast.Continue)):
             if self.loops:
                 target = self.loops[-1]
@@ -153,7 +157,7 @@ class ScopeRun:
             for body, value in ((s.body, polarity), (s.orelse, not polarity)):
                 branch = f.copy()
                 branch.assume((test, value))
-                if not assume_mode(self.flow, s, s.test, value == polarity, branch):
+                if not assume_mode(self, s, s.test, value == polarity, branch):
                     outs.append(None)  # ``if not model.training: raise``
                     continue
                 self.guards.append((test, value))
@@ -232,7 +236,7 @@ class ScopeRun:
         for t in targets:
             for name in _bound(t):
                 f.saved.pop(name, None)
-        saved = _mode_read(self.flow, s.value)
+        saved = _mode_read(self, s.value)
         if saved is not None and single is not None:
             f.saved[single] = (saved, f.lookup(saved))  # ``was = model.training``
         if isinstance(s, ast.AugAssign) or s.value is None:
@@ -242,6 +246,7 @@ class ScopeRun:
                 key = dotted(elt)
                 if key is None or not self.flow.is_model(key):
                     continue
+                key = self.key(key)
                 if elt is target:
                     self._assign_model(key, value, s, f)
                 else:  # unpacked from something we do not follow
@@ -256,6 +261,7 @@ class ScopeRun:
             f.set(key, frozenset({ModeFact(mode or Mode.TRAIN, s)}))
             return
         inner = dotted(unwrap_built(value, imports))
+        inner = self.key(inner) if inner is not None else None
         if inner == key:
             return  # ``model = model.to(device)``
         if inner is not None and self.flow.is_model(inner):
@@ -270,17 +276,17 @@ class ScopeRun:
         return f
 
     def call(self, call: ast.Call, f: Frame, ctor_target: str | None) -> None:
-        restored = _restored(call, f)
+        restored = _restored(self, call, f)
         if restored is not None:
             recv = mode_receiver(call, self.flow.imports)
             if recv is not None and self.flow.holds_model(recv):
-                f.set(self.flow.mode_target(recv), restored)  # ``model.train(was)``: the mode it was saved in
+                f.set(self.flow.mode_target(self.key(recv)), restored)  # ``model.train(was)``: the mode it was saved in
                 return
         switch = module_mode_switch(call)
         if switch is not None:
             recv = mode_receiver(call, self.flow.imports)
             if recv is not None and self.flow.holds_model(recv):
-                f.set(self.flow.mode_target(recv), self.fact(switch.mode, call))
+                f.set(self.flow.mode_target(self.key(recv)), self.fact(switch.mode, call))
             return
         res = self.flow.resolve(call, self.scope, ctor_target)
         if res is None:
@@ -306,6 +312,7 @@ class ScopeRun:
             mine = caller_key(key)
             if mine is None:
                 continue
+            mine = self.key(mine)
             facts = frozenset(f for m in eff.sets for f in self.fact(m, call))
             if eff.passthrough:
                 f.add(mine, facts)
@@ -314,12 +321,12 @@ class ScopeRun:
 
 
 # --- facts about the mode read from the program -----------------------------
-def _mode_read(flow: ModeFlow, value: ast.AST | None) -> str | None:
+def _mode_read(run: ScopeRun, value: ast.AST | None) -> str | None:
     """``model.training`` -> ``model`` when it is a model."""
     if isinstance(value, ast.Attribute) and value.attr == "training":
         key = dotted(value.value)
-        if key is not None and flow.holds_model(key):
-            return key
+        if key is not None and run.flow.holds_model(key):
+            return run.key(key)
     return None
 
 
@@ -332,7 +339,7 @@ def _bound(target: ast.AST) -> list[str]:
     return [text] if text is not None else []
 
 
-def _restored(call: ast.Call, f: Frame) -> Facts | None:
+def _restored(run: ScopeRun, call: ast.Call, f: Frame) -> Facts | None:
     """The saved facts ``model.train(was)`` / ``model.train(mode=was)`` restores."""
     if not (isinstance(call.func, ast.Attribute) and call.func.attr == "train"):
         return None
@@ -341,22 +348,19 @@ def _restored(call: ast.Call, f: Frame) -> Facts | None:
         return None
     text = dotted(flags[0])
     saved = f.saved.get(text) if text is not None else None
-    if saved is None or saved[0] != mode_receiver_text(call):
+    receiver = dotted(call.func.value)
+    if saved is None or receiver is None or saved[0] != run.key(receiver):
         return None
     return saved[1]
 
 
-def mode_receiver_text(call: ast.Call) -> str | None:
-    return dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
-
-
-def assume_mode(flow: ModeFlow, stmt: ast.stmt, test: ast.expr, truth: bool, f: Frame) -> bool:
+def assume_mode(run: ScopeRun, stmt: ast.stmt, test: ast.expr, truth: bool, f: Frame) -> bool:
     """Narrow ``f`` where ``test`` has the value ``truth``: ``model.training``
     (in ``assert`` or ``if``) and a saved mode (``if was: model.train()``).
     False when that cannot happen (the branch is dead)."""
     while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test, truth = test.operand, not truth
-    key = _mode_read(flow, test)
+    key = _mode_read(run, test)
     if key is not None:
         facts = f.lookup(key)
         if truth:

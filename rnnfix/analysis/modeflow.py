@@ -39,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from rnnfix.analysis.aliases import canonical, function_aliases
 from rnnfix.analysis.flow import Effect, ScopeRun, calls_in
 from rnnfix.analysis.gradctx import grad_context
 from rnnfix.analysis.intent import deliberate_eval
@@ -146,6 +147,7 @@ class ModeFlow:
             self._add_parameter_models()
         elif self.project is not None:
             self._add_external_arguments()
+        self._aliases: dict[FuncNode, dict[str, tuple[str, ast.stmt]]] = {}
         self._summaries: dict[FuncNode, Summary] = {}
         self._in_progress: set[FuncNode] = set()
         self._runs: dict[FuncNode | None, ScopeRun] = {}
@@ -177,11 +179,45 @@ class ModeFlow:
 
     def mode_before(self, node: ast.AST, model: str) -> ModeState:
         stmt = self.stmt_of(node)
-        run = self._runs.get(self.scope_of(node))
+        scope = self.scope_of(node)
+        run = self._runs.get(scope)
         if stmt is None or run is None:
             return ModeState(frozenset())
         frame = run.before.get(stmt)
-        return ModeState(frame.lookup(model) if frame is not None else frozenset())
+        key = self.canonical(model, scope)
+        return ModeState(frame.lookup(key) if frame is not None else frozenset())
+
+    def aliases(self, scope: FuncNode | None, params: bool = False) -> dict[str, tuple[str, ast.stmt]]:
+        """Must-aliases of ``scope`` (``rnnfix.analysis.aliases``): local names
+        of attributes; with ``params`` also parameters stored as attributes."""
+        if scope is None:
+            return {}
+        found = self._aliases.get(scope)
+        if found is None:
+            found = function_aliases(self.index, scope)
+            self._aliases[scope] = found
+        if params:
+            return found
+        info = self.index.functions.get(scope)
+        taken = set(info.params) | set(info.kwonly) if info is not None else set()
+        return {k: v for k, v in found.items() if k not in taken}
+
+    def canonical(self, key: str, scope: FuncNode | None) -> str:
+        """The path the flow tracks ``key`` under in ``scope`` (``model`` ->
+        ``self.model`` after ``model = self.model``)."""
+        return canonical(key, self.aliases(scope)) if scope is not None else key
+
+    def spelling(self, key: str, before: ast.stmt) -> str:
+        """How to write ``key`` in a statement inserted before ``before``: its
+        aliased path when the alias is not bound yet there."""
+        scope = self.scope_of(before)
+        found = self.aliases(scope).get(key.split(".")[0])
+        if found is not None and (before.lineno, before.col_offset) <= (
+            found[1].lineno,
+            found[1].col_offset,
+        ):
+            return self.canonical(key, scope)
+        return key
 
     def grad_enabled(self, node: ast.AST) -> bool | None:
         return self._grad(node, frozenset())
@@ -487,7 +523,7 @@ class ModeFlow:
             end = (node.end_lineno or 0, node.end_col_offset or 0)
             direct = self._forward_key(node)
             if direct is not None:
-                found.append((end, direct))
+                found.append((end, self.canonical(direct, info.node)))
                 continue
             callee = self.callee_summary(node, info.node)
             if callee is not None:

@@ -332,7 +332,7 @@ def _finding(ctx: FileContext, flow: ModeFlow, group: _Group) -> Finding:
         )
     fix = None
     if group.anchor is not None:
-        code = tuple(f"{m}.train()" for m in models)
+        code = tuple(f"{flow.spelling(m, group.anchor)}.train()" for m in models)
         where = _where(flow, group.anchor)
         fix = Fix(
             edits=(InsertStatements(anchor=_pos(ctx, group.anchor), code=code, where="before"),),
