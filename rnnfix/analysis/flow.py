@@ -280,7 +280,9 @@ class ScopeRun:
         if restored is not None:
             recv = mode_receiver(call, self.flow.imports)
             if recv is not None and self.flow.holds_model(recv):
-                f.set(self.flow.mode_target(self.key(recv)), restored)  # ``model.train(was)``: the mode it was saved in
+                f.set(
+                    self.flow.mode_target(self.key(recv)), restored
+                )  # ``model.train(was)``: the mode it was saved in
                 return
         switch = module_mode_switch(call)
         if switch is not None:

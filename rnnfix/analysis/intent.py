@@ -57,7 +57,7 @@ def deliberate_eval(
     end = next(k for k, s in enumerate(block) if s is ps[i])
     if start >= end:
         return False  # the step comes first: eval() reaches it in the next iteration
-    origin_pos = (origin.lineno, origin.col_offset)
+    origin_pos = (getattr(origin, "lineno", 0), getattr(origin, "col_offset", 0))
     step_pos = (step.lineno, step.col_offset)
     # Between the eval() and the step: the rest of the eval()'s statement,
     # the statements in between, and the training statement up to the step.

@@ -53,6 +53,7 @@ from rnnfix.analysis.models import (
 )
 from rnnfix.analysis.modestate import Facts, Mode, ModeFact, ModeState, is_prefix
 from rnnfix.analysis.names import dotted
+from rnnfix.analysis.optimizers import Optimizers
 from rnnfix.analysis.scopes import LOOPS, FileIndex, FuncNode, FunctionInfo, Resolved
 from rnnfix.analysis.syntax import walk_tree
 from rnnfix.analysis.torchapi import (
@@ -154,6 +155,7 @@ class ModeFlow:
         self._static_sites: dict[FuncNode, list[tuple[FuncNode | None, ast.Call, Resolved]]] = {}
         self._optimizers, self._not_optimizers = self._optimizer_names()
         self.wrappers = self._data_parallel_wrappers()
+        self.optimizers = Optimizers(self)
         if not summaries_only:
             self._analyse()
 
@@ -187,7 +189,9 @@ class ModeFlow:
         key = self.canonical(model, scope)
         return ModeState(frame.lookup(key) if frame is not None else frozenset())
 
-    def aliases(self, scope: FuncNode | None, params: bool = False) -> dict[str, tuple[str, ast.stmt]]:
+    def aliases(
+        self, scope: FuncNode | None, params: bool = False
+    ) -> dict[str, tuple[str, ast.stmt]]:
         """Must-aliases of ``scope`` (``rnnfix.analysis.aliases``): local names
         of attributes; with ``params`` also parameters stored as attributes."""
         if scope is None:
@@ -686,7 +690,7 @@ class ModeFlow:
         return yes, no
 
     def _is_optimizer(self, text: str) -> bool:
-        if text in self._optimizers:
+        if text in self._optimizers or self.optimizers.is_optimizer(text):
             return True
         if text in self._not_optimizers:
             return False
@@ -697,6 +701,8 @@ class ModeFlow:
         func = call.func
         if self.imports.qualname(func) == "torch.autograd.backward":
             return "backward"
+        if not call.args and not call.keywords and self._callable_optimizer(func):
+            return "optimizer_step"  # ``train_op = get_train_op(params=...)``; ``train_op()``
         if not isinstance(func, ast.Attribute):
             return None
         if func.attr == "backward":
@@ -717,6 +723,31 @@ class ModeFlow:
             if self._is_optimizer(recv):
                 return "optimizer_step"
         return None
+
+    def _callable_optimizer(self, func: ast.expr) -> bool:
+        """A call of an object built from ``parameters()`` by something other
+        than ``torch.optim`` (whose optimizers are not callable)."""
+        text = dotted(func)
+        return (
+            text is not None
+            and text not in self._optimizers
+            and not self.is_model(text)
+            and self.optimizers.is_optimizer(text)
+        )
+
+    def step_may_update(self, step: ast.Call, model: str) -> bool | None:
+        """Whether optimizer step ``step`` (``opt.step()``, ``train_op()``)
+        updates ``model``'s parameters; None when whose they are is unknown."""
+        func = step.func
+        receiver = dotted(func.value if isinstance(func, ast.Attribute) else func)
+        if receiver is None:
+            return None
+        scope = self.scope_of(step)
+        owners = self.optimizers.owners_of(receiver, scope)
+        if owners is None:
+            return None
+        key = self.canonical(model, scope)
+        return any(is_prefix(o, key) or is_prefix(key, o) for o in owners)
 
     def forward_path(self, call: ast.Call, is_model: Callable[[str], bool]) -> str | None:
         """``models.forward_path`` with this file's classes: the path whose

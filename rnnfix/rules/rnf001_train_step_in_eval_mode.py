@@ -282,10 +282,15 @@ def _step_may_update(ctx: FileContext, flow: ModeFlow, step: TrainingStep, model
     if not optimizer_steps:
         return True  # the step is somewhere we cannot see: assume it may
     evalgrad = ctx.facts.evalgrad
-    return any(
-        not isinstance(node.func, ast.Attribute) or evalgrad.step_may_update(node, model)
-        for node in optimizer_steps
-    )
+    for node in optimizer_steps:
+        known = flow.step_may_update(node, model)
+        if known is None:
+            known = not isinstance(node.func, ast.Attribute) or evalgrad.step_may_update(
+                node, model
+            )
+        if known:
+            return True
+    return False
 
 
 def _trains_before_stepping(flow: ModeFlow, step: TrainingStep, model: str) -> bool:

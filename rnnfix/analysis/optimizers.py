@@ -1,0 +1,117 @@
+"""Which objects are optimizers, and whose parameters each one updates.
+
+An optimizer is whatever is built from ``X.parameters()``: ``torch.optim.*``,
+a library's ``Lamb(chain(enc.parameters(), dec.parameters()))``, a
+``get_train_op(params=model.parameters())`` that returns a callable, param
+groups (``[{"params": net.head.parameters()}]``). It updates exactly the
+models whose ``parameters()`` it was given; one built inside a module's own
+class from ``self.parameters()`` (``self.critic.optimizer``) updates that
+module. Owners are written as the flow tracks them (must-aliases resolved:
+``self.model = model; Adam(model.parameters())`` updates ``self.model``).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from rnnfix.analysis.aliases import canonical
+from rnnfix.analysis.names import dotted
+from rnnfix.analysis.scopes import FuncNode
+from rnnfix.analysis.torchapi import strip_self_returning
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.modeflow import ModeFlow
+
+# Calls that take parameters but build no optimizer (counting, clipping, copying).
+_NOT_OPTIMIZERS = frozenset(
+    {"sum", "len", "list", "tuple", "set", "sorted", "max", "min", "any", "all", "print",
+     "iter", "next", "enumerate", "zip", "map", "dict", "copy", "deepcopy"}
+)  # fmt: skip
+
+Key = tuple[str | None, str]  # (class name for ``self.x`` paths, dotted text)
+
+
+class Optimizers:
+    def __init__(self, flow: ModeFlow) -> None:
+        self.flow = flow
+        self._owners: dict[Key, set[str] | None] = {}
+        self.class_optimizers: dict[str, set[str]] = {}  # module class -> optimizer attrs
+        for scope in [None, *flow.index.functions]:
+            for node in flow.index.scope_nodes(scope):
+                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                    self._record(node, scope)
+
+    def _record(self, node: ast.Assign | ast.AnnAssign, scope: FuncNode | None) -> None:
+        assert node.value is not None
+        value = strip_self_returning(node.value)
+        if not isinstance(value, ast.Call):
+            return
+        qual = self.flow.imports.qualname(value.func) or dotted(value.func) or ""
+        last = qual.rsplit(".", 1)[-1]
+        if last in _NOT_OPTIMIZERS or qual.startswith("torch.nn.") or "sched" in qual.lower():
+            return
+        params = next((k.value for k in value.keywords if k.arg == "params"), None)
+        if params is None and value.args:
+            params = value.args[0]
+        owners = _parameter_owners(params) if params is not None else None
+        if not owners:
+            return  # not built from parameters(): not known to be an optimizer
+        aliases = self.flow.aliases(scope, params=True)
+        mine = {canonical(o, aliases) for o in owners}
+        cls = self._class_of(scope)
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            text = dotted(target)
+            if text is None:
+                continue
+            key = self._key(text, cls)
+            if key in self._owners and self._owners[key] is not None:
+                self._owners[key] = (self._owners[key] or set()) | mine
+            else:
+                self._owners.setdefault(key, mine)
+            if cls is not None and text.startswith("self.") and mine == {"self"}:
+                self.class_optimizers.setdefault(cls, set()).add(text[len("self.") :])
+
+    def _class_of(self, scope: FuncNode | None) -> str | None:
+        info = self.flow.index.functions.get(scope) if scope is not None else None
+        return info.cls.name if info is not None and info.cls is not None else None
+
+    @staticmethod
+    def _key(text: str, cls: str | None) -> Key:
+        return (cls if text.startswith("self.") else None, text)
+
+    def is_optimizer(self, text: str, scope: FuncNode | None = None) -> bool:
+        return self.owners_of(text, scope) is not None or any(t == text for _, t in self._owners)
+
+    def owners_of(self, text: str, scope: FuncNode | None) -> frozenset[str] | None:
+        """The models (as the flow tracks them in ``scope``) whose parameters
+        the optimizer ``text`` updates; None when unknown."""
+        found = self._owners.get(self._key(text, self._class_of(scope)))
+        if found is not None:
+            return frozenset(found)
+        owner, _, attr = text.rpartition(".")
+        if owner:
+            info = self.flow.model_info(self.flow.canonical(owner, scope))
+            cls = info.class_name if info is not None else None
+            if cls is not None and attr in self.class_optimizers.get(cls, set()):
+                return frozenset({self.flow.canonical(owner, scope)})
+        return None
+
+
+def _parameter_owners(params: ast.AST) -> set[str] | None:
+    """``model.parameters()``, ``chain(a.parameters(), b.parameters())``,
+    ``[{"params": net.head.parameters()}]`` -> owners; None when some part of
+    it is not a dotted path."""
+    owners: set[str] = set()
+    for node in ast.walk(params):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("parameters", "named_parameters")
+        ):
+            owner = dotted(node.func.value)
+            if owner is None:
+                return None
+            owners.add(owner)
+    return owners
