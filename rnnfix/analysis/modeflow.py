@@ -746,8 +746,38 @@ class ModeFlow:
         owners = self.optimizers.owners_of(receiver, scope)
         if owners is None:
             return None
-        key = self.canonical(model, scope)
-        return any(is_prefix(o, key) or is_prefix(key, o) for o in owners)
+        return self._owned(owners, self.canonical(model, scope), scope, 0)
+
+    def _owned(
+        self, owners: frozenset[str], key: str, scope: FuncNode | None, depth: int
+    ) -> bool | None:
+        if any(is_prefix(o, key) or is_prefix(key, o) for o in owners):
+            return True
+        info = self.index.functions.get(scope) if scope is not None else None
+        root, _, rest = key.partition(".")
+        this = info.params[0] if info is not None and info.is_method else None
+        if info is None or root == this or root not in {*info.params, *info.kwonly}:
+            return False
+        # A parameter: whatever its callers pass (``train(model, ...)`` with a
+        # global optimizer over ``model``); unknown without callers.
+        sites = self._static_sites.get(info.node, [])
+        if not sites or depth > 2:
+            return None
+        verdicts = set()
+        for caller, _, res in sites:
+            mine = res.args.get(root)
+            if mine is None:
+                return None
+            found = self._owned(
+                owners,
+                self.canonical(mine + ("." + rest if rest else ""), caller),
+                caller,
+                depth + 1,
+            )
+            if found is None:
+                return None
+            verdicts.add(found)
+        return True in verdicts
 
     def forward_path(self, call: ast.Call, is_model: Callable[[str], bool]) -> str | None:
         """``models.forward_path`` with this file's classes: the path whose
