@@ -645,10 +645,47 @@ class ModeFlow:
                     cause = f.cause if f.origin is run.scope_node else f.origin
                     facts.add(ModeFact(f.mode, fn, cause))
             result = frozenset(facts) if facts else unknown
+            if not self._static_sites.get(fn):
+                result |= self._object_state(fn, key)
             cache[key] = result
             return result
 
         return lookup
+
+    def _object_state(self, fn: FuncNode, key: str) -> Facts:
+        """A public method nobody in the file calls (an entry point such as
+        ``fit()``) may run after any public method of its object: it is
+        entered with ``self.<model>`` in the mode any of them (the
+        constructor included) may leave it in. Only eval matters: a
+        ``predict()`` that never restores train mode breaks the next ``fit()``."""
+        info = self.index.functions.get(fn)
+        if info is None or info.cls is None or not info.is_method or not _public(fn.name):
+            return frozenset()
+        cls = info.cls
+        if cls.name in self.classes.modules or cls.name in self.classes.lightning:
+            return frozenset()  # a module's own mode is its caller's business
+        this, _, rest = key.partition(".")
+        if this != info.params[0] or not rest:
+            return frozenset()
+        out: set[ModeFact] = set()
+        for stmt in cls.body:
+            other = self.index.functions.get(stmt) if isinstance(stmt, FuncNode) else None
+            if other is None or not other.is_method or not _public(stmt.name):
+                continue
+            mine = f"{other.params[0]}.{rest}"
+            effect = self.summary(other).effects.get(mine)
+            if effect is None or Mode.EVAL not in effect.sets:
+                continue
+            cause: ast.AST = next(
+                (
+                    c.node
+                    for c in self.mode_calls
+                    if c.function is stmt and c.mode is Mode.EVAL and is_prefix(c.model, mine)
+                ),
+                stmt,
+            )
+            out.add(ModeFact(Mode.EVAL, fn, cause))
+        return frozenset(out)
 
     def _data_parallel_wrappers(self) -> frozenset[str]:
         """Paths assigned a DataParallel/DDP/FSDP wrapper somewhere in the file:
@@ -905,6 +942,11 @@ class ModeFlow:
             return None
         values = {self._grad(call, seen | {scope}) for _, call, _ in sites}
         return values.pop() if len(values) == 1 else None
+
+
+def _public(name: str) -> bool:
+    """A method a user of the object calls: not ``_private``; the constructor counts."""
+    return name == "__init__" or not name.startswith("_")
 
 
 def _pos(node: ast.AST) -> tuple[int, int]:
