@@ -670,7 +670,7 @@ class ModeFlow:
         out: set[ModeFact] = set()
         for stmt in cls.body:
             other = self.index.functions.get(stmt) if isinstance(stmt, FuncNode) else None
-            if other is None or not other.is_method or not _public(stmt.name):
+            if other is None or not other.is_method or not _public(other.name):
                 continue
             mine = f"{other.params[0]}.{rest}"
             effect = self.summary(other).effects.get(mine)
