@@ -29,7 +29,8 @@ _NOT_OPTIMIZERS = frozenset(
      "iter", "next", "enumerate", "zip", "map", "dict", "copy", "deepcopy"}
 )  # fmt: skip
 
-Key = tuple[str | None, str]  # (class name for ``self.x`` paths, dotted text)
+# (class name for ``self.x`` paths, else the function or module binding it; dotted text)
+Key = tuple[str | ast.AST | None, str]
 
 
 class Optimizers:
@@ -65,7 +66,7 @@ class Optimizers:
             text = dotted(target)
             if text is None:
                 continue
-            key = self._key(text, cls)
+            key = (cls, text) if text.startswith("self.") else (scope, text)
             if key in self._owners and self._owners[key] is not None:
                 self._owners[key] = (self._owners[key] or set()) | mine
             else:
@@ -77,17 +78,30 @@ class Optimizers:
         info = self.flow.index.functions.get(scope) if scope is not None else None
         return info.cls.name if info is not None and info.cls is not None else None
 
-    @staticmethod
-    def _key(text: str, cls: str | None) -> Key:
-        return (cls if text.startswith("self.") else None, text)
-
     def is_optimizer(self, text: str, scope: FuncNode | None = None) -> bool:
         return self.owners_of(text, scope) is not None or any(t == text for _, t in self._owners)
+
+    def _lookup(self, text: str, scope: FuncNode | None) -> set[str] | None:
+        """Python's scoping: the function's own binding, an enclosing
+        function's, the module's; a parameter on the way hides them."""
+        if text.startswith("self."):
+            return self._owners.get((self._class_of(scope), text))
+        root = text.split(".")[0]
+        fn = scope
+        while fn is not None:
+            found = self._owners.get((fn, text))
+            if found is not None:
+                return found
+            info = self.flow.index.functions.get(fn)
+            if info is None or root in info.params or root in info.kwonly:
+                return None
+            fn = info.parent
+        return self._owners.get((None, text))
 
     def owners_of(self, text: str, scope: FuncNode | None) -> frozenset[str] | None:
         """The models (as the flow tracks them in ``scope``) whose parameters
         the optimizer ``text`` updates; None when unknown."""
-        found = self._owners.get(self._key(text, self._class_of(scope)))
+        found = self._lookup(text, scope)
         if found is not None:
             return frozenset(found)
         owner, _, attr = text.rpartition(".")

@@ -323,7 +323,12 @@ def _finding(ctx: FileContext, flow: ModeFlow, group: _Group) -> Finding:
     names = _join_names(models)
     facts = sorted(
         (f for m in models for f in group.models[m]),
-        key=lambda f: (getattr(f.origin, "lineno", 0), getattr(f.origin, "col_offset", 0)),
+        key=lambda f: (
+            getattr(f.origin, "lineno", 0),
+            getattr(f.origin, "col_offset", 0),
+            getattr(f.cause, "lineno", 0),
+            getattr(f.cause, "col_offset", 0),
+        ),
     )
     if group.safe:
         message = (
