@@ -761,6 +761,39 @@ class ModeFlow:
                 return "optimizer_step"
         return None
 
+    @functools.cached_property
+    def refreshed_targets(self) -> frozenset[str]:
+        """Models whose weights are copied from another model rather than
+        trained: ``target.load_state_dict(net.state_dict())``, or a loop over
+        ``zip(net.parameters(), target.parameters())`` that writes the
+        target's (``copy_``, Polyak/EMA ``mul_``/``add_``/``lerp_``). Target
+        networks stay in eval on purpose; no rule puts them in train mode."""
+        found: set[str] = set()
+        for node in walk_tree(self.tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "load_state_dict"
+                and node.args
+                and isinstance(node.args[0], ast.Call)
+                and isinstance(node.args[0].func, ast.Attribute)
+                and node.args[0].func.attr == "state_dict"
+            ):
+                target, source = dotted(node.func.value), dotted(node.args[0].func.value)
+                if target and source and target != source:
+                    found.add(target)
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                found.update(_polyak_targets(node))
+        return frozenset(k for k in found if self.is_model(k))
+
+    def is_target_network(self, model: str, scope: FuncNode | None) -> bool:
+        """``model`` is refreshed from another model and no optimizer of this
+        file is known to update it."""
+        key = self.canonical(model, scope)
+        if not any(is_prefix(t, key) or is_prefix(t, model) for t in self.refreshed_targets):
+            return False
+        return not self.optimizers.may_own(key)
+
     def _callable_optimizer(self, func: ast.expr) -> bool:
         """A call of an object built from ``parameters()`` by something other
         than ``torch.optim`` (whose optimizers are not callable)."""
@@ -942,6 +975,47 @@ class ModeFlow:
             return None
         values = {self._grad(call, seen | {scope}) for _, call, _ in sites}
         return values.pop() if len(values) == 1 else None
+
+
+_WRITES = frozenset({"copy_", "mul_", "add_", "lerp_", "mul", "set_"})
+
+
+def _polyak_targets(loop: ast.For | ast.AsyncFor) -> set[str]:
+    """``for p, tp in zip(net.parameters(), target.parameters()): tp.data.mul_(...)``
+    -> {``target``}: the models whose parameters the loop body writes."""
+    it = loop.iter
+    if not (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id == "zip"
+        and isinstance(loop.target, ast.Tuple)
+        and len(loop.target.elts) == len(it.args)
+    ):
+        return set()
+    owners: dict[str, str] = {}
+    for name, arg in zip(loop.target.elts, it.args, strict=True):
+        if (
+            isinstance(name, ast.Name)
+            and isinstance(arg, ast.Call)
+            and isinstance(arg.func, ast.Attribute)
+            and arg.func.attr == "parameters"
+        ):
+            owner = dotted(arg.func.value)
+            if owner is not None:
+                owners[name.id] = owner
+    out: set[str] = set()
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr not in _WRITES:
+                continue
+            base = node.func.value
+            while isinstance(base, (ast.Attribute, ast.Call)):
+                base = base.func if isinstance(base, ast.Call) else base.value
+            if isinstance(base, ast.Name) and base.id in owners:
+                out.add(owners[base.id])
+    if len(out) == len(owners):
+        return set()  # every model written: not a source -> target copy
+    return out
 
 
 def _public(name: str) -> bool:

@@ -98,6 +98,14 @@ class Optimizers:
             fn = info.parent
         return self._owners.get((None, text))
 
+    def may_own(self, model: str) -> bool:
+        """Some optimizer of the file may update ``model``: one built from its
+        parameters, or one whose owners are not all known."""
+        for owners in self._owners.values():
+            if owners is None or any(model == o or model.startswith(o + ".") for o in owners):
+                return True
+        return False
+
     def owners_of(self, text: str, scope: FuncNode | None) -> frozenset[str] | None:
         """The models (as the flow tracks them in ``scope``) whose parameters
         the optimizer ``text`` updates; None when unknown."""

@@ -98,6 +98,8 @@ class TrainStepInEvalMode(Rule):
             for model in _outermost(flow, step):
                 if not _step_may_update(ctx, flow, step, model):
                     continue  # e.g. an actor update through an eval-mode critic (RNF004)
+                if flow.is_target_network(model, step.function):
+                    continue  # refreshed by copy/Polyak/EMA: kept in eval on purpose
                 state = flow.mode_before(step.node, model)
                 # Frozen-BatchNorm fine-tuning: an eval() whose only successor
                 # is training is the author's choice, even with --strict.
