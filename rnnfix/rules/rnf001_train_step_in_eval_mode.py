@@ -57,6 +57,13 @@ used only under `torch.no_grad()` (a target network) get none.
 A backward that runs in eval mode on purpose (saliency, adversarial examples) and feeds
 no optimizer step is not a training step: RNF004 covers it.
 
+Left alone on purpose: an `eval()` whose only successor is training in the same function
+and iteration (fine-tuning with frozen BatchNorm statistics, linear probing; nothing
+evaluates between it and the step), a helper that saves and restores the mode
+(`was = model.training; ...; model.train(was)`), target networks that no optimizer
+updates (refreshed by `load_state_dict` or Polyak/EMA averaging), and a model kept in
+eval while another model's optimizer steps through it (RNF004 when it has an RNN).
+
 ## Fix safety
 Safe: it restores the mode the training step was written for, and does nothing when the
 model already is in train mode. With `--strict`, training loops and functions whose
