@@ -87,6 +87,40 @@ def _evaluates(
         if callee is not None and callee[0].optimizer_step:
             return False  # a training helper: it is the training, not an evaluation
         return True
+    # A helper of this file that reaches the model without being passed it
+    # (a global, ``self.model`` through ``self.validate()``): it may evaluate it.
+    res = flow.index.resolve(call, scope)
+    if res is None or flow.summary(res.callee).optimizer_step:
+        return False
+    return _mentions(flow, res.callee.node, model, res.receiver, set())
+
+
+def _mentions(
+    flow: ModeFlow, fn: FuncNode, model: str, receiver: str | None, seen: set[FuncNode]
+) -> bool:
+    """Whether ``fn`` (or a function of this file it calls) names ``model``:
+    as a global, or as ``self.<attr>`` when ``self`` is ``receiver``."""
+    if fn in seen or len(seen) > 8:
+        return False
+    seen.add(fn)
+    info = flow.index.functions.get(fn)
+    if info is None:
+        return False
+    this = info.params[0] if info.is_method else None
+    root, _, rest = model.partition(".")
+    for node in flow.index.scope_nodes(fn):
+        text = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if text is not None:
+            if root not in info.locals and is_prefix(root, text) and this != root:
+                return True
+            if this is not None and receiver is not None and text.startswith(this + "."):
+                mine = receiver + text[len(this) :]
+                if is_prefix(mine, model) or is_prefix(model, mine):
+                    return True
+        if isinstance(node, ast.Call):
+            res = flow.index.resolve(node, fn)
+            if res is not None and _mentions(flow, res.callee.node, model, res.receiver, seen):
+                return True
     return False
 
 
