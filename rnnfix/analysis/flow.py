@@ -47,7 +47,7 @@ class Loop:
     continues: list[Frame] = field(default_factory=list)
 
 
-def _chained_mode(value: ast.AST) -> Mode | None:
+def chained_mode(value: ast.AST) -> Mode | None:
     """The mode the last mode call in a self-returning chain sets:
     ``Net().to(dev).eval()`` -> eval."""
     while (
@@ -257,7 +257,7 @@ class ScopeRun:
         imports = self.flow.imports
         if built_class(value, imports, self.flow.classes) is not None:
             # A new module trains, unless the chain switches it: ``Net().eval()``.
-            mode = _chained_mode(value)
+            mode = chained_mode(value)
             f.set(key, frozenset({ModeFact(mode or Mode.TRAIN, s)}))
             return
         inner = dotted(unwrap_built(value, imports))

@@ -21,7 +21,8 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from rnnfix.analysis.modestate import ModeFact, is_prefix
+from rnnfix.analysis.flow import chained_mode
+from rnnfix.analysis.modestate import Mode, ModeFact, is_prefix
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.placement import container, statement_path
 from rnnfix.analysis.scopes import LOOPS, FuncNode
@@ -35,9 +36,15 @@ def deliberate_eval(
     flow: ModeFlow, fact: ModeFact, step: ast.Call, scope: FuncNode | None, model: str
 ) -> bool:
     origin = fact.origin
-    switch = mode_switch(origin)
-    if switch is None or flow.scope_of(origin) is not scope:
-        return False  # a helper's or a caller's eval(): another function
+    if isinstance(origin, (ast.Assign, ast.AnnAssign)) and origin.value is not None:
+        # ``vgg = VGG().to(device).eval()``: a frozen feature extractor
+        built = origin.value
+        if chained_mode(built) is not Mode.EVAL:
+            return False
+    elif mode_switch(origin) is None:
+        return False  # a helper's eval(), or the model as a caller left it
+    if flow.scope_of(origin) is not scope:
+        return False  # another function
     scope_node: ast.AST = scope if scope is not None else flow.tree
     px = statement_path(origin, scope_node, flow.parents)
     ps = statement_path(step, scope_node, flow.parents)
@@ -68,7 +75,10 @@ def deliberate_eval(
             pos = (node.lineno, node.col_offset)
             if not origin_pos < pos < step_pos:
                 continue
-            if _evaluates(flow, node, model, scope, training_stmt=stmt is block[end]):
+            # Straight-line code (``eval(); out = model(x); loss.backward()``):
+            # a forward with grad before the step's own statement feeds it.
+            feeds = stmt is block[end] or ps[i] is ps[-1]
+            if _evaluates(flow, node, model, scope, training_stmt=feeds):
                 return False
     return True
 
