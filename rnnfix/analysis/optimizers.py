@@ -56,6 +56,12 @@ class Optimizers:
         if params is None and value.args:
             params = value.args[0]
         owners = _parameter_owners(params) if params is not None else None
+        if owners == set() and isinstance(params, (ast.List, ast.Tuple)) and params.elts:
+            # ``Adam([image])``, ``Adam([self.log_alpha])``: tensors optimised
+            # directly; an element such as ``model.weight`` is part of ``model``.
+            texts = [dotted(e) for e in params.elts]
+            if all(t is not None for t in texts) and self._optimiser_class(value):
+                owners = {t for t in texts if t is not None}
         if not owners:
             return  # not built from parameters(): not known to be an optimizer
         aliases = self.flow.aliases(scope, params=True)
@@ -73,6 +79,11 @@ class Optimizers:
                 self._owners.setdefault(key, mine)
             if cls is not None and text.startswith("self.") and mine == {"self"}:
                 self.class_optimizers.setdefault(cls, set()).add(text[len("self.") :])
+
+    def _optimiser_class(self, value: ast.Call) -> bool:
+        """A torch optimizer: a list of tensors given to anything else says
+        nothing about optimisation."""
+        return (self.flow.imports.qualname(value.func) or "").startswith("torch.optim.")
 
     def _class_of(self, scope: FuncNode | None) -> str | None:
         info = self.flow.index.functions.get(scope) if scope is not None else None
