@@ -36,22 +36,49 @@ Key = tuple[str | ast.AST | None, str]
 class Optimizers:
     def __init__(self, flow: ModeFlow) -> None:
         self.flow = flow
-        self._owners: dict[Key, set[str] | None] = {}
         self.class_optimizers: dict[str, set[str]] = {}  # module class -> optimizer attrs
+        # Every binding of a path: the models it updates when it is built
+        # from ``parameters()``, None for anything else (then it is unknown).
+        seen: dict[Key, list[set[str] | None]] = {}
         for scope in [None, *flow.index.functions]:
+            cls = self._class_of(scope)
             for node in flow.index.scope_nodes(scope):
-                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-                    self._record(node, scope)
+                for text, owners in self._bindings(node, scope):
+                    key: Key = (cls, text) if text.startswith("self.") else (scope, text)
+                    seen.setdefault(key, []).append(owners)
+                    if cls is not None and text.startswith("self.") and owners == {"self"}:
+                        self.class_optimizers.setdefault(cls, set()).add(text[len("self.") :])
+        self._owners: dict[Key, set[str] | None] = {}
+        for key, found in seen.items():
+            if any(o is not None for o in found):
+                known = [o for o in found if o is not None]
+                complete = len(known) == len(found)
+                self._owners[key] = set().union(*known) if complete else None
 
-    def _record(self, node: ast.Assign | ast.AnnAssign, scope: FuncNode | None) -> None:
-        assert node.value is not None
-        value = strip_self_returning(node.value)
+    def _bindings(self, node: ast.AST, scope: FuncNode | None) -> list[tuple[str, set[str] | None]]:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            if isinstance(node.value, ast.Constant) and node.value.value is None:
+                return []  # ``optimizer = None`` before it is built: nothing steps it
+            targets: list[ast.expr] = (
+                list(node.targets) if isinstance(node, ast.Assign) else [node.target]
+            )
+            owners = self._built_from(node.value, scope) if len(targets) == 1 else None
+            return [(t, owners if t_node is targets[0] else None) for t_node, t in _texts(targets)]
+        if isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
+            return [(t, None) for _, t in _texts([node.target])]
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            bound = [i.optional_vars for i in node.items if i.optional_vars is not None]
+            return [(t, None) for _, t in _texts(bound)]
+        return []
+
+    def _built_from(self, built: ast.expr, scope: FuncNode | None) -> set[str] | None:
+        value = strip_self_returning(built)
         if not isinstance(value, ast.Call):
-            return
+            return None
         qual = self.flow.imports.qualname(value.func) or dotted(value.func) or ""
         last = qual.rsplit(".", 1)[-1]
         if last in _NOT_OPTIMIZERS or qual.startswith("torch.nn.") or "sched" in qual.lower():
-            return
+            return None
         params = next((k.value for k in value.keywords if k.arg == "params"), None)
         if params is None and value.args:
             params = value.args[0]
@@ -63,22 +90,9 @@ class Optimizers:
             if all(t is not None for t in texts) and self._optimiser_class(value):
                 owners = {t for t in texts if t is not None}
         if not owners:
-            return  # not built from parameters(): not known to be an optimizer
+            return None  # not built from parameters(): not known to be an optimizer
         aliases = self.flow.aliases(scope, params=True)
-        mine = {canonical(o, aliases) for o in owners}
-        cls = self._class_of(scope)
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        for target in targets:
-            text = dotted(target)
-            if text is None:
-                continue
-            key = (cls, text) if text.startswith("self.") else (scope, text)
-            if key in self._owners and self._owners[key] is not None:
-                self._owners[key] = (self._owners[key] or set()) | mine
-            else:
-                self._owners.setdefault(key, mine)
-            if cls is not None and text.startswith("self.") and mine == {"self"}:
-                self.class_optimizers.setdefault(cls, set()).add(text[len("self.") :])
+        return {canonical(o, aliases) for o in owners}
 
     def _optimiser_class(self, value: ast.Call) -> bool:
         """A torch optimizer: a list of tensors given to anything else says
@@ -130,6 +144,21 @@ class Optimizers:
             if cls is not None and attr in self.class_optimizers.get(cls, set()):
                 return frozenset({self.flow.canonical(owner, scope)})
         return None
+
+
+def _texts(targets: list[ast.expr]) -> list[tuple[ast.expr, str]]:
+    """Dotted paths a binding target writes; tuple elements one by one."""
+    out: list[tuple[ast.expr, str]] = []
+    for t in targets:
+        if isinstance(t, (ast.Tuple, ast.List)):
+            out.extend(_texts(list(t.elts)))
+        elif isinstance(t, ast.Starred):
+            out.extend(_texts([t.value]))
+        else:
+            text = dotted(t)
+            if text is not None:
+                out.append((t, text))
+    return out
 
 
 def _parameter_owners(params: ast.AST) -> set[str] | None:
