@@ -29,3 +29,25 @@ def test_fix_is_noop_on_clean_source() -> None:
 def test_syntax_error_raises() -> None:
     with pytest.raises(SyntaxError):
         rnnfix.check("def f(:\n")
+
+
+def test_fix_reports_followups_at_the_input_lines() -> None:
+    src = (
+        "import torch\nfrom torch import nn\n\n"
+        "model = nn.Sequential(nn.Linear(8, 2), nn.Dropout(0.5))\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n\n"
+        "model.train()\n"
+        "for epoch in range(3):\n"
+        "    for x, y in train_loader:\n"
+        "        opt.zero_grad()\n"
+        "        nn.functional.cross_entropy(model(x), y).backward()\n"
+        "        opt.step()\n"
+        "    for x, y in val_loader:\n"
+        "        print(model(x))\n"
+    )
+    result = rnnfix.fix(src)
+    assert [(f.code, f.line) for f in result.initial] == [("RNF003", 13)]
+    assert [(f.code, f.line) for f in result.followups] == [("RNF001", 12)]  # opt.step()
+    assert [f.code for f in result.reported] == ["RNF001", "RNF003"]
+    assert len(result.reported) == len(result.applied)
+    assert rnnfix.fix(result.fixed).fixed == result.fixed

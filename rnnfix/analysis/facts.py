@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from rnnfix.analysis.evalgrad import EvalGradAnalysis
     from rnnfix.analysis.modeflow import ModeFlow
     from rnnfix.analysis.project import ProjectView
+    from rnnfix.analysis.receivers import Receivers
     from rnnfix.rules.base import FileContext
 
 
@@ -42,6 +43,13 @@ class FileFacts:
         from rnnfix.analysis.modeflow import ModeFlow
 
         return ModeFlow(self.ctx)
+
+    @functools.cached_property
+    def receivers(self) -> Receivers:
+        """Whether a fix may call ``train()``/``eval()`` on an object (overrides, real modules)."""
+        from rnnfix.analysis.receivers import Receivers
+
+        return Receivers(self.ctx)
 
     @functools.cached_property
     def evalgrad(self) -> EvalGradAnalysis:

@@ -14,7 +14,12 @@ picklable data (worker processes get the index):
   it runs an optimizer step, and which models its training step uses in the
   mode the caller left them in;
 - for each class: whether it is an ``nn.Module`` subclass and which cuDNN RNNs
-  an instance holds (``rnns.RnnIndex.of_class``);
+  an instance holds (``rnns.RnnIndex.of_class``); for a module class, why
+  ``train()``/``eval()`` cannot be called on an instance (an override without
+  ``mode``, or that is another method; its bases' and submodules' in its file
+  too) and whether it holds parameters or mode-dependent layers
+  (``receivers.ClassTable``). A file that only defines ``def train(``/``def
+  eval(`` passes the pre-filter for this;
 - its import bindings, to follow re-exports (``from .trainer import fit`` in a
   package's ``__init__.py``).
 
@@ -45,7 +50,7 @@ import copy
 import os
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -60,6 +65,8 @@ if TYPE_CHECKING:
     from rnnfix.analysis.scopes import FuncNode, FunctionInfo
 
 MODE_TOKENS = (".eval(", ".train(", ".backward(", ".step(")
+# A class that overrides ``train``/``eval`` matters to every mode call on it.
+OVERRIDE_TOKENS = ("def train(", "def eval(")
 _IMPORT_LINE = re.compile(
     r"^[ \t]*(?:from[ \t]+(\.)|from[ \t]+([A-Za-z_]\w*)|import[ \t]+([^\n#;\\]+))", re.M
 )
@@ -102,6 +109,12 @@ class ClassSummary:
     is_module: bool  # an ``nn.Module`` subclass (as far as its own file shows)
     rnns: tuple[RnnSpec, ...]  # cuDNN RNNs an instance holds, by attribute path
     methods: dict[str, FunctionSummary] = field(default_factory=dict)  # bases of its file too
+    # ``train``/``eval`` overridden so that a mode call on an instance cannot
+    # go through (the class, its bases and its submodules' classes in its
+    # file): method -> why (``classfacts.mode_overrides``).
+    mode_overrides: dict[str, str] = field(default_factory=dict)
+    holds_state: bool = True  # parameters, submodules or mode-dependent code (``classfacts``)
+    is_test: bool = False  # a unittest ``TestCase`` subclass (rnnfix.analysis.testcode)
 
 
 @dataclass(frozen=True)
@@ -485,8 +498,11 @@ def summarise(source: str, path: str) -> ModuleSummary | None:
     the index knows nothing about."""
     mode_code = any(t in source for t in MODE_TOKENS)
     rnn_code = any(t in source for t in RNN_TOKENS)
+    # A file without mode code still tells callers which classes cannot take a mode call.
+    rnn_code = rnn_code or any(t in source for t in OVERRIDE_TOKENS)
     package = os.path.basename(path) == "__init__.py" and "import" in source
-    if not (mode_code or rnn_code or package):
+    tests = "TestCase" in source  # a base of other files' test classes
+    if not (mode_code or rnn_code or package or tests):
         return None
     try:
         return _summarise(source, path, mode_code, rnn_code)
@@ -498,8 +514,10 @@ def _summarise(source: str, path: str, mode_code: bool, rnn_code: bool) -> Modul
     from rnnfix.analysis.imports import ImportMap
     from rnnfix.analysis.modeflow import ModeFlow
     from rnnfix.analysis.models import ModuleClasses
+    from rnnfix.analysis.receivers import ClassTable
     from rnnfix.analysis.rnns import RnnIndex
     from rnnfix.analysis.scopes import FileIndex
+    from rnnfix.analysis.testcode import test_case_classes
     from rnnfix.rules.base import FileContext
 
     tree = ast.parse(source)
@@ -516,6 +534,11 @@ def _summarise(source: str, path: str, mode_code: bool, rnn_code: bool) -> Modul
         )
         # RNNs are assigned in methods that do not switch modes: the whole tree.
         rnns = RnnIndex(tree, ImportMap.build(tree)) if rnn_code else None
+        # Class facts read every method (``__init__`` too): the whole tree.
+        defs = {c.name: c for c in _statements(tree.body) if isinstance(c, ast.ClassDef)}
+        table = ClassTable(
+            defs, ctx.facts.imports, module_classes.modules, None, os.path.basename(path)
+        )
         if flow is not None:
             for name, info in index.module_functions.items():
                 fs = _function(flow, info) if info.node in kept else None
@@ -536,7 +559,18 @@ def _summarise(source: str, path: str, mode_code: bool, rnn_code: bool) -> Modul
             specs = (rnns.of_class(name) if rnns is not None else None) or ()
             is_module = name in module_classes.modules
             if methods or specs or is_module:
-                classes[name] = ClassSummary(name, is_module, specs, methods)
+                overrides = table.overrides(name) if is_module else {}
+                state = table.holds_state(name) if is_module else True
+                classes[name] = ClassSummary(
+                    name, is_module, specs, methods, mode_overrides=overrides, holds_state=state
+                )
+    for cls in test_case_classes(tree, ImportMap.build(tree)) if "TestCase" in source else ():
+        known = classes.get(cls.name)
+        classes[cls.name] = (
+            replace(known, is_test=True)
+            if known is not None
+            else ClassSummary(cls.name, False, (), is_test=True)
+        )
     if not (functions or classes or os.path.basename(path) == "__init__.py"):
         return None
     return ModuleSummary(functions, classes, imports)

@@ -130,3 +130,35 @@ def module_mode_switch(node: ast.AST, lenient: bool = False) -> ModeSwitch | Non
     if sw is None or not (sw.is_module_switch or lenient):
         return None
     return sw
+
+
+# ``torch.nn`` modules with no parameters and no mode-dependent behaviour:
+# activations, pooling, padding, reshaping, distances, losses. A mode call on
+# one changes nothing, so such a module is never the model a fix is about
+# (``softmax = nn.Softmax()`` is called in evaluation, but the model is not it).
+# Dropout and the norms are *not* here: their mode is what matters.
+_STATELESS = frozenset(
+    {
+        "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish",
+        "Sigmoid", "Tanh", "Softmax", "Softmax2d", "LogSoftmax", "Softmin", "Softplus",
+        "Softsign", "Softshrink", "Hardshrink", "Hardtanh", "Hardsigmoid", "Hardswish",
+        "LogSigmoid", "Tanhshrink", "Threshold", "GLU", "Identity", "Flatten", "Unflatten",
+        "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle",
+        "PixelUnshuffle", "ChannelShuffle", "CosineSimilarity", "PairwiseDistance",
+        "Fold", "Unfold",
+    }
+)  # fmt: skip
+_STATELESS_FAMILIES = (
+    "Pool1d", "Pool2d", "Pool3d", "Unpool1d", "Unpool2d", "Unpool3d",
+    "Pad1d", "Pad2d", "Pad3d", "Loss",
+)  # fmt: skip
+
+
+def is_stateless_torch_module(qualname: str) -> bool:
+    """``torch.nn.Softmax``, ``torch.nn.MaxPool2d``, ``torch.nn.CrossEntropyLoss``:
+    a torch module class whose instances have no parameters and behave the
+    same in train and eval mode."""
+    if not qualname.startswith("torch.nn."):
+        return False
+    last = qualname.rsplit(".", 1)[-1]
+    return last in _STATELESS or last.endswith(_STATELESS_FAMILIES)

@@ -32,10 +32,9 @@ def render_text(results: Sequence[FileResult], unsafe_fixes: bool = False) -> st
     lines = [text_line(p, f, unsafe_fixes) for p, f in _diagnostics(results)]
     for r in results:
         for d in r.dropped:
-            lines.append(
-                f"{r.path}:{d.finding.line}:{d.finding.col}: {d.finding.code} "
-                f"fix not applied ({d.reason})"
-            )
+            f = d.finding
+            cell = f"cell {f.cell}:" if f.cell is not None else ""
+            lines.append(f"{r.path}:{cell}{f.line}:{f.col}: {f.code} fix not applied ({d.reason})")
     return "".join(line + "\n" for line in lines)
 
 

@@ -68,7 +68,26 @@ eval while another model's optimizer steps through it (RNF004 when it has an RNN
 Safe: it restores the mode the training step was written for, and does nothing when the
 model already is in train mode. With `--strict`, training loops and functions whose
 models' mode is *unknown* (a model received as a parameter, loaded from disk) also get
-`train()`; those fixes are unsafe because nothing in the file shows the mode is wrong.
+`train()`; those fixes are unsafe because nothing in the file shows the mode is wrong,
+and they go only on objects the run proves are `nn.Module`s (built from a module class,
+annotated as one, or switched by the file's own `train()`/`eval()` calls): never on a
+plain-Python object such as a loss helper class, nor on an object whose class is unknown.
+
+`train()` goes only on a model whose forward runs before the step, the outermost one, and
+never on a module with no parameters and no mode-dependent layers (`nn.Softmax()`,
+`nn.ReLU()`, `nn.CrossEntropyLoss()`, a parameter-free loss or metric class): its mode
+changes nothing.
+
+Reported but **not fixed**: a model whose class (of this file or another file of the
+run), one of its bases, one of its submodules' classes or, for a `DataParallel`/DDP
+wrapper, the wrapped class overrides `train` in a form the inserted call cannot go
+through: `def train(self):` without `mode` (`Module.train()` calls `child.train(mode)`
+on every child, and a wrapper's `train()` calls `module.train(mode)`: `TypeError`), a
+`train(self, data, epochs)` that is a training loop, or a body that never calls
+`super().train(mode)` nor sets `self.training` (the call would change nothing, or run
+something else). The finding names the class, the file and the line. Overrides that
+accept the mode (`def train(self, mode=True): super().train(mode); ...`) are fine. Under
+`--strict`, where the mode is only unknown, such a model gets no finding at all.
 """
 
 
@@ -78,6 +97,7 @@ class _Group:
     safe: bool
     steps: list[TrainingStep] = field(default_factory=list)
     models: dict[str, list[ModeFact]] = field(default_factory=dict)
+    blocked: str | None = None  # why no ``train()`` may be inserted (an override)
 
 
 class TrainStepInEvalMode(Rule):
@@ -98,6 +118,7 @@ class TrainStepInEvalMode(Rule):
         ):
             return
         flow = ctx.facts.modes
+        receivers = ctx.facts.receivers
         groups: dict[tuple[int, int, int, bool], _Group] = {}
         for step in flow.training_steps:
             if not step.feeds_optimizer_step:
@@ -105,6 +126,9 @@ class TrainStepInEvalMode(Rule):
             for model in _outermost(flow, step):
                 if not _step_may_update(ctx, flow, step, model):
                     continue  # e.g. an actor update through an eval-mode critic (RNF004)
+                receiver = receivers.check(model, "train", at=step.node)
+                if receiver.kind in ("stateless", "not_module"):
+                    continue  # a loss, an activation, a plain object: its mode is not the bug
                 if flow.is_target_network(model, step.function):
                     continue  # refreshed by copy/Polyak/EMA: kept in eval on purpose
                 state = flow.mode_before(step.node, model)
@@ -128,15 +152,35 @@ class TrainStepInEvalMode(Rule):
                     anchor = anchor_for(
                         facts[0].origin, forward, step.function, ctx.tree, flow.parents, [forward]
                     )
-                    _add(groups, ctx, anchor, step, model, facts, safe=True)
+                    _add(
+                        groups,
+                        ctx,
+                        anchor,
+                        step,
+                        model,
+                        facts,
+                        True,
+                        receiver.reason if receiver.override else None,
+                    )
                     continue
-                elif strict and state.unknown and state.facts:
+                elif strict and state.unknown and state.facts and receiver.provable:
+                    # A guess about the mode: only on an object the run proves
+                    # is an ``nn.Module`` (never ``trainer.dispatch``, a loss helper).
                     facts = [f for f in state.facts if f.mode is Mode.UNKNOWN]
                     safe = False
                 else:
                     continue
                 anchor = _choose_anchor(ctx, flow, step, facts, model)
-                _add(groups, ctx, anchor, step, model, facts, safe)
+                _add(
+                    groups,
+                    ctx,
+                    anchor,
+                    step,
+                    model,
+                    facts,
+                    safe,
+                    receiver.reason if receiver.override else None,
+                )
         for group in groups.values():
             yield _finding(ctx, flow, group)
 
@@ -149,6 +193,7 @@ def _add(
     model: str,
     facts: list[ModeFact],
     safe: bool,
+    blocked: str | None,
 ) -> None:
     if anchor is not None and not _anchorable(ctx, anchor):
         anchor = None
@@ -161,6 +206,8 @@ def _add(
     if step not in group.steps:
         group.steps.append(step)
     group.models.setdefault(model, []).extend(facts)
+    if blocked is not None and group.blocked is None:
+        group.blocked = blocked  # an override of ``train`` the call cannot go through
 
 
 def _late_train(
@@ -350,7 +397,9 @@ def _finding(ctx: FileContext, flow: ModeFlow, group: _Group) -> Finding:
             f"({_describe_unknown(ctx, facts[0])}); nothing shows it is in train mode"
         )
     fix = None
-    if group.anchor is not None:
+    if group.blocked is not None:
+        message += f"; not fixed: {group.blocked}"
+    elif group.anchor is not None:
         code = tuple(f"{flow.spelling(m, group.anchor)}.train()" for m in models)
         where = _where(flow, group.anchor)
         fix = Fix(

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from rnnfix.analysis.names import dotted, method_call
 from rnnfix.analysis.syntax import walk_tree
-from rnnfix.analysis.torchapi import DATA_PARALLEL, strip_self_returning
+from rnnfix.analysis.torchapi import DATA_PARALLEL, module_mode_switch, strip_self_returning
 from rnnfix.edits import ReplaceExpression
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
 
@@ -53,6 +53,16 @@ wrapper's flag. When `model` comes from elsewhere (a parameter, an unknown
 call), the fix is unsafe: the object may define a `module` attribute of its own.
 Objects built in this file from something that is not a wrapper (an EMA helper,
 a local class with `self.module`) and `self.module` inside a class are left alone.
+
+Also left alone: a wrapper around a class (of this file, or of another file of
+the run) that overrides `train`/`eval` in a form the wrapper cannot call: `def
+train(self):` without `mode`, a `train(self, data, epochs)` training loop, an
+`eval(self, expr)`, or a class holding such a submodule. The wrapper's
+`train()` calls `module.train(mode)` (and its `eval()` calls `train(False)`),
+which fails with `TypeError` there; `model.module.train()` is the only call
+that works, so it is not a bug. Calls that are not mode switches by their
+arguments (`model.module.train(batches, optimizer)`) are another method and
+are never rewritten.
 """
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
@@ -68,11 +78,18 @@ a local class with `self.module`) and `self.module` inside a class are left alon
                 continue
             if not (isinstance(receiver, ast.Attribute) and receiver.attr == "module"):
                 continue
+            if module_mode_switch(node) is None:
+                continue  # ``m.module.train(batches, opt)``: another method named ``train``
             owner = dotted(receiver.value)
             if owner is None or owner == "self":
                 continue  # a wrapper's own code, or not a plain name/attribute path
             verdict = scopes.origin(owner, node)
             if verdict == "other":
+                continue
+            if ctx.facts.receivers.check(owner, "eval" if method == "eval" else "train").override:
+                # The wrapped class overrides ``train``/``eval`` in a form the
+                # wrapper's ``train()`` cannot call (``def train(self):``):
+                # ``owner.module.train()`` is the only call that works.
                 continue
             safe = verdict == "wrapper"
             call_text = f"{owner}.{method}({_args_text(ctx, node)})"

@@ -97,6 +97,12 @@ as a safe fix.
   result, so **`rnn-train` is not applied**: the finding says why and names
   `--rnn-only-strategy cudnn-off`, which is exact for any RNN configuration.
   The code is left unchanged rather than silently switched to another strategy.
+- `rnn-train` is not applied either when a class on the way overrides
+  `train` in a form the inserted call cannot go through (`def train(self):`
+  without `mode`, a `train(self, data, epochs)` training loop, or a module
+  holding such a submodule): `train()` would fail with `TypeError` or run
+  something else. The finding says which class and why; `cudnn-off` calls
+  no `train()` and fixes it.
 - `cudnn-off` is exact, but the flag is process-wide while the block runs
   (other threads see it) and every cuDNN operation in the block falls back to
   a slower kernel. It is offered when the forward and the backward sit in one
@@ -158,6 +164,12 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
                 hint = "; `--rnn-only` puts only the RNNs in train mode"
             return ctx.finding(self.code, region.sink, message + hint)
         if settings.rnn_only_strategy == "rnn-train":
+            blocked = rnn_train_blocker(ctx, region)
+            if blocked is not None:
+                reason = (
+                    f"; not fixed: {blocked}; `--rnn-only-strategy cudnn-off` calls no `train()`"
+                )
+                return ctx.finding(self.code, region.sink, message + reason)
             if inexact:
                 reason = (
                     f"; not fixed: train mode would switch on the inter-layer dropout of "
@@ -186,6 +198,23 @@ def _imports_rnn_class(ctx: FileContext) -> bool:
 
 def same_region(a: EvalBackward, b: EvalBackward) -> bool:
     return a.scope is b.scope and a.model == b.model and a.eval_call is b.eval_call
+
+
+def rnn_train_blocker(ctx: FileContext, region: EvalBackward) -> str | None:
+    """Why ``train()`` may not be called on the RNNs the fix would name (a
+    class that overrides ``train`` without ``mode``, say); for the loop over
+    ``model.modules()``, on anything inside ``model``."""
+    receivers = ctx.facts.receivers
+    model = region.model
+    if all(s.nameable and s.path for s in region.rnns):
+        targets = sorted({f"{model}.{s.path}" for s in region.rnns})
+    else:
+        targets = [model]
+    for target in targets:
+        found = receivers.check(target, "train")
+        if found.override:
+            return found.reason
+    return None
 
 
 def rnn_train_fix(ctx: FileContext, analysis: EvalGradAnalysis, region: EvalBackward) -> Fix | None:
