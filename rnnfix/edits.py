@@ -117,13 +117,91 @@ def apply_edits(source: str, edits: Sequence[Edit]) -> str:
 
 
 def _add_imports(module: cst.Module, imports: Sequence[AddImport]) -> cst.Module:
-    from libcst.codemod import CodemodContext
-    from libcst.codemod.visitors import AddImportsVisitor
+    """Each import once, with the file's other imports of the same package (else
+    after its last top-level import, else after the docstring and
+    ``__future__`` imports): never above set-up code such as
+    ``os.environ["CUDA_VISIBLE_DEVICES"] = ...`` that precedes them."""
+    body = list(module.body)
+    for imp in dict.fromkeys(imports):
+        if any(_binds(stmt, imp) for stmt in body):
+            continue
+        text = (
+            f"import {imp.module}" if imp.name is None else f"from {imp.module} import {imp.name}"
+        ) + (f" as {imp.asname}" if imp.asname else "")
+        stmt = cst.parse_statement(text + "\n")
+        root = imp.module.split(".")[0]
+        same = [i for i, s in enumerate(body) if root in _imported_packages(s)]
+        any_import = [i for i, s in enumerate(body) if _imported_packages(s)]
+        if same or any_import:
+            at = (same or any_import)[-1] + 1
+        else:
+            at = 0
+            while at < len(body) and (_is_docstring(body[at]) or _is_future(body[at])):
+                at += 1
+        body.insert(at, stmt)
+    return module.with_changes(body=body)
 
-    context = CodemodContext()
-    for imp in imports:
-        AddImportsVisitor.add_needed_import(context, imp.module, imp.name, imp.asname)
-    return AddImportsVisitor(context).transform_module(module)
+
+def _import_nodes(stmt: cst.CSTNode) -> list[cst.Import | cst.ImportFrom]:
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return []
+    return [s for s in stmt.body if isinstance(s, (cst.Import, cst.ImportFrom))]
+
+
+def _imported_packages(stmt: cst.CSTNode) -> set[str]:
+    out: set[str] = set()
+    for node in _import_nodes(stmt):
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                out.add(cst.Module([]).code_for_node(alias.name).split(".")[0])
+        elif node.module is not None and not node.relative:
+            text = cst.Module([]).code_for_node(node.module)
+            if text != "__future__":
+                out.add(text.split(".")[0])
+            else:
+                out.add("")  # counts as an import, of no package
+    return out
+
+
+def _binds(stmt: cst.CSTNode, imp: AddImport) -> bool:
+    code = cst.Module([]).code_for_node
+    for node in _import_nodes(stmt):
+        if isinstance(node, cst.Import) and imp.name is None:
+            for alias in node.names:
+                bound = code(alias.asname.name) if alias.asname else None
+                if code(alias.name) == imp.module and bound == imp.asname:
+                    return True
+        elif (
+            isinstance(node, cst.ImportFrom)
+            and imp.name is not None
+            and node.module is not None
+            and not node.relative
+            and code(node.module) == imp.module
+            and not isinstance(node.names, cst.ImportStar)
+        ):
+            for alias in node.names:
+                bound = code(alias.asname.name) if alias.asname else None
+                if code(alias.name) == imp.name and bound == imp.asname:
+                    return True
+    return False
+
+
+def _is_docstring(stmt: cst.CSTNode) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def _is_future(stmt: cst.CSTNode) -> bool:
+    return any(
+        isinstance(n, cst.ImportFrom)
+        and n.module is not None
+        and cst.Module([]).code_for_node(n.module) == "__future__"
+        for n in _import_nodes(stmt)
+    )
 
 
 class _EditTransformer(cst.CSTTransformer):
@@ -256,7 +334,10 @@ class _EditTransformer(cst.CSTTransformer):
                 inner[0] = first.with_changes(leading_lines=())
                 header = cst.parse_statement(f"with {wrap.items}:\n    pass\n")
                 assert isinstance(header, cst.With)
-                block = cst.IndentedBlock(body=inner)
+                # One indentation step of the enclosing block, not the file's
+                # first indent (a file may mix tab- and space-indented code).
+                step = updated.indent if isinstance(updated, cst.IndentedBlock) else None
+                block = cst.IndentedBlock(body=inner, indent=step)
                 new_body.append(header.with_changes(body=block, leading_lines=leading))
                 last_pos = self._start(orig_body[j])
                 i = j
