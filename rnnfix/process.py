@@ -179,7 +179,9 @@ def _cacheable(result: FileResult, data: bytes) -> bool:
     """Failures to read or write are about the disk, not the bytes: never
     cached. A result computed from other bytes than the ones hashed (the file
     changed during the run) is not cached either."""
-    if result.outcome is Outcome.FAILED and not (result.error or "").startswith("cannot parse"):
+    if result.outcome is Outcome.FAILED and not (
+        (result.error or "").startswith("cannot parse") or result.error == NEWER_SYNTAX
+    ):
         return False
     return result.old_bytes is None or result.old_bytes == data
 
