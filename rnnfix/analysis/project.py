@@ -64,6 +64,7 @@ _IMPORT_LINE = re.compile(
     r"^[ \t]*(?:from[ \t]+(\.)|from[ \t]+([A-Za-z_]\w*)|import[ \t]+([^\n#;\\]+))", re.M
 )
 RNN_TOKENS = ("LSTM", "GRU", "RNN")
+HANDLER_TOKENS = ("no_grad", "inference_mode", "set_grad_enabled", "contextmanager", "__enter__")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MAX_REEXPORTS = 3
 
@@ -109,6 +110,12 @@ class ModuleSummary:
     functions: dict[str, FunctionSummary]
     classes: dict[str, ClassSummary]
     imports: dict[str, Binding]
+    # Module-level decorators / context managers that switch grad or the
+    # module mode (``gradctx.definition_handling``): name -> {"grad", "eval"}.
+    handlers: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Every name the file calls (``f(``, ``.f(``): whether a function may have
+    # callers in this file, read by text.
+    called: frozenset[str] = frozenset()
 
     def any_function(self, test: Callable[[FunctionSummary], bool]) -> bool:
         methods = (m for c in self.classes.values() for m in c.methods.values())
@@ -314,6 +321,28 @@ class ProjectView:
         self._cache[text] = found
         return found
 
+    def handler(self, expr: ast.AST) -> frozenset[str] | None:
+        """What the imported decorator or context manager ``expr`` does to grad
+        and the module mode (``{"grad"}``, ``{"eval"}``), read from its
+        definition in another file of the run; None when it is not one the
+        index read (then it is unknown)."""
+        text = dotted(expr)
+        target = self._target(text) if text is not None else None
+        for _ in range(_MAX_REEXPORTS + 1):
+            if target is None or len(target[1]) != 1:
+                return None
+            module = self.index.files.get(target[0])
+            if module is None:
+                return None
+            name = target[1][0]
+            if name in module.handlers:
+                return module.handlers[name]
+            binding = module.imports.get(name)
+            if binding is None:
+                return None
+            target = self.index.resolve(target[0], binding[0], binding[1])
+        return None
+
     def _target(self, text: str) -> tuple[str, tuple[str, ...]] | None:
         root, _, rest = text.partition(".")
         binding = self.bindings.get(root)
@@ -486,15 +515,19 @@ def summarise(source: str, path: str) -> ModuleSummary | None:
     mode_code = any(t in source for t in MODE_TOKENS)
     rnn_code = any(t in source for t in RNN_TOKENS)
     package = os.path.basename(path) == "__init__.py" and "import" in source
-    if not (mode_code or rnn_code or package):
+    handler_code = any(t in source for t in HANDLER_TOKENS)
+    if not (mode_code or rnn_code or package or handler_code):
         return None
     try:
-        return _summarise(source, path, mode_code, rnn_code)
+        return _summarise(source, path, mode_code, rnn_code, handler_code)
     except Exception:  # noqa: BLE001 - a file the index cannot read is unknown, not fatal
         return None
 
 
-def _summarise(source: str, path: str, mode_code: bool, rnn_code: bool) -> ModuleSummary | None:
+def _summarise(
+    source: str, path: str, mode_code: bool, rnn_code: bool, handler_code: bool = False
+) -> ModuleSummary | None:
+    from rnnfix.analysis.gradctx import definition_handling
     from rnnfix.analysis.imports import ImportMap
     from rnnfix.analysis.modeflow import ModeFlow
     from rnnfix.analysis.models import ModuleClasses
@@ -537,9 +570,18 @@ def _summarise(source: str, path: str, mode_code: bool, rnn_code: bool) -> Modul
             is_module = name in module_classes.modules
             if methods or specs or is_module:
                 classes[name] = ClassSummary(name, is_module, specs, methods)
-    if not (functions or classes or os.path.basename(path) == "__init__.py"):
+    handlers: dict[str, frozenset[str]] = {}
+    if handler_code:
+        import_map = ImportMap.build(tree)
+        for stmt in tree.body:
+            if isinstance(stmt, (*_FUNCS, ast.ClassDef)):
+                found = definition_handling(stmt, import_map)
+                if found:
+                    handlers[stmt.name] = found
+    if not (functions or classes or handlers or os.path.basename(path) == "__init__.py"):
         return None
-    return ModuleSummary(functions, classes, imports)
+    called = frozenset(_CALLED_NAME.findall(source))
+    return ModuleSummary(functions, classes, imports, handlers, called)
 
 
 _CALLED_NAME = re.compile(r"(\w+)\s*\(")

@@ -40,7 +40,7 @@ from rnnfix.analysis.syntax import (
 if TYPE_CHECKING:
     from rnnfix.rules.base import FileContext
 
-Signal = Literal["data", "name", "after-eval"]
+Signal = Literal["data", "name", "after-eval", "phase"]
 
 _EVAL_DATA_WORDS = frozenset(
     {"val", "vali", "valid", "validation", "dev", "test", "testing", "eval", "evaluation",
@@ -179,6 +179,8 @@ def _visit(ctx: FileContext, node: ast.AST, out: list[EvalRegion], inside: bool)
 def _loop_signal(ctx: FileContext, loop: ast.stmt) -> Signal | None:
     if isinstance(loop, (ast.For, ast.AsyncFor)) and data_is_eval(loop.iter):
         return "data"
+    if isinstance(loop, (ast.For, ast.AsyncFor)) and phase_names(loop) is not None:
+        return "phase"
     found = block_of(ctx.facts.parents, loop)
     if found is None:
         return None
@@ -196,6 +198,26 @@ def _loop_signal(ctx: FileContext, loop: ast.stmt) -> Signal | None:
     if evaluated and _calls_any(loop, evaluated):
         return "after-eval"
     return None
+
+
+def phase_names(loop: ast.For | ast.AsyncFor) -> tuple[str, ast.Constant] | None:
+    """``for phase in ("train", "val"):`` -> ("phase", the "train" constant): a
+    loop over string phases, one of them training and one evaluation."""
+    if not isinstance(loop.target, ast.Name) or not isinstance(loop.iter, (ast.List, ast.Tuple)):
+        return None
+    train: ast.Constant | None = None
+    evaluation = False
+    for elt in loop.iter.elts:
+        if not (isinstance(elt, ast.Constant) and isinstance(elt.value, str)):
+            return None
+        ws = words(elt.value)
+        if any(w in _TRAINING_WORDS for w in ws):
+            train = elt if train is None else train
+        elif any(_eval_word(w) for w in ws):
+            evaluation = True
+    if train is None or not evaluation:
+        return None
+    return loop.target.id, train
 
 
 def _calls_any(loop: ast.stmt, models: set[str]) -> bool:
