@@ -39,6 +39,7 @@ from rnnfix.edits import (
 )
 from rnnfix.rules._rnf003_escape import Escape, escapes
 from rnnfix.rules._rnf003_modes import (
+    DELIBERATE,
     in_module_method,
     is_stateless,
     leftover_train,
@@ -66,6 +67,7 @@ class _Need:
     # model -> its ``train()`` call left in the region before the forward:
     # the fix turns that call into ``eval()`` instead of inserting one.
     leftover: dict[str, ast.Call] = field(default_factory=dict)
+    escape: str | None = None  # how its results may reach a backward rnnfix does not see
 
 
 class RegionJudge:
@@ -123,9 +125,7 @@ class RegionJudge:
             return Verdict.LEFT_ALONE
         if need.grad:
             need.grad_helper = next(filter(None, map(self.local.gradient_helper, body)), None)
-        escape = self._escape(region, body)
-        if escape is not None and need.no_fix is None:
-            need.no_fix = escape
+        need.escape = self._escape(region, body)
         return self._finding(region, body, calls, need)
 
     # --- where a model call runs -------------------------------------------
@@ -204,9 +204,9 @@ class RegionJudge:
         why = _describe(found)
         unseen = self._unseen_callers(func)
         if unseen is not None:
-            return f"what it computes is {why}, and {unseen}, which may differentiate it"
+            return f"what it computes is {why}, and {unseen}"
         if self._callers_train(func) or self._callers_pass_on(func):
-            return f"what it computes is {why}, and a caller uses it for training"
+            return f"what it computes is {why}, and a caller trains on it or passes it on"
         return None
 
     def _is_forward(self, call: ast.Call) -> bool:
@@ -349,9 +349,11 @@ class RegionJudge:
             and not (isinstance(n.value, ast.Constant) and n.value.value is False)
             for n in walk_all_local(body)
         )
-        for model in need.eval_models:
+        for model in list(need.eval_models):
             leftover = self._leftover(region, body, model)
-            if leftover is not None:
+            if leftover == DELIBERATE:
+                need.eval_models.remove(model)  # Monte Carlo dropout and the like
+            elif isinstance(leftover, ast.Call):
                 need.leftover[model] = leftover
             elif any(mode != "eval" for s in body for _, mode in mode_calls_in(s, model)):
                 # ``train()`` inside the region: an ``eval()`` before it
@@ -361,7 +363,9 @@ class RegionJudge:
                 need.no_fix = f"`{model}` is rebound inside it"
         return need
 
-    def _leftover(self, region: EvalRegion, body: list[ast.stmt], model: str) -> ast.Call | None:
+    def _leftover(
+        self, region: EvalRegion, body: list[ast.stmt], model: str
+    ) -> ast.Call | str | None:
         node = region.node
         sites = self.index.model_calls(body).get(model, [])
         return leftover_train(self.ctx, node, body, model, [self._at(s, node) for s in sites])
@@ -491,6 +495,21 @@ class RegionJudge:
             )
             if need.eval_models:
                 message += f"; {evals} is missing too"
+            return ctx.finding("RNF003", node, message)
+        if need.escape is not None:
+            state = " and ".join(
+                (["possibly in train mode"] if need.eval_models else [])
+                + (["with grad enabled"] if need.grad else [])
+            )
+            wrappers = " or ".join(
+                (["`eval()`"] if need.eval_models else [])
+                + ([f"`{t}.no_grad()`"] if need.grad else [])
+            )
+            message = (
+                f"{what} runs {names} {state}; not fixed: {need.escape}. A caller "
+                f"may differentiate it, and {wrappers} here would then silently change "
+                f"or stop training"
+            )
             return ctx.finding("RNF003", node, message)
         if need.no_fix is not None:
             return ctx.finding("RNF003", node, f"{message}; not fixed: {need.no_fix}")

@@ -82,19 +82,23 @@ def _stateless_call(ctx: FileContext, call: ast.AST) -> bool:
     return qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1] in _STATELESS
 
 
+DELIBERATE = "deliberate"
+
+
 def leftover_train(
     ctx: FileContext, node: ast.stmt, body: list[ast.stmt], model: str, sites: list[ast.AST]
-) -> ast.Call | None:
+) -> ast.Call | str | None:
     """The statement-level ``model.train()`` in an evaluation region that
     every forward of ``model`` there runs after (the last switch before each
-    of them); None when there is none, or when train mode looks deliberate:
-    Monte Carlo dropout (repeated forwards, or a name that says so),
-    BatchNorm adaptation, sampling."""
+    of them); ``DELIBERATE`` when train mode looks chosen: Monte Carlo dropout
+    (repeated forwards, or a name that says so), BatchNorm adaptation,
+    sampling; None when there is no such call."""
     if not sites:
         return None
     func = node if isinstance(node, FUNCTIONS) else scope_of(ctx.facts.parents, node)
-    if isinstance(func, FUNCTIONS) and set(words(func.name)) & _DELIBERATE_TRAIN_WORDS:
-        return None
+    deliberate = isinstance(func, FUNCTIONS) and bool(
+        set(words(func.name)) & _DELIBERATE_TRAIN_WORDS
+    )
     trains = {
         id(call): call
         for s in body
@@ -114,9 +118,8 @@ def leftover_train(
         if found is not None and where is not found:
             return None
         found = trains[id(where)]
-        if _repeated_forward(ctx, site, node):
-            return None
-    return found
+        deliberate = deliberate or _repeated_forward(ctx, site, node)
+    return DELIBERATE if deliberate else found
 
 
 def _plain_train(ctx: FileContext, call: ast.Call, model: str) -> bool:
@@ -138,14 +141,19 @@ def _repeated_forward(ctx: FileContext, site: ast.AST, region: ast.stmt) -> bool
     parents = ctx.facts.parents
     cur = parents.get(site)
     while cur is not None and cur is not region:
+        loops: list[ast.For | ast.AsyncFor | ast.comprehension] = []
         if isinstance(cur, (ast.For, ast.AsyncFor)):
-            it = cur.iter
+            loops = [cur]
+        elif isinstance(cur, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            loops = list(cur.generators)
+        for loop in loops:
+            it = loop.iter
             if (
                 isinstance(it, ast.Call)
                 and isinstance(it.func, ast.Name)
                 and it.func.id == "range"
-                and isinstance(cur.target, ast.Name)
-                and cur.target.id.startswith("_")
+                and isinstance(loop.target, ast.Name)
+                and loop.target.id.startswith("_")
             ):
                 return True
         if isinstance(cur, FUNCTIONS):
