@@ -98,6 +98,7 @@ class _Taint:
         self.seeds = {id(n) for n in _walk_with_nested(region) if isinstance(n, ast.Call)}
         self.tainted: set[str] = set()
         self.nodes = list(_walk_with_nested(scope.body))
+        self.parents = {c: n for n in self.nodes for c in ast.iter_child_nodes(n)}
 
     # --- does an expression carry a graph from the region? -----------------
     def carries(self, expr: ast.AST | None) -> bool:
@@ -189,7 +190,7 @@ class _Taint:
     def _call_exit(self, call: ast.Call) -> Iterator[Escape]:
         mutated = _mutated(call)
         if mutated is not None and any(self.carries(a) for a in mutated[1]):
-            holder = self._outside(mutated[0])
+            holder = self._outside(mutated[0], mutation=True)
             if holder is not None:
                 yield Escape(call, f"stored in `{holder}`")
                 return
@@ -199,19 +200,27 @@ class _Taint:
         func = call.func
         text = dotted(func) or ""
         last = text.rsplit(".", 1)[-1].lower()
-        if (isinstance(func, ast.Name) and func.id in self.params) or any(
+        # A function parameter called for its effect (``on_batch(out)``) keeps
+        # what it is given; one whose result is used (``loss_fn(out, y)``) is
+        # applied, and its result is followed like any other value.
+        statement = isinstance(self.parents.get(call), ast.Expr)
+        if (statement and isinstance(func, ast.Name) and func.id in self.params) or any(
             w in last for w in _CALLBACK_WORDS
         ):
             yield Escape(call, f"passed to callback `{text}`")
 
-    def _outside(self, target: ast.AST) -> str | None:
-        """The text of ``target`` when it lives beyond the call: an attribute
-        or item of ``self``, of a parameter or of a global."""
+    def _outside(self, target: ast.AST, mutation: bool = False) -> str | None:
+        """The text of ``target`` when it lives beyond the call: a global, an
+        attribute of ``self``, of a parameter or of a global, or (when it is
+        written into, not rebound) a parameter itself."""
         base = target
         while isinstance(base, ast.Subscript):
             base = base.value
+            mutation = True
         if isinstance(base, ast.Name):
-            return base.id if base.id in self.globals else None
+            if base.id in self.globals or (mutation and base.id in self.params):
+                return base.id
+            return None
         text = dotted(base)
         if text is None or not isinstance(base, ast.Attribute):
             return None
