@@ -113,8 +113,8 @@ class ModuleSummary:
     # Module-level decorators / context managers that switch grad or the
     # module mode (``gradctx.definition_handling``): name -> {"grad", "eval"}.
     handlers: dict[str, frozenset[str]] = field(default_factory=dict)
-    # Every name the file calls (``f(``, ``.f(``): whether a function may have
-    # callers in this file, read by text.
+    # Names the file calls (``f(``, ``.f(``) and does not define itself:
+    # whether a function of another file may have callers here, read by text.
     called: frozenset[str] = frozenset()
 
     def any_function(self, test: Callable[[FunctionSummary], bool]) -> bool:
@@ -580,7 +580,9 @@ def _summarise(
                     handlers[stmt.name] = found
     if not (functions or classes or handlers or os.path.basename(path) == "__init__.py"):
         return None
-    called = frozenset(_CALLED_NAME.findall(source))
+    # A file's calls of its own functions are not calls of another file's.
+    defined = {n.name for n in ast.walk(tree) if isinstance(n, _FUNCS)}
+    called = frozenset(_CALLED_NAME.findall(source)) - defined
     return ModuleSummary(functions, classes, imports, handlers, called)
 
 

@@ -38,9 +38,11 @@ _DETACHING_TORCH = frozenset(
      "torch.gt", "torch.le", "torch.ge", "torch.isnan", "torch.isinf", "torch.isfinite",
      "torch.numel", "torch.is_tensor", "numpy.array", "numpy.asarray"}
 )  # fmt: skip
+# Attributes without a graph: metadata, and ``.data``/``.grad`` (detached).
 _METADATA = frozenset(
-    {"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_leaf", "layout"}
-)
+    {"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_leaf", "layout",
+     "data", "grad"}
+)  # fmt: skip
 _MUTATORS = frozenset(
     {"append", "extend", "insert", "update", "add", "setdefault", "put", "push", "put_nowait",
      "appendleft", "__setitem__", "copy_"}

@@ -17,7 +17,12 @@ from rnnfix.analysis.modeflow import Mode as FlowMode
 from rnnfix.analysis.modelrefs import Mode, ModelIndex, mode_before, mode_calls_in
 from rnnfix.analysis.modestate import is_prefix
 from rnnfix.analysis.names import dotted
-from rnnfix.analysis.regions import EvalRegion, in_training_iteration, is_smoke_test
+from rnnfix.analysis.regions import (
+    EvalRegion,
+    in_training_iteration,
+    is_smoke_test,
+    probes_shapes,
+)
 from rnnfix.analysis.syntax import (
     FUNCTIONS,
     body_without_docstring,
@@ -101,6 +106,10 @@ class RegionJudge:
         if not body or not calls:
             return Verdict.NOT_A_REGION
         if isinstance(node, FUNCTIONS) and is_smoke_test(node, calls, self.index.builds_module):
+            return Verdict.LEFT_ALONE
+        scope = node if isinstance(node, FUNCTIONS) else scope_of(self.parents, node)
+        all_sites = [site for group in calls.values() for site in group]
+        if probes_shapes(self.ctx, scope, all_sites, self.ctx.facts.imports.qualname):
             return Verdict.LEFT_ALONE
         # A region that computes gradients is a gradient evaluator (saliency,
         # test-time optimisation) or training: not evaluation.
