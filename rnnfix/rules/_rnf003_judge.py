@@ -413,9 +413,30 @@ class RegionJudge:
                     return "unknown"
                 text = f"{base}.{rest}" if rest else base
             stmt = enclosing_stmt(self.parents, site)
+            if "eval" in self._around(site):
+                continue  # called inside the project's own eval context
             if stmt is None or mode_before(self.ctx, stmt, text)[0] != "eval":
                 return "unknown"
         return "eval"
+
+    def _around(self, site: ast.AST) -> frozenset[str]:
+        """What the context managers and decorators around a call site, up to
+        its function, do (unknown ones count as nothing here: this only
+        proves a caller handled mode or grad)."""
+        found: set[str] = set()
+        cur: ast.AST | None = site
+        while cur is not None:
+            exprs: list[ast.expr] = []
+            if isinstance(cur, (ast.With, ast.AsyncWith)):
+                exprs = [i.context_expr for i in cur.items]
+            elif isinstance(cur, FUNCTIONS):
+                exprs = list(cur.decorator_list)
+            for expr in exprs:
+                found |= self.handlers.handling(expr) or frozenset()
+            if isinstance(cur, FUNCTIONS):
+                break
+            cur = self.parents.get(cur)
+        return frozenset(found)
 
     def _grad_on(self, site: ast.AST) -> bool:
         if self.ctx.facts.modes.grad_enabled(site) is False:
@@ -429,7 +450,7 @@ class RegionJudge:
         # Grad is the caller's: any call of it under a grad context counts as
         # handled (the author thought about it).
         for call in self.local.call_sites(func):
-            if self.grad.in_function(call) is not None:
+            if self.grad.in_function(call) is not None or "grad" in self._around(call):
                 return False
         return True
 
