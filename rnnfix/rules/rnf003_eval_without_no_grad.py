@@ -139,7 +139,14 @@ is evaluation by no signal above. Also left alone:
   loop): the author manages the modes there;
 - `train()` that looks deliberate: Monte Carlo dropout (forwards repeated
   in `for _ in range(n)`, or a function named for sampling, uncertainty,
-  dropout, BatchNorm statistics or adaptation).
+  dropout, BatchNorm statistics or adaptation);
+- forwards on tensors the code makes up itself (`torch.randn(...)`,
+  `torch.zeros(...)`): a shape probe or a dry run, whose numbers mean nothing.
+
+A forward in a function or lambda nested in the region (`def forward_func(x):
+return model(x)` handed to an attribution helper) runs when the region
+calls it: the decorator and `eval()` the fix adds cover it, and a second run
+finds nothing to add.
 
 ## Fix safety
 The `no_grad` part is safe: it is only offered when nothing in the region
@@ -163,9 +170,21 @@ callers are unknown. The same holds for the `eval()` part there: switching
 the mode of a model whose outputs feed a loss would change training.
 
 The `train()`-inside-evaluation fixes are safe under the same conditions.
-A shared phase loop is reported without a fix when its training step runs in
-every phase (not only under an `if` on the phase): it then trains on the
-evaluation data, and switching the mode would not make it right.
+
+Reported without a fix, and the message says which applies:
+
+- what the region computes can leave its function to callers rnnfix does
+  not see or that train on it (above);
+- it calls a helper of the file that needs gradients (`no_grad` would break
+  the helper);
+- it switches the model to train mode itself in a way that is not a plain
+  leftover (under a condition, from a flag, after some of its forwards): an
+  `eval()` before it could not hold;
+- the model is rebound inside it: an `eval()` before it would miss the new
+  object;
+- a shared phase loop runs its training step in every phase (not only
+  under an `if` on the phase): it trains on the evaluation data, and
+  switching the mode would not make that right.
 
 Adding `eval()` changes outputs: dropout turns off and BatchNorm uses (and
 stops updating) its running statistics. That is the intended fix for
