@@ -161,21 +161,12 @@ class RegionJudge:
         )
 
     def _handled(self, node: ast.stmt, sites: list[ast.Call]) -> frozenset[str] | None:
-        """What decorators and context managers around the region (up to its
-        function) and ``stack.enter_context(...)`` calls in that function
-        already do: ``{"grad", "eval"}`` or less; None when one is unknown."""
+        """What decorators and context managers already do for every forward
+        of the region (those on the way from each forward up to the region's
+        function, and ``stack.enter_context(...)`` calls in that function):
+        ``{"grad", "eval"}`` or less; None when one of them is unknown."""
         top = node if isinstance(node, FUNCTIONS) else scope_of(self.parents, node)
-        exprs: list[ast.expr] = []
-        for start in [node, *sites]:
-            cur: ast.AST = start
-            while True:
-                if isinstance(cur, (ast.With, ast.AsyncWith)):
-                    exprs.extend(i.context_expr for i in cur.items)
-                if isinstance(cur, FUNCTIONS):
-                    exprs.extend(cur.decorator_list)
-                if cur is top or cur not in self.parents:
-                    break
-                cur = self.parents[cur]
+        entered = frozenset[str]()
         for n in walk_local(top):
             if (
                 isinstance(n, ast.Call)
@@ -183,14 +174,32 @@ class RegionJudge:
                 and n.func.attr == "enter_context"
                 and n.args
             ):
-                exprs.append(n.args[0])
-        found: set[str] = set()
-        for expr in dict.fromkeys(exprs):
-            handling = self.handlers.handling(expr)
-            if handling is None:
-                return None
-            found |= handling
-        return frozenset(found)
+                handling = self.handlers.handling(n.args[0])
+                if handling is None:
+                    return None
+                entered |= handling
+        common: frozenset[str] | None = None
+        starts: list[ast.AST] = [*sites] if sites else [node]
+        for start in starts:  # each forward's path passes the region's wrappers
+            on_path: set[str] = set()
+            cur: ast.AST = start
+            while True:
+                exprs: list[ast.expr] = []
+                if isinstance(cur, (ast.With, ast.AsyncWith)):
+                    exprs = [i.context_expr for i in cur.items]
+                elif isinstance(cur, FUNCTIONS):
+                    exprs = list(cur.decorator_list)
+                for expr in exprs:
+                    handling = self.handlers.handling(expr)
+                    if handling is None:
+                        return None
+                    on_path |= handling
+                if cur is top or cur not in self.parents:
+                    break
+                cur = self.parents[cur]
+            # A wrapper around one forward does nothing for another.
+            common = frozenset(on_path) if common is None else common & on_path
+        return entered | (common or frozenset())
 
     def _escape(self, region: EvalRegion, body: list[ast.stmt]) -> str | None:
         """Why ``no_grad``/``eval()`` cannot be added: what the region

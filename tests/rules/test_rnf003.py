@@ -247,3 +247,30 @@ def test_leftover_train_in_a_validation_loop_becomes_eval() -> None:
     fixed = fix_source(src, ONLY).fixed
     assert "model.eval()\n            print(model(x).argmax(1))" in fixed
     assert "model.train()" not in fixed.split("val_loader")[-1]
+
+
+def test_a_wrapper_around_one_forward_does_not_cover_another() -> None:
+    src = """\
+import torch
+from torch import nn
+
+
+def validate(model: nn.Module, val_loader):
+    model.eval()
+    for x, y in val_loader:
+        with torch.no_grad():
+            a = model(x).argmax(1)
+        b = model(y).argmax(1)
+        print((a == b).sum().item())
+"""
+    (finding,) = check_source(src, ONLY)
+    assert "grad enabled" in finding.message
+
+
+def test_an_unknown_context_manager_around_evaluation_leaves_it_alone() -> None:
+    src = EPOCHS.replace(
+        "    for x, y in val_loader:\n        print(model(x).argmax(1))\n",
+        "    with ema.average_parameters():\n"
+        "        for x, y in val_loader:\n            print(model(x).argmax(1))\n",
+    )
+    assert check_source(src, ONLY) == []
