@@ -108,8 +108,8 @@ class RegionJudge:
         if isinstance(node, FUNCTIONS) and is_smoke_test(node, calls, self.index.builds_module):
             return Verdict.LEFT_ALONE
         scope = node if isinstance(node, FUNCTIONS) else scope_of(self.parents, node)
-        all_sites = [site for group in calls.values() for site in group]
-        if probes_shapes(self.ctx, scope, all_sites, self.ctx.facts.imports.qualname):
+        sites = [site for group in calls.values() for site in group]
+        if probes_shapes(self.ctx, scope, sites, self.ctx.facts.imports.qualname):
             return Verdict.LEFT_ALONE
         # A region that computes gradients is a gradient evaluator (saliency,
         # test-time optimisation) or training: not evaluation.
@@ -117,7 +117,6 @@ class RegionJudge:
             return Verdict.LEFT_ALONE
         if self._fed_into_training(region, body):
             return Verdict.LEFT_ALONE
-        sites = [site for group in calls.values() for site in group]
         if any(self.grad.in_function(self._at(site, node)) == "on" for site in sites):
             return Verdict.LEFT_ALONE  # under ``enable_grad()``: grad is wanted here
         handled = self._handled(node, sites)
