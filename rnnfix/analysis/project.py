@@ -571,7 +571,7 @@ def _summarise(
             if methods or specs or is_module:
                 classes[name] = ClassSummary(name, is_module, specs, methods)
     handlers: dict[str, frozenset[str]] = {}
-    if handler_code:
+    if handler_code or mode_code:  # ``.eval(`` alone can make a wrapper one
         import_map = ImportMap.build(tree)
         for stmt in tree.body:
             if isinstance(stmt, (*_FUNCS, ast.ClassDef)):
