@@ -3,9 +3,11 @@ the rules, and never torch) happen inside the commands so ``--help`` is fast."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +71,17 @@ def cli() -> None:
     help="RNF004 fix: train only the RNN submodules, or scope cuDNN off.",
 )
 @click.option(
+    "--include-tests/--no-include-tests",
+    default=None,
+    help="Also check and fix test code (test files in folders, unittest TestCase classes).",
+)
+@click.option(
+    "--force-exclude/--no-force-exclude",
+    default=None,
+    help="Apply exclude patterns and the test-code default to files named on the "
+    "command line too (for pre-commit).",
+)
+@click.option(
     "--output-format",
     type=click.Choice(["text", "json", "github", "sarif"]),
     default="text",
@@ -97,6 +110,12 @@ def cli() -> None:
     default=0,
     help="Worker processes (0: one per CPU on large trees, else 1).",
 )
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    envvar="RNNFIX_NO_CACHE",
+    help="Neither read nor write the result cache (.rnnfix_cache/ at the project root).",
+)
 def apply(
     paths: tuple[Path, ...],
     diff: bool,
@@ -107,6 +126,8 @@ def apply(
     strict: bool | None,
     rnn_only: bool | None,
     rnn_only_strategy: str | None,
+    include_tests: bool | None,
+    force_exclude: bool | None,
     output_format: str,
     config_path: Path | None,
     stdin_filename: str,
@@ -114,6 +135,7 @@ def apply(
     verify_cmd: str | None,
     verify_timeout: float,
     jobs: int,
+    no_cache: bool,
 ) -> None:
     """Fix mode bugs in PATHS (files or folders; '-' reads stdin, writes stdout)."""
     from rnnfix.config import ConfigError, find_pyproject, load_settings
@@ -133,6 +155,8 @@ def apply(
         ("strict", strict),
         ("rnn_only", rnn_only),
         ("rnn_only_strategy", rnn_only_strategy),
+        ("include_tests", include_tests),
+        ("force_exclude", force_exclude),
     ):
         if value is not None:
             overrides[key] = value
@@ -145,17 +169,68 @@ def apply(
         sys.exit(_apply_stdin(settings, stdin_filename, diff, check, output_format, quiet))
 
     from rnnfix.files import discover
-    from rnnfix.process import process_files
+    from rnnfix.process import Progress, process_files
 
     missing = [p for p in paths if not p.exists() and not p.is_symlink()]
     if missing:
         raise click.UsageError(f"{missing[0]}: no such file or folder")
-    files = list(discover(paths, settings.exclude + settings.extend_exclude))
-    results = process_files(files, settings, write=not dry, jobs=jobs)
+    files = list(
+        discover(
+            paths,
+            settings.exclude + settings.extend_exclude,
+            include_tests=settings.include_tests,
+            force_exclude=settings.force_exclude,
+        )
+    )
+    cache = None
+    if not no_cache:
+        from rnnfix.cache import ResultCache, cache_root
+
+        cache = ResultCache(cache_root(files), settings)
+    progress = Progress()
+    try:
+        with _sigterm_as_interrupt():
+            results = process_files(
+                files, settings, write=not dry, jobs=jobs, cache=cache, progress=progress
+            )
+    except _Interrupted as exc:
+        done = "" if dry else f"; {progress.written} changed file(s) written"
+        click.echo(
+            f"rnnfix: interrupted ({exc.signal_name}) after checking {progress.checked} of "
+            f"{progress.total} files{done}; every file is either as it was or fully fixed",
+            err=True,
+        )
+        sys.exit(128 + exc.signal_number)
+    for warning in cache.warnings if cache is not None else ():
+        click.echo(f"rnnfix: warning: {warning}", err=True)
     code = _report(results, settings, diff, check, output_format, quiet)
     if verify_cmd and not dry:
         code = max(code, _verify_after_apply(results, verify_cmd, verify_timeout))
     sys.exit(code)
+
+
+class _Interrupted(Exception):
+    def __init__(self, signal_number: int) -> None:
+        super().__init__(signal_number)
+        self.signal_number = signal_number
+        self.signal_name = signal.Signals(signal_number).name
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGINT and SIGTERM stop the run between two steps; writes are atomic,
+    so wherever it stops each file is old or new (``files.write_atomic``)."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise _Interrupted(signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise _Interrupted(signal.SIGINT) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _apply_stdin(
@@ -191,16 +266,15 @@ def _report(
     quiet: bool,
     diagnostics_to_stderr: bool = False,
 ) -> int:
-    from rnnfix.process import Outcome
+    from rnnfix.process import NEWER_SYNTAX, Outcome
     from rnnfix.report import render
     from rnnfix.report.diff import unified_diff
     from rnnfix.report.formats import failure_line
 
     dry = diff or check
-    # A dry run reports what the file holds now, at its own line numbers; what
-    # the fixes lead to (a train() RNF001 asks for after RNF003's eval()) is in
-    # the diff and the summary.
-    shown = [dataclasses.replace(r, findings=r.initial) if dry else r for r in results]
+    # A dry run reports what the file holds now, and the follow-up fixes (a
+    # train() RNF001 asks for after RNF003's eval()), at the file's own lines.
+    shown = [dataclasses.replace(r, findings=r.reported) if dry else r for r in results]
     if diff:
         for r in results:
             if r.outcome is Outcome.CHANGED:
@@ -211,6 +285,10 @@ def _report(
         if out:
             click.echo(out, nl=False, err=diagnostics_to_stderr)
     failed = [r for r in results if r.outcome is Outcome.FAILED]
+    newer = sum(r.error == NEWER_SYNTAX for r in failed)
+    for r in results:
+        for note in r.notes:  # parts of a file left unchecked (notebook cells)
+            click.echo(f"{r.path}: {note}", err=True)
     if fmt == "text":
         for r in failed:
             click.echo(failure_line(r), err=True)
@@ -223,7 +301,8 @@ def _report(
         click.echo(
             f"rnnfix: {len(results)} file{'s' * (len(results) != 1)} checked, "
             f"{changed} {verb}, {fixes} fix{'es' * (fixes != 1)} {fix_verb}, "
-            f"{left} finding{'s' * (left != 1)} left, {len(failed)} failed",
+            f"{left} finding{'s' * (left != 1)} left, {len(failed)} failed"
+            + (f" ({newer} with newer syntax)" if newer else ""),
             err=True,
         )
     if failed:
@@ -282,4 +361,15 @@ _register_verify()
 
 
 def main() -> None:
-    cli(prog_name="rnnfix")
+    # click's standalone mode turns Ctrl-C into "Aborted!" and exit 1, which
+    # reads as "findings remain"; an interrupted run exits 130 (128 + SIGINT)
+    # with a line that says so, wherever the signal lands.
+    try:
+        code = cli.main(prog_name="rnnfix", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("rnnfix: interrupted (SIGINT) before any file was checked", err=True)
+        sys.exit(128 + signal.SIGINT)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -23,6 +23,8 @@ _KEYS = {
     "rnn-only-strategy": "rnn_only_strategy",
     "exclude": "exclude",
     "extend-exclude": "extend_exclude",
+    "include-tests": "include_tests",
+    "force-exclude": "force_exclude",
 }
 
 

@@ -1,10 +1,20 @@
 """parse -> rules -> edits -> re-check -> (write). Per-file results never raise.
 
 The fix loop applies every applicable fix, re-runs the rules on the result and
-repeats until nothing applicable is left (a fixed point where all rules agree)
-or ``MAX_PASSES`` is reached. A result that does not parse is refused: the
-fixes are then tried one at a time and the ones that break the parse are
-dropped and reported.
+repeats until nothing applicable is left (a fixed point where all rules agree).
+Every fix is dropped, and reported with its reason, when its result
+
+- does not parse, or its edits cannot be placed;
+- reads a name that is not bound where it is read (``rnnfix.undefined``),
+  which the source before it did not;
+- does not converge: its finding is still there, at the same place, after its
+  own edit, or the pass brings back a source already seen. The pass is then
+  redone without it, so the file stays as the last good pass left it and no
+  fix is ever stacked. Fixes still offered after ``MAX_PASSES`` passes are
+  dropped too.
+
+When the fixes of a pass fail together, each is tried alone to find the ones
+to blame.
 """
 
 from __future__ import annotations
@@ -12,13 +22,18 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from rnnfix import undefined
+from rnnfix.analysis.testcode import outside_test_classes
 from rnnfix.edits import Edit, apply_edits
+from rnnfix.linemap import LineMap, identity
 from rnnfix.rules import FileContext, Finding, Rule, all_rules
 from rnnfix.settings import Settings
+from rnnfix.undefined import NameProblem
 
 if TYPE_CHECKING:
     from rnnfix.analysis.project import ProjectIndex
@@ -37,16 +52,20 @@ class DroppedFix:
 @dataclass
 class SourceResult:
     """What fixing one source did. ``findings`` are what is left in ``fixed``
-    (positions in ``fixed``); ``applied`` are the findings whose fixes went in."""
+    (positions in ``fixed``); ``applied`` are the findings whose fixes went in
+    and ``dropped`` those whose fixes were refused, both at the positions of
+    ``original`` (a finding of a later pass at the input line it comes from)."""
 
     original: str
     fixed: str
     findings: list[Finding] = field(default_factory=list)
     applied: list[Finding] = field(default_factory=list)
     dropped: list[DroppedFix] = field(default_factory=list)
-    # Findings in ``original``, with its line numbers. ``applied`` may hold
-    # findings of later passes, whose positions refer to intermediate sources.
+    # Findings in ``original``, with its line numbers.
     initial: list[Finding] = field(default_factory=list)
+    # Fixes that later passes found once earlier fixes went in (the train()
+    # RNF001 asks for after RNF003's eval()), at ``original``'s positions.
+    followups: list[Finding] = field(default_factory=list)
     # Other files of the run (absolute paths) whose summaries the analysis
     # looked up: the result may change when one of them does.
     consulted: set[str] = field(default_factory=set)
@@ -54,6 +73,16 @@ class SourceResult:
     @property
     def changed(self) -> bool:
         return self.fixed != self.original
+
+    @property
+    def reported(self) -> list[Finding]:
+        """What a dry run reports: the input's findings and the follow-up
+        fixes, so that every edit of the diff has its diagnostic."""
+        return sorted([*self.initial, *self.followups], key=_position)
+
+
+def _position(f: Finding) -> tuple[int, int, str, str]:
+    return (f.line, f.col, f.code, f.message)
 
 
 def selected_rules(settings: Settings) -> list[Rule]:
@@ -83,74 +112,206 @@ def fix_source(
     run (the same index on every pass: fixing this file does not change what
     the others do)."""
     settings = settings or Settings()
-    rules = selected_rules(settings)
-    result = SourceResult(original=source, fixed=source)
-    current = source
-    consulted = result.consulted
-    findings = _run_rules(current, ast.parse(current), settings, path, rules, project, consulted)
-    result.initial = findings
-    for _ in range(MAX_PASSES):
-        applicable = [f for f in findings if _applicable(f, settings)]
-        if not applicable:
-            break
-        new, applied, dropped = _apply(current, applicable)
-        result.dropped.extend(d for d in dropped if d not in result.dropped)
-        if not applied or new == current:
-            break
-        result.applied.extend(applied)
-        current = new
-        findings = _run_rules(
-            current, ast.parse(current), settings, path, rules, project, consulted
+    return _FixLoop(source, settings, path, project).run()
+
+
+class _Refused(Exception):
+    """A fix whose result the engine will not keep; the message says why."""
+
+
+class _FixLoop:
+    """One source through the passes. Every pass maps its output back onto
+    its input (``LineMap``), so that findings of any pass can be said at the
+    input's line numbers and a finding that survived its own fix is seen."""
+
+    def __init__(
+        self, source: str, settings: Settings, path: str, project: ProjectIndex | None
+    ) -> None:
+        self.settings = settings
+        self.path = path
+        self.project = project
+        self.rules = selected_rules(settings)
+        self.result = SourceResult(original=source, fixed=source)
+        self.current = source
+        self.tree = ast.parse(source)
+        self.to_input = identity(source)  # current source -> input
+        self.seen = {source}
+        # Where a fix was dropped (code, input line): never offered again.
+        self.failed: set[tuple[str, int]] = set()
+        self._names: list[NameProblem] | None | bool = False  # False: not computed yet
+
+    def run(self) -> SourceResult:
+        result = self.result
+        findings = self._check(self.current, self.tree)
+        result.initial = findings
+        earlier: list[Finding] = []  # fixes of the passes before, at input positions
+        for n in range(MAX_PASSES + 1):
+            applicable = [f for f in findings if self._offered(f)]
+            if not applicable:
+                break
+            if n == MAX_PASSES:
+                for f in applicable:
+                    self._drop(f, f"did not converge within {MAX_PASSES} passes", self.to_input)
+                break
+            step = self._pass(findings, applicable)
+            if step is None:
+                break
+            new, tree, new_findings, applied, step_map = step
+            at_input = [self.to_input.finding(f) for f in applied]
+            result.applied.extend(at_input)
+            # A fix of the input's own finding that had to wait for a later
+            # pass (two fixes that clash go in one at a time) is no follow-up.
+            initial = {(f.code, f.line) for f in result.initial}
+            result.followups.extend(
+                _followup(f, earlier)
+                for f in at_input
+                if earlier and (f.code, f.line) not in initial
+            )
+            earlier.extend(at_input)
+            self.current, self.tree, findings = new, tree, new_findings
+            self.to_input = step_map.then(self.to_input)
+            self.seen.add(new)
+            self._names = False
+        result.fixed = self.current
+        result.initial = [
+            _without_fix(f) if (f.code, f.line) in self.failed else f for f in result.initial
+        ]
+        # A fix that could not be applied is not offered as available.
+        result.findings = [
+            f if self._offered(f, any_safety=True) else _without_fix(f) for f in findings
+        ]
+        return result
+
+    def _offered(self, f: Finding, any_safety: bool = False) -> bool:
+        if f.fix is None or (f.code, self.to_input.line(f.line)) in self.failed:
+            return False
+        return any_safety or f.fix.safe or self.settings.unsafe_fixes
+
+    def _drop(self, f: Finding, reason: str, to_input: LineMap) -> None:
+        at_input = to_input.finding(f)
+        self.failed.add((f.code, at_input.line))
+        dropped = DroppedFix(at_input, reason)
+        if dropped not in self.result.dropped:
+            self.result.dropped.append(dropped)
+
+    def _pass(
+        self, findings: list[Finding], applicable: list[Finding]
+    ) -> tuple[str, ast.Module, list[Finding], list[Finding], LineMap] | None:
+        """Apply what can be applied together; a fix whose finding is still
+        there after it (or that brings back a source already seen) is dropped
+        and the pass is redone without it, from the same source."""
+        candidates = applicable
+        while candidates:
+            new, applied, dropped = self._apply(candidates)
+            for d in dropped:
+                self._drop(d.finding, d.reason, self.to_input)
+            if not applied:
+                return None
+            tree = ast.parse(new)
+            step_map = LineMap(self.current, new)
+            new_findings = self._check(new, tree) if new != self.current else findings
+            if new in self.seen:
+                stuck = applied  # no effect, or back to an earlier source: a cycle
+            else:
+                stuck = _not_converged(findings, applied, new_findings, step_map)
+            if not stuck:
+                return new, tree, new_findings, applied, step_map
+            for f in stuck:
+                self._drop(f, _NOT_CONVERGED, self.to_input)
+            gone = {id(f) for f in stuck} | {id(d.finding) for d in dropped}
+            candidates = [f for f in candidates if id(f) not in gone and self._offered(f)]
+        return None
+
+    def _apply(self, findings: Sequence[Finding]) -> tuple[str, list[Finding], list[DroppedFix]]:
+        edits: list[Edit] = [e for f in findings if f.fix for e in f.fix.edits]
+        try:
+            return self._checked(edits), list(findings), []
+        except Exception:  # noqa: BLE001 - find the fixes to blame below
+            pass
+        ok: list[Finding] = []
+        dropped: list[DroppedFix] = []
+        for f in findings:
+            assert f.fix is not None
+            try:
+                self._checked(f.fix.edits)
+            except Exception as exc:  # noqa: BLE001 - a failing fix is dropped, not fatal
+                dropped.append(DroppedFix(f, _reason(exc)))
+                continue
+            ok.append(f)
+        if not ok:
+            return self.current, [], dropped
+        together = [e for f in ok if f.fix for e in f.fix.edits]
+        try:
+            return self._checked(together), ok, dropped
+        except Exception:  # noqa: BLE001 - they clash: one now, the rest next pass
+            assert ok[0].fix is not None
+            return self._checked(ok[0].fix.edits), ok[:1], dropped
+
+    def _checked(self, edits: Sequence[Edit]) -> str:
+        """The source with ``edits``; refused when it does not parse or reads
+        a name that is not bound where it is read (and was not before)."""
+        new = apply_edits(self.current, edits)
+        tree = ast.parse(new)
+        before = self._problems()
+        if before is not None:
+            after = undefined.problems(tree)
+            if after is not None:
+                new_problems = undefined.introduced(before, after)
+                if new_problems:
+                    raise _Refused(new_problems[0].describe())
+        return new
+
+    def _problems(self) -> list[NameProblem] | None:
+        if self._names is False:
+            self._names = undefined.problems(self.tree)
+        assert self._names is not True
+        return self._names
+
+    def _check(self, source: str, tree: ast.Module) -> list[Finding]:
+        return _run_rules(
+            source, tree, self.settings, self.path, self.rules, self.project, self.result.consulted
         )
-        # A fix that failed once would fail again: stop offering it.
-        findings = _strip_failed(findings, result.dropped)
-    result.fixed = current
-    # A fix that could not be applied is not offered as available.
-    result.findings = _strip_failed(findings, result.dropped)
-    return result
 
 
-def _strip_failed(findings: list[Finding], dropped: list[DroppedFix]) -> list[Finding]:
-    failed = {(d.finding.code, d.finding.line, d.finding.message) for d in dropped}
-    return [_without_fix(f) if (f.code, f.line, f.message) in failed else f for f in findings]
+_NOT_CONVERGED = "did not converge: its finding is still there after its own fix"
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, _Refused):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}".splitlines()[0]
+
+
+def _not_converged(
+    before: list[Finding], applied: list[Finding], after: list[Finding], step: LineMap
+) -> list[Finding]:
+    """Applied fixes whose finding is still there, at the same place (code
+    and line, a line the fix inserted counting as the line it was put next
+    to). Counted, so that a second finding of the same code on that line that
+    was not fixed does not count against the one that was."""
+    count_before = Counter((f.code, f.line) for f in before)
+    count_applied = Counter((f.code, f.line) for f in applied)
+    count_after = Counter((g.code, step.line(g.line)) for g in after)
+    return [
+        f
+        for f in applied
+        if count_after[(f.code, f.line)]
+        > count_before[(f.code, f.line)] - count_applied[(f.code, f.line)]
+    ]
+
+
+def _followup(f: Finding, earlier: list[Finding]) -> Finding:
+    """A finding of a later pass, said as what fixing the earlier ones leads to
+    (the input itself does not have it yet)."""
+    places = sorted({(e.code, e.line) for e in earlier}, key=lambda p: (p[1], p[0]))
+    said = ", ".join(f"{code} at line {line}" for code, line in places[:3])
+    if len(places) > 3:
+        said += ", ..."
+    return dataclasses.replace(f, message=f"{f.message} (follows from fixing {said})")
 
 
 def _without_fix(f: Finding) -> Finding:
     return dataclasses.replace(f, fix=None)
-
-
-def _applicable(f: Finding, settings: Settings) -> bool:
-    return f.fix is not None and (f.fix.safe or settings.unsafe_fixes)
-
-
-def _apply(source: str, findings: Sequence[Finding]) -> tuple[str, list[Finding], list[DroppedFix]]:
-    edits: list[Edit] = [e for f in findings if f.fix for e in f.fix.edits]
-    try:
-        return _apply_checked(source, edits), list(findings), []
-    except Exception:  # noqa: BLE001 - fall back to one fix at a time below
-        pass
-    applied: list[Finding] = []
-    dropped: list[DroppedFix] = []
-    current = source
-    for f in findings:
-        assert f.fix is not None
-        try:
-            current = _apply_checked(current, f.fix.edits)
-        except Exception as exc:  # noqa: BLE001 - a failing fix is dropped, not fatal
-            reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
-            dropped.append(DroppedFix(f, reason))
-            continue
-        applied.append(f)
-        # Positions of the other findings may have moved: the next pass
-        # re-runs the rules on the new source and offers them again.
-        break
-    return current, applied, dropped
-
-
-def _apply_checked(source: str, edits: Sequence[Edit]) -> str:
-    new = apply_edits(source, edits)
-    ast.parse(new)  # refuse anything that does not parse
-    return new
 
 
 def _run_rules(
@@ -166,6 +327,8 @@ def _run_rules(
     findings: list[Finding] = []
     for rule in rules:
         findings.extend(rule.check(ctx))
+    if not settings.include_tests:
+        findings = outside_test_classes(ctx, findings)
     # The facts refer back to the context: dropping them here frees each tree
     # at once instead of leaving it to the cyclic garbage collector (which
     # then walks every live tree, and a large run gets slower and slower).

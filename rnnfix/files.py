@@ -9,16 +9,22 @@ from __future__ import annotations
 import codecs
 import io
 import os
+import re
 import stat
 import tempfile
 import tokenize
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pathspec
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
+# ``write_atomic``'s temporary files: ``.<name>.<random>.rnnfix``. One that
+# survived a killed run is never taken for code (the suffix is not a source
+# suffix) and the next walk over its folder removes it.
+TEMP_SUFFIX = ".rnnfix"
+_TEMP_NAME = re.compile(r"^\..+\.(?:py|ipynb)\.[A-Za-z0-9_]{8}\.rnnfix$")
 MAX_FILE_BYTES = 5 * 1024 * 1024  # research code is never this big; generated data is
 
 # Folders that never hold the user's own training code.
@@ -26,9 +32,27 @@ SKIP_DIRS = frozenset(
     {
         ".git", ".hg", ".svn", ".bzr", "__pycache__", ".venv", "venv", ".env", ".tox",
         ".nox", ".eggs", "build", "dist", "node_modules", "site-packages", ".mypy_cache",
-        ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints",
+        ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints", ".rnnfix_cache",
     }
 )  # fmt: skip
+
+
+# Test code is left alone by default (``include-tests`` turns that off): a test
+# asserts what the code does as written, and unittest/pytest collect these.
+TEST_DIRS = frozenset({"tests", "test"})
+
+
+def is_test_name(name: str) -> bool:
+    """A file name pytest collects as tests, or its ``conftest.py``."""
+    if not name.endswith(".py"):
+        return False
+    return name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
+
+
+def is_test_path(rel: PurePath) -> bool:
+    """A test file by its path relative to the folder the user gave (the
+    folders above it are not the project's: a checkout may live in ``tests/``)."""
+    return is_test_name(rel.name) or any(part in TEST_DIRS for part in rel.parts[:-1])
 
 
 class FileProblem(Exception):
@@ -91,6 +115,13 @@ def read_source(path: Path) -> tuple[bytes, DecodedSource]:
     return data, decode(data)
 
 
+def _current_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
 def check_writable(path: Path) -> None:
     """A read-only file is the user's statement that it must not change; as root
     ``os.access`` says yes to everything, so look at the mode bits too."""
@@ -104,52 +135,101 @@ def check_writable(path: Path) -> None:
         raise FileProblem("cannot write: file is read-only")
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None:
     """Temp file in the same folder, fsync, then rename over the original, so an
-    interrupted run leaves either the old or the new file; the mode is kept."""
+    interrupted run leaves either the old or the new file; the mode is kept.
+
+    ``expected``: the bytes the fix was computed from. When the file no longer
+    holds them (an editor saved it while rnnfix ran), it is not overwritten:
+    the user's newer text wins and the file is reported."""
+    if not path.exists() and not path.is_symlink():
+        raise FileProblem("cannot write: the file vanished during the run")
     check_writable(path)
     mode = stat.S_IMODE(path.stat().st_mode)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".rnnfix", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     except OSError as exc:
         raise FileProblem(f"cannot write: {exc.strerror or exc}") from None
+    replaced = False
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
+        if expected is not None and _current_bytes(path) != expected:
+            raise FileProblem("changed on disk while rnnfix ran; not overwritten")
         os.replace(tmp, path)
+        replaced = True
     except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         raise FileProblem(f"cannot write: {exc.strerror or exc}") from None
+    finally:
+        # Also on Ctrl-C / SIGTERM between writing and renaming: the target is
+        # still the old file, and no temporary file stays behind. (SIGKILL
+        # cannot be caught; the next walk over the folder removes the leftover.)
+        if not replaced:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
 
 # --- discovery -----------------------------------------------------------------
 
 
-def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Iterator[Path]:
-    """Files to process. Paths named explicitly are always processed (even a
-    non-``.py`` or symlinked one, which then fails with a reason); folders are
-    walked for ``*.py`` and ``*.ipynb`` without following links, skipping ``SKIP_DIRS``,
-    virtual environments, ``exclude`` patterns and what ``.gitignore`` excludes."""
+def discover(
+    paths: Sequence[Path],
+    exclude: Sequence[str] = (),
+    include_tests: bool = False,
+    force_exclude: bool = False,
+) -> Iterator[Path]:
+    """Files to process. Folders are walked for ``*.py`` and ``*.ipynb``
+    without following links, skipping ``SKIP_DIRS``, virtual environments,
+    ``exclude`` patterns, what ``.gitignore`` excludes and (unless
+    ``include_tests``) test code below the folder: ``tests/``, ``test/``,
+    ``test_*.py``, ``*_test.py``, ``conftest.py``. Paths named explicitly are
+    processed as given, as ruff and pytest do (even a non-``.py`` or symlinked
+    one, which then fails with a reason), unless ``force_exclude``: then
+    ``exclude`` and the test-code default apply to them (files and folders)
+    too, relative to the current folder (pre-commit names every changed file)."""
     excluded = pathspec.GitIgnoreSpec.from_lines(exclude) if exclude else None
     seen: set[Path] = set()
     for root in paths:
         if root.is_dir() and not root.is_symlink():
-            for p in _walk(root, excluded):
+            if force_exclude and _forced_out(root, excluded, include_tests, is_dir=True):
+                continue
+            for p in _walk(root, excluded, include_tests):
                 if p not in seen:
                     seen.add(p)
                     yield p
         elif root not in seen:
             seen.add(root)
+            if force_exclude and _forced_out(root, excluded, include_tests):
+                continue
             yield root
 
 
-def _walk(root: Path, excluded: pathspec.GitIgnoreSpec | None) -> Iterator[Path]:
+def _forced_out(
+    path: Path, excluded: pathspec.GitIgnoreSpec | None, include_tests: bool, is_dir: bool = False
+) -> bool:
+    try:
+        rel = PurePath(os.path.relpath(path.absolute(), Path.cwd()))
+    except ValueError:  # another drive
+        rel = PurePath(path.name)
+    if rel.parts[:1] == ("..",):
+        rel = PurePath(path.name)  # outside the current folder: only its name counts
+    if not rel.parts:
+        return False  # the current folder itself
+    if excluded is not None and excluded.match_file(rel.as_posix() + ("/" if is_dir else "")):
+        return True
+    if include_tests:
+        return False
+    return any(p in TEST_DIRS for p in rel.parts) if is_dir else is_test_path(rel)
+
+
+def _walk(
+    root: Path, excluded: pathspec.GitIgnoreSpec | None, include_tests: bool
+) -> Iterator[Path]:
     ignores = _GitIgnores(root)
     stack = [root]
     while stack:
@@ -167,16 +247,31 @@ def _walk(root: Path, excluded: pathspec.GitIgnoreSpec | None) -> Iterator[Path]
             if entry.is_dir():
                 if entry.name in SKIP_DIRS or entry.name.endswith(".egg-info"):
                     continue
+                if not include_tests and entry.name in TEST_DIRS:
+                    continue
                 if (p / "pyvenv.cfg").exists():
                     continue
                 if ignores.ignored(p, is_dir=True) or _matches(excluded, root, p, True):
                     continue
                 subdirs.append(p)
+            elif _TEMP_NAME.match(entry.name) and entry.is_file():
+                _remove_leftover(p)
             elif entry.name.endswith(SOURCE_SUFFIXES) and entry.is_file():
+                if not include_tests and is_test_name(entry.name):
+                    continue
                 if ignores.ignored(p, is_dir=False) or _matches(excluded, root, p, False):
                     continue
                 yield p
         stack.extend(reversed(subdirs))
+
+
+def _remove_leftover(p: Path) -> None:
+    """A temporary file of a run that was killed between writing it and
+    renaming it over its target: the target is intact (old), this is junk."""
+    try:
+        p.unlink()
+    except OSError:
+        pass
 
 
 def _matches(spec: pathspec.GitIgnoreSpec | None, root: Path, p: Path, is_dir: bool) -> bool:
@@ -190,9 +285,9 @@ class _GitIgnores:
     """``.gitignore`` files of the walked tree and of its ancestors up to the
     repository root, each applied relative to its own folder."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, given: Path) -> None:
         self._specs: list[tuple[Path, pathspec.GitIgnoreSpec]] = []
-        root = root.resolve()
+        root = given.resolve()
         ancestors = []
         for parent in root.parents:
             ancestors.append(parent)
@@ -205,7 +300,15 @@ class _GitIgnores:
         for folder in reversed(ancestors):
             self._add(folder)
         self._root = root
+        self._given = os.path.abspath(given)
         self._loaded: set[Path] = set()
+
+    def _real(self, p: Path) -> Path:
+        # The walk never follows links, so a path below the root resolves to
+        # the resolved root joined with its relative part: no system call per
+        # file (resolve() was most of the time of discovering a large tree).
+        rel = os.path.relpath(os.path.abspath(p), self._given)
+        return self._root if rel == "." else self._root / rel
 
     def _add(self, folder: Path) -> None:
         f = folder / ".gitignore"
@@ -217,13 +320,15 @@ class _GitIgnores:
             self._specs.append((folder, pathspec.GitIgnoreSpec.from_lines(lines)))
 
     def load(self, folder: Path) -> None:
-        folder = folder.resolve()
+        folder = self._real(folder)
         if folder not in self._loaded:
             self._loaded.add(folder)
             self._add(folder)
 
     def ignored(self, p: Path, is_dir: bool) -> bool:
-        p = p.resolve()
+        if not self._specs:
+            return False
+        p = self._real(p)
         for base, spec in self._specs:
             try:
                 rel = p.relative_to(base).as_posix()

@@ -3,17 +3,31 @@ failures included, is a ``FileResult``."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import os
-from collections.abc import Sequence
+import re
+import signal
+import sys
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from rnnfix import notebooks
 from rnnfix.analysis.project import ModuleSummary, ProjectIndex, normalise, summarise
+from rnnfix.cache import (
+    ResultCache,
+    digest,
+    dropped_from_json,
+    dropped_to_json,
+    finding_from_json,
+    finding_to_json,
+    run_fingerprint,
+)
 from rnnfix.engine import DroppedFix, fix_source
 from rnnfix.files import FileProblem, decode, read_source, write_atomic
 from rnnfix.rules import Finding
@@ -34,6 +48,8 @@ class FileResult:
     applied: list[Finding] = field(default_factory=list)
     dropped: list[DroppedFix] = field(default_factory=list)
     initial: list[Finding] = field(default_factory=list)  # in the original source
+    # Fixes later passes found once earlier fixes went in, at the original's lines.
+    followups: list[Finding] = field(default_factory=list)
     error: str | None = None  # one line: "cannot parse: ...", "cannot read: ..."
     error_line: int | None = None
     old_text: str | None = None
@@ -41,6 +57,23 @@ class FileResult:
     old_bytes: bytes | None = None
     # Other files of the run whose summaries the analysis looked up.
     consulted: frozenset[str] = frozenset()
+    # Parts left unchecked that do not fail the file ("cell 4: line 2: cannot parse: ...").
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def reported(self) -> list[Finding]:
+        """What a dry run reports (``--check``, ``--diff``): the findings of the
+        file as it is and the follow-up fixes, one for each fix the diff shows."""
+        return sorted([*self.initial, *self.followups], key=lambda f: (f.cell or 0, f.line, f.col))
+
+
+@dataclass
+class Progress:
+    """How far a run got, for the message an interrupted run prints."""
+
+    total: int = 0
+    checked: int = 0
+    written: int = 0
 
 
 # Below this many files a process pool costs more than it saves.
@@ -52,7 +85,12 @@ _PROJECT_RULES = ("RNF001", "RNF003", "RNF004")
 
 
 def process_files(
-    paths: Sequence[Path], settings: Settings, write: bool, jobs: int = 0
+    paths: Sequence[Path],
+    settings: Settings,
+    write: bool,
+    jobs: int = 0,
+    cache: ResultCache | None = None,
+    progress: Progress | None = None,
 ) -> list[FileResult]:
     """``process_file`` over many files, in worker processes on large trees.
     Workers get the settings, the project index and a path (plain data),
@@ -66,17 +104,128 @@ def process_files(
     looked it up are fixed again, from their own source, against the new
     summaries (a helper that RNF003 now puts in eval mode makes its callers
     need ``train()``). Files are written once, at the end."""
+    progress = progress if progress is not None else Progress()
+    progress.total = len(paths)
+    if cache is None:
+        return _process_uncached(paths, settings, write, jobs, progress)
+    keys = [normalise(p) for p in paths]
+    digests: dict[str, str] = {}
+    raw: dict[str, bytes] = {}
+    for key, path in zip(keys, paths, strict=True):
+        try:
+            raw[key] = path.read_bytes()
+        except OSError:
+            continue  # process_file reports it
+        digests[key] = digest(raw[key])
+    run = run_fingerprint(keys)
+    cached: dict[str, FileResult] = {}
+    for key, path in zip(keys, paths, strict=True):
+        if key in digests:
+            hit = cache.lookup(key, digests[key], run, digests)
+            if hit is not None and (result := _result_from_json(hit, raw[key], path)):
+                cached[key] = result
+    # A hit that consulted a file processed again may have been settled
+    # against that file's fixed summary: process it again too.
+    stale = True
+    while stale:
+        stale = False
+        for key in list(cached):
+            if any(other not in cached for other in cached[key].consulted):
+                del cached[key]
+                stale = True
+    todo = [p for p, k in zip(paths, keys, strict=True) if k not in cached]
+    progress.checked = len(cached)
+    fresh = iter(
+        _process_uncached(todo, settings, False, jobs, progress, everything=paths) if todo else []
+    )
+    results = [cached[k] if k in cached else next(fresh) for k in keys]
+    for key, result in zip(keys, results, strict=True):
+        if key not in cached and key in digests and _cacheable(result, raw[key]):
+            consulted = result.consulted
+            cache.store(key, digests[key], run, digests, _result_to_json(result), consulted)
+    cache.save()  # before writing: an interrupted write phase keeps the results
+    if write:
+        for path, result in zip(paths, results, strict=True):
+            _write(path, result, progress)
+    return results
+
+
+def _process_uncached(
+    paths: Sequence[Path],
+    settings: Settings,
+    write: bool,
+    jobs: int,
+    progress: Progress,
+    everything: Sequence[Path] | None = None,
+) -> list[FileResult]:
+    """Fix ``paths``; ``everything``: all files of the run (the project index
+    covers them all even when only some need fixing, the others cached)."""
     if jobs == 0:
         jobs = min(os.cpu_count() or 1, 8) if len(paths) >= PARALLEL_THRESHOLD else 1
-    project = _build_project(paths, settings)
+    project = _build_project(everything if everything is not None else paths, settings)
     if project is None:
-        return _map(paths, settings, write, None, jobs)
-    results = _map(paths, settings, False, project, jobs)
+        return _map(paths, settings, write, None, jobs, progress)
+    results = _map(paths, settings, False, project, jobs, progress)
     results = _settle(paths, results, settings, project)
     if write:
         for path, result in zip(paths, results, strict=True):
-            _write(path, result)
+            _write(path, result, progress)
     return results
+
+
+def _cacheable(result: FileResult, data: bytes) -> bool:
+    """Failures to read or write are about the disk, not the bytes: never
+    cached. A result computed from other bytes than the ones hashed (the file
+    changed during the run) is not cached either."""
+    if result.outcome is Outcome.FAILED and not (result.error or "").startswith("cannot parse"):
+        return False
+    return result.old_bytes is None or result.old_bytes == data
+
+
+def _result_to_json(result: FileResult) -> dict[str, Any]:
+    changed = result.outcome is Outcome.CHANGED
+    return {
+        "outcome": result.outcome.value,
+        "findings": [finding_to_json(f) for f in result.findings],
+        "applied": [finding_to_json(f) for f in result.applied],
+        "initial": [finding_to_json(f) for f in result.initial],
+        "dropped": [dropped_to_json(d) for d in result.dropped],
+        "error": result.error,
+        "error_line": result.error_line,
+        # Texts only where a diff or a write needs them: the cache stays small.
+        "old_text": result.old_text if changed else None,
+        "new_text": result.new_text if changed else None,
+        "consulted": sorted(result.consulted),
+        "notes": result.notes,
+    }
+
+
+def _result_from_json(data: dict[str, Any], raw: bytes, path: Path) -> FileResult | None:
+    """A cached result, or None when the entry does not read back (then the
+    file is simply processed again)."""
+    try:
+        outcome = Outcome(data["outcome"])
+        # Unchanged files carry no text: nothing downstream reads it (diffs
+        # and writes are of changed files), and decoding every file would
+        # cost a warm run more than the rest of it.
+        old_text, new_text = data["old_text"], data["new_text"]
+        return FileResult(
+            path=str(path),
+            outcome=outcome,
+            findings=[finding_from_json(f) for f in data["findings"]],
+            applied=[finding_from_json(f) for f in data["applied"]],
+            initial=[finding_from_json(f) for f in data["initial"]],
+            dropped=[dropped_from_json(d) for d in data["dropped"]],
+            error=data["error"],
+            error_line=data["error_line"],
+            old_text=old_text,
+            new_text=new_text,
+            old_bytes=raw,
+            consulted=frozenset(data["consulted"]),
+            notes=[str(n) for n in data["notes"]],
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _build_project(paths: Sequence[Path], settings: Settings) -> ProjectIndex | None:
@@ -91,23 +240,58 @@ def _map(
     write: bool,
     project: ProjectIndex | None,
     jobs: int,
+    progress: Progress,
 ) -> list[FileResult]:
+    results: list[FileResult] = []
+
+    def done(result: FileResult) -> None:
+        results.append(result)
+        progress.checked += 1
+        progress.written += write and result.outcome is Outcome.CHANGED
+
     if jobs <= 1:
-        return [process_file(p, settings, write, project) for p in paths]
+        for p in paths:
+            done(process_file(p, settings, write, project))
+        return results
     # The index goes to each worker once (not with every chunk of paths).
     work = partial(_process_in_worker, settings=settings, write=write)
-    with ProcessPoolExecutor(
-        max_workers=jobs, initializer=_set_worker_project, initargs=(project,)
-    ) as pool:
-        return list(pool.map(work, paths, chunksize=max(1, len(paths) // (jobs * 8))))
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(project,))
+    try:
+        for result in pool.map(work, paths, chunksize=max(1, len(paths) // (jobs * 8))):
+            done(result)
+    except BaseException:
+        # Ctrl-C, SIGTERM: no worker may outlive the run (or go on writing).
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return results
 
 
 _worker_project: ProjectIndex | None = None
 
 
-def _set_worker_project(project: ProjectIndex | None) -> None:
+def _init_worker(project: ProjectIndex | None) -> None:
     global _worker_project
     _worker_project = project
+    # Ctrl-C reaches the whole process group: the parent decides what to do.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    """Linux: a worker gets SIGKILL when the parent dies, even by SIGKILL."""
+    if sys.platform != "linux":
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
 
 
 def _process_in_worker(path: Path, settings: Settings, write: bool) -> FileResult:
@@ -138,15 +322,34 @@ def _settle(
     return results
 
 
-def _write(path: Path, result: FileResult) -> None:
+def _write(path: Path, result: FileResult, progress: Progress) -> None:
     if result.outcome is not Outcome.CHANGED:
         return
     assert result.new_text is not None and result.old_bytes is not None
+    # Ctrl-C / SIGTERM wait until the file is written and counted, so the
+    # "N written" an interrupted run prints is exact.
+    with _signals_deferred():
+        try:
+            new = decode(result.old_bytes).encode(result.new_text)
+            write_atomic(path, new, expected=result.old_bytes)
+        except (FileProblem, UnicodeEncodeError) as exc:
+            result.outcome = Outcome.FAILED
+            result.error = str(exc) if isinstance(exc, FileProblem) else f"cannot encode: {exc}"
+        progress.written += result.outcome is Outcome.CHANGED
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    signals = {signal.SIGINT, signal.SIGTERM}
     try:
-        write_atomic(path, decode(result.old_bytes).encode(result.new_text))
-    except (FileProblem, UnicodeEncodeError) as exc:
-        result.outcome = Outcome.FAILED
-        result.error = str(exc) if isinstance(exc, FileProblem) else f"cannot encode: {exc}"
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    except (AttributeError, ValueError, OSError):  # not Unix, or not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def process_file(
@@ -166,7 +369,7 @@ def process_file(
         return result
     assert result.new_text is not None
     try:
-        write_atomic(path, decoded.encode(result.new_text))
+        write_atomic(path, decoded.encode(result.new_text), expected=data)
     except (FileProblem, UnicodeEncodeError) as exc:
         result.outcome = Outcome.FAILED
         result.error = str(exc) if isinstance(exc, FileProblem) else f"cannot encode: {exc}"
@@ -182,14 +385,25 @@ def process_notebook(
         nb = notebooks.parse(text)
     except FileProblem as exc:
         return FileResult(name, Outcome.FAILED, error=str(exc))
+    # IPython runs each cell on its own: a cell that does not parse is
+    # reported and left as it is, the others are checked. Only a notebook with
+    # no code cell that parses fails, as a file that does not parse does.
+    notes = [f"cell {cell}: not checked: {reason}" for cell, reason in nb.skipped]
+    if nb.skipped and not nb.cell_lines:
+        cell, reason = nb.skipped[0]
+        return FileResult(name, Outcome.FAILED, error=f"cell {cell}: {reason}")
     result = process_text(name, nb.python, settings, project)
+    result.notes = notes
     if result.error_line is not None:
         cell, line = nb.locate(result.error_line)
         result.error = f"cell {cell}: line {line}: {result.error}"
         result.error_line = None
-    result.findings = [_in_cell(nb, f) for f in result.findings]
+    # What is left is at the fixed module's lines; the rest at the input's.
+    fixed = result.new_text if result.outcome is Outcome.CHANGED else None
+    result.findings = [_in_cell(nb, f, fixed) for f in result.findings]
     result.applied = [_in_cell(nb, f) for f in result.applied]
     result.initial = [_in_cell(nb, f) for f in result.initial]
+    result.followups = [_in_cell(nb, f) for f in result.followups]
     result.dropped = [
         dataclasses.replace(d, finding=_in_cell(nb, d.finding)) for d in result.dropped
     ]
@@ -205,10 +419,26 @@ def process_notebook(
     return result
 
 
-def _in_cell(nb: notebooks.Notebook, f: Finding) -> Finding:
-    cell, line = nb.locate(f.line)
+def _in_cell(nb: notebooks.Notebook, f: Finding, python: str | None = None) -> Finding:
+    cell, line = nb.locate(f.line, python)
     end = None if f.end_line is None else f.end_line - (f.line - line)
     return dataclasses.replace(f, line=line, end_line=end, cell=cell)
+
+
+_PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+NEWER_SYNTAX = f"uses syntax newer than Python {_PY}; run rnnfix with a newer Python to check it"
+# Python 3.12's type parameters and type aliases (PEP 695): the syntax errors
+# an older ``ast`` gives on code that is valid on a newer Python.
+_PEP695 = re.compile(r"^\s*(?:(?:async\s+)?def\s+\w+\s*\[|class\s+\w+\s*\[|type\s+\w+\s*(?:\[|=))")
+
+
+def newer_syntax(text: str, lineno: int | None) -> bool:
+    """Whether a syntax error at ``lineno`` is a newer Python's syntax rather
+    than a mistake (counted apart in the summary)."""
+    if sys.version_info >= (3, 12) or lineno is None:
+        return False
+    lines = text.splitlines()
+    return 0 < lineno <= len(lines) and bool(_PEP695.match(lines[lineno - 1]))
 
 
 def process_text(
@@ -217,6 +447,8 @@ def process_text(
     try:
         fixed = fix_source(text, settings, name, project)
     except SyntaxError as exc:
+        if newer_syntax(text, exc.lineno):
+            return FileResult(name, Outcome.FAILED, error=NEWER_SYNTAX, error_line=exc.lineno)
         msg = (exc.msg or "invalid syntax").splitlines()[0]
         return FileResult(name, Outcome.FAILED, error=f"cannot parse: {msg}", error_line=exc.lineno)
     except RecursionError:
@@ -233,6 +465,7 @@ def process_text(
         applied=fixed.applied,
         dropped=fixed.dropped,
         initial=fixed.initial,
+        followups=fixed.followups,
         old_text=text,
         new_text=fixed.fixed,
         consulted=frozenset(fixed.consulted),

@@ -21,6 +21,11 @@ class Settings:
     rnn_only_strategy: RnnOnlyStrategy = "rnn-train"
     exclude: tuple[str, ...] = ()
     extend_exclude: tuple[str, ...] = field(default_factory=tuple)
+    # Test code (test files found in folders, unittest TestCase classes) is
+    # left alone unless this is set.
+    include_tests: bool = False
+    # Apply exclusions to files named on the command line too (pre-commit).
+    force_exclude: bool = False
 
     def enabled(self, code: str) -> bool:
         """Selection by code prefix; the longest matching prefix wins, as in ruff."""

@@ -12,6 +12,7 @@ _FLAGS = {
     "--unsafe-fixes": ("unsafe_fixes", True),
     "--strict": ("strict", True),
     "--rnn-only": ("rnn_only", True),
+    "--include-tests": ("include_tests", True),
 }
 _VALUED = {"--rnn-only-strategy": "rnn_only_strategy", "--select": "select", "--ignore": "ignore"}
 

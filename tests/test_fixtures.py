@@ -30,9 +30,10 @@ def test_fixture(case: Path, snapshot: object) -> None:
     source = case.read_bytes().decode("utf-8")
     settings = settings_for(source)
     result = fix_source(source, settings, case.name)
-    # Findings of the input as it is (line numbers of the input), as --check shows them.
+    # Findings of the input and the follow-up fixes (line numbers of the input),
+    # as --check shows them.
     diagnostics = "".join(
-        text_line(case.name, f, settings.unsafe_fixes) + "\n" for f in result.initial
+        text_line(case.name, f, settings.unsafe_fixes) + "\n" for f in result.reported
     )
     ast.parse(result.fixed)
     again = fix_source(result.fixed, settings, case.name)

@@ -43,7 +43,7 @@ def _run(root: Path, write: bool = False, jobs: int = 1) -> dict[str, FileResult
 
 def _diagnostics(results: dict[str, FileResult]) -> str:
     return "".join(
-        text_line(name, f, False) + "\n" for name in sorted(results) for f in results[name].initial
+        text_line(name, f, False) + "\n" for name in sorted(results) for f in results[name].reported
     )
 
 

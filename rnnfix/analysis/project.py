@@ -45,7 +45,7 @@ import copy
 import os
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -103,6 +103,7 @@ class ClassSummary:
     is_module: bool  # an ``nn.Module`` subclass (as far as its own file shows)
     rnns: tuple[RnnSpec, ...]  # cuDNN RNNs an instance holds, by attribute path
     methods: dict[str, FunctionSummary] = field(default_factory=dict)  # bases of its file too
+    is_test: bool = False  # a unittest ``TestCase`` subclass (rnnfix.analysis.testcode)
 
 
 @dataclass(frozen=True)
@@ -516,7 +517,8 @@ def summarise(source: str, path: str) -> ModuleSummary | None:
     rnn_code = any(t in source for t in RNN_TOKENS)
     package = os.path.basename(path) == "__init__.py" and "import" in source
     handler_code = any(t in source for t in HANDLER_TOKENS)
-    if not (mode_code or rnn_code or package or handler_code):
+    tests = "TestCase" in source  # a base of other files' test classes
+    if not (mode_code or rnn_code or package or tests or handler_code):
         return None
     try:
         return _summarise(source, path, mode_code, rnn_code, handler_code)
@@ -533,6 +535,7 @@ def _summarise(
     from rnnfix.analysis.models import ModuleClasses
     from rnnfix.analysis.rnns import RnnIndex
     from rnnfix.analysis.scopes import FileIndex
+    from rnnfix.analysis.testcode import test_case_classes
     from rnnfix.rules.base import FileContext
 
     tree = ast.parse(source)
@@ -570,6 +573,13 @@ def _summarise(
             is_module = name in module_classes.modules
             if methods or specs or is_module:
                 classes[name] = ClassSummary(name, is_module, specs, methods)
+    for cls in test_case_classes(tree, ImportMap.build(tree)) if "TestCase" in source else ():
+        known = classes.get(cls.name)
+        classes[cls.name] = (
+            replace(known, is_test=True)
+            if known is not None
+            else ClassSummary(cls.name, False, (), is_test=True)
+        )
     handlers: dict[str, frozenset[str]] = {}
     if handler_code or mode_code:  # ``.eval(`` alone can make a wrapper one
         import_map = ImportMap.build(tree)

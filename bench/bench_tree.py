@@ -1,0 +1,169 @@
+"""rnnfix beside its peers on one folder: one table, whole-process figures.
+
+    python bench/bench_tree.py PATH [--runs 5] [--scale 1,2,4] [--jobs 0]
+    python bench/bench_tree.py --synthetic 2000 [--runs 5]   # no network needed
+
+Rows (each a separate process, measured with ``os.wait4``: wall time, CPU time
+user+system, peak resident memory; median of ``--runs`` runs; commands take
+turns run by run so that machine noise hits all of them alike):
+
+- ``read``:         read every file (the floor for anything that looks at them)
+- ``ast.parse``:    read and ``ast.parse`` every ``.py`` file in one process
+- ``rnnfix cold``:  ``rnnfix apply --check --no-cache``
+- ``rnnfix warm``:  ``rnnfix apply --check`` with a primed ``.rnnfix_cache/``
+- ``ruff``:         ``ruff check --no-cache`` with ruff's default rules (if installed)
+- ``libcst noop``:  ``python -m libcst.tool codemod noop.NOOPCommand`` (if it runs)
+
+Ratios are to ruff's wall time. ``--scale 1,2,4`` also runs ``rnnfix cold`` on
+1x, 2x and 4x copies of the tree (cost should grow linearly). Nothing is
+asserted; the tree is copied to a temporary folder first, so the cache and any
+libcst run never touch the original. Prints figures only; read them as ratios
+within one run (these machines are shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from synthetic import synthetic_tree  # noqa: E402
+
+_READ = """
+import os, sys
+n = 0
+for d, _, fs in os.walk(sys.argv[1]):
+    for f in fs:
+        if f.endswith(('.py', '.ipynb')):
+            with open(os.path.join(d, f), 'rb') as h:
+                n += len(h.read())
+"""
+_PARSE = """
+import ast, os, sys, warnings
+warnings.simplefilter('ignore')
+for d, _, fs in os.walk(sys.argv[1]):
+    for f in fs:
+        if f.endswith('.py'):
+            with open(os.path.join(d, f), 'rb') as h:
+                try:
+                    ast.parse(h.read())
+                except (SyntaxError, ValueError):
+                    pass
+"""
+
+
+@dataclass
+class Sample:
+    wall: float
+    cpu: float
+    rss_mb: float
+
+
+def measure(cmd: list[str], cwd: Path) -> Sample:
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, _, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = 0  # reaped by wait4
+    # ru_maxrss is in KiB on Linux; children of the child (worker pools) are
+    # not included, so with --jobs > 1 the memory column is the parent's.
+    return Sample(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+
+
+def commands(tree: Path, jobs: int) -> dict[str, list[str]]:
+    py = sys.executable
+    rnnfix = [py, "-m", "rnnfix", "apply", "--check", "-q", "--jobs", str(jobs)]
+    out = {
+        "read": [py, "-c", _READ, str(tree)],
+        "ast.parse": [py, "-c", _PARSE, str(tree)],
+        "rnnfix cold": [*rnnfix, "--no-cache", str(tree)],
+        "rnnfix warm": [*rnnfix, str(tree)],
+    }
+    ruff = shutil.which("ruff")
+    if ruff:
+        out["ruff"] = [ruff, "check", "--no-cache", "--quiet", "--exit-zero", str(tree)]
+    if _libcst_runs(tree):
+        out["libcst noop"] = [
+            py, "-m", "libcst.tool", "codemod", "--no-format", "-j", "1",
+            "noop.NOOPCommand", str(tree),
+        ]  # fmt: skip
+    return out
+
+
+def _libcst_runs(tree: Path) -> bool:
+    probe = subprocess.run(
+        [sys.executable, "-m", "libcst.tool", "codemod", "--help"],
+        cwd=tree,
+        capture_output=True,
+        check=False,
+    )
+    return probe.returncode == 0
+
+
+def table(tree: Path, runs: int, jobs: int) -> None:
+    cmds = commands(tree, jobs)
+    subprocess.run(cmds["rnnfix warm"], cwd=tree, capture_output=True, check=False)  # prime
+    samples: dict[str, list[Sample]] = {name: [] for name in cmds}
+    for _ in range(runs):
+        for name, cmd in cmds.items():
+            samples[name].append(measure(cmd, tree))
+    base = statistics.median(s.wall for s in samples["ruff"]) if "ruff" in samples else None
+    files = sum(1 for _ in tree.rglob("*.py"))
+    print(f"{tree}: {files} .py files, median of {runs} run(s), --jobs {jobs}")
+    print(f"{'':<14}{'wall s':>9}{'cpu s':>9}{'peak MB':>9}{'x ruff':>8}")
+    for name, got in samples.items():
+        wall = statistics.median(s.wall for s in got)
+        cpu = statistics.median(s.cpu for s in got)
+        rss = max(s.rss_mb for s in got)
+        ratio = f"{wall / base:8.2f}" if base else f"{'-':>8}"
+        print(f"{name:<14}{wall:9.2f}{cpu:9.2f}{rss:9.0f}{ratio}")
+
+
+def scaling(tree: Path, factors: list[int], runs: int, jobs: int, work: Path) -> None:
+    print(f"\nscaling of rnnfix cold (--jobs {jobs}):")
+    print(f"{'copies':<8}{'files':>7}{'wall s':>9}{'s / 1k files':>14}")
+    for k in factors:
+        dest = work / f"x{k}"
+        for i in range(k):
+            shutil.copytree(tree, dest / f"copy{i}", dirs_exist_ok=True)
+        files = sum(1 for _ in dest.rglob("*.py"))
+        cmd = [sys.executable, "-m", "rnnfix", "apply", "--check", "-q", "--no-cache"]
+        wall = statistics.median(
+            measure([*cmd, "--jobs", str(jobs), str(dest)], dest).wall for _ in range(runs)
+        )
+        print(f"{k:<8}{files:>7}{wall:9.2f}{1000 * wall / max(files, 1):14.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("path", nargs="?", type=Path)
+    parser.add_argument("--synthetic", type=int, metavar="N", help="generate N files instead")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=0)
+    parser.add_argument("--scale", default="", help="e.g. 1,2,4")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="rnnfix-bench-") as tmp:
+        tree = Path(tmp) / "tree"
+        if args.synthetic:
+            synthetic_tree(tree, args.synthetic)
+        elif args.path:
+            shutil.copytree(args.path, tree, symlinks=True)
+        else:
+            parser.error("give a PATH or --synthetic N")
+        table(tree, args.runs, args.jobs)
+        if args.scale:
+            factors = [int(k) for k in args.scale.split(",")]
+            scaling(tree, factors, max(1, args.runs // 2), args.jobs, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,224 @@
+"""The result cache (``rnnfix/cache.py``): a warm run answers from it, and it
+never answers with a stale result.
+
+Each invalidation test changes one input and checks that the result is the one
+a run without the cache gives; ``_forbid_fixing`` proves that a run was served
+from the cache (fixing anything would raise).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import rnnfix.cache
+import rnnfix.process
+from rnnfix.cache import CACHE_DIR, ResultCache, cache_root
+from rnnfix.cli import cli
+from rnnfix.files import discover
+from rnnfix.process import FileResult, Outcome, process_files
+from rnnfix.settings import Settings
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+HELPER_PROJECT = FIXTURES / "project" / "helper_in_other_file"
+RESTORING_UTILS = (FIXTURES / "project" / "noop_helper_restores_train" / "utils.py").read_text()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    shutil.copytree(HELPER_PROJECT, root)
+    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    return root
+
+
+def _run(root: Path, settings: Settings | None = None, write: bool = False) -> list[FileResult]:
+    settings = settings or Settings()
+    files = sorted(discover([root]))
+    cache = ResultCache(cache_root(files), settings)
+    results = process_files(files, settings, write=write, jobs=1, cache=cache)
+    assert not cache.warnings
+    return results
+
+
+def _uncached(root: Path, settings: Settings | None = None) -> list[FileResult]:
+    files = sorted(discover([root]))
+    return process_files(files, settings or Settings(), write=False, jobs=1)
+
+
+def _summary(results: list[FileResult]) -> list[tuple[str, str, list[tuple[str, int, str]]]]:
+    return [
+        (
+            Path(r.path).name,
+            r.outcome.value,
+            [(f.code, f.line, f.message) for f in r.findings + r.initial + r.applied],
+        )
+        for r in results
+    ]
+
+
+def _forbid_fixing(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the engine ran: the cache was not used")
+
+    monkeypatch.setattr(rnnfix.process, "fix_source", boom)
+    monkeypatch.setattr(rnnfix.process.ProjectIndex, "build", boom)
+
+
+def test_warm_run_is_served_from_the_cache(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cold = _run(project)
+    assert any(r.outcome is Outcome.CHANGED for r in cold)
+    _forbid_fixing(monkeypatch)
+    warm = _run(project)
+    assert _summary(warm) == _summary(cold)
+    changed = [r for r in warm if r.outcome is Outcome.CHANGED]
+    assert changed and all(r.new_text and r.old_text for r in changed)
+
+
+def test_cache_folder_ignores_itself(project: Path) -> None:
+    _run(project)
+    folder = project / CACHE_DIR
+    assert (folder / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert [p.suffix for p in folder.iterdir() if p.name != ".gitignore"] == [".json"]
+    # and discovery never takes it for code
+    assert all(CACHE_DIR not in p.parts for p in discover([project]))
+
+
+def test_a_changed_file_is_analysed_again(project: Path) -> None:
+    _run(project)
+    train = project / "train.py"
+    train.write_text(train.read_text() + "\nmodel.train()\n")
+    assert _summary(_run(project)) == _summary(_uncached(project))
+
+
+def test_a_changed_consulted_file_invalidates_its_callers(project: Path) -> None:
+    before = {Path(r.path).name: r.outcome for r in _run(project)}
+    assert before["train.py"] is Outcome.CHANGED
+    # utils.evaluate now restores train mode: train.py needs no fix any more.
+    (project / "utils.py").write_text(RESTORING_UTILS)
+    after = _run(project)
+    assert {Path(r.path).name: r.outcome for r in after}["train.py"] is Outcome.UNCHANGED
+    assert _summary(after) == _summary(_uncached(project))
+
+
+def test_a_new_file_in_the_run_invalidates(project: Path) -> None:
+    _run(project)
+    (project / "extra.py").write_text("x = 1\n")
+    assert _summary(_run(project)) == _summary(_uncached(project))
+
+
+def test_settings_have_caches_of_their_own(project: Path) -> None:
+    _run(project)
+    only_rnf002 = Settings(select=("RNF002",))
+    assert _summary(_run(project, only_rnf002)) == _summary(_uncached(project, only_rnf002))
+    assert len([p for p in (project / CACHE_DIR).glob("*.json")]) == 2
+
+
+def test_a_new_rnnfix_version_starts_afresh(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _run(project)
+    monkeypatch.setattr(rnnfix.cache, "__version__", "999.0")
+    _run(project)
+    assert len([p for p in (project / CACHE_DIR).glob("*.json")]) == 2
+
+
+def test_corrupt_cache_is_ignored_with_a_warning(project: Path) -> None:
+    _run(project)
+    (cache_file,) = (project / CACHE_DIR).glob("*.json")
+    cache_file.write_text("{not json")
+    files = sorted(discover([project]))
+    cache = ResultCache(cache_root(files), Settings())
+    assert cache.warnings and "corrupt cache" in cache.warnings[0]
+    results = process_files(files, Settings(), write=False, jobs=1, cache=cache)
+    assert _summary(results) == _summary(_uncached(project))
+
+
+def test_entries_of_the_wrong_shape_are_misses(project: Path) -> None:
+    _run(project)
+    (cache_file,) = (project / CACHE_DIR).glob("*.json")
+    entries = {"x": 1, str(project / "train.py"): {"digest": 3}}
+    cache_file.write_text(json.dumps({"format": 1, "entries": entries}))
+    assert _summary(_run(project)) == _summary(_uncached(project))
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_unwritable_cache_folder_is_a_warning(project: Path) -> None:
+    folder = project / CACHE_DIR
+    folder.mkdir()
+    folder.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        files = sorted(discover([project]))
+        cache = ResultCache(cache_root(files), Settings())
+        results = process_files(files, Settings(), write=False, jobs=1, cache=cache)
+        assert any("cannot write the cache" in w for w in cache.warnings)
+        assert _summary(results) == _summary(_uncached(project))
+    finally:
+        folder.chmod(stat.S_IRWXU)
+
+
+def test_unwritable_cache_location_is_a_warning(project: Path) -> None:
+    # A file where the folder should be: unwritable for root too.
+    (project / CACHE_DIR).write_text("not a folder")
+    files = sorted(discover([project]))
+    cache = ResultCache(cache_root(files), Settings())
+    results = process_files(files, Settings(), write=False, jobs=1, cache=cache)
+    assert any("cannot write the cache" in w for w in cache.warnings)
+    assert _summary(results) == _summary(_uncached(project))
+
+
+def test_apply_writes_from_a_cached_check(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _run(project)  # --check
+    expected = {Path(r.path).name: r.new_text for r in _uncached(project)}
+    _forbid_fixing(monkeypatch)
+    _run(project, write=True)
+    for name, text in expected.items():
+        assert (project / name).read_text() == text
+
+
+def test_cli_warm_run_prints_what_the_cold_run_printed(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RNNFIX_NO_CACHE")
+    runner = CliRunner()
+    cold = runner.invoke(cli, ["apply", "--check", str(project)])
+    assert (project / CACHE_DIR).is_dir()
+    warm = runner.invoke(cli, ["apply", "--check", str(project)])
+    assert (cold.exit_code, cold.output) == (warm.exit_code, warm.output) == (1, warm.output)
+
+
+def test_cli_warns_and_goes_on_with_a_corrupt_cache(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RNNFIX_NO_CACHE")
+    runner = CliRunner()
+    runner.invoke(cli, ["apply", "--check", str(project)])
+    (cache_file,) = (project / CACHE_DIR).glob("*.json")
+    cache_file.write_bytes(b"\xff\xfe garbage")
+    result = runner.invoke(cli, ["apply", "--check", str(project)])
+    assert result.exit_code == 1
+    assert "warning:" in result.output and "corrupt cache" in result.output
+
+
+def test_no_cache_flag_writes_nothing(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RNNFIX_NO_CACHE")
+    subprocess.run(
+        [sys.executable, "-m", "rnnfix", "apply", "--check", "--no-cache", str(project)],
+        capture_output=True,
+        check=False,
+    )
+    assert not (project / CACHE_DIR).exists()
+    proc = subprocess.run(
+        [sys.executable, "-m", "rnnfix", "apply", "--check", str(project)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert (project / CACHE_DIR).is_dir()
