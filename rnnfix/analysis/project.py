@@ -71,6 +71,7 @@ _IMPORT_LINE = re.compile(
     r"^[ \t]*(?:from[ \t]+(\.)|from[ \t]+([A-Za-z_]\w*)|import[ \t]+([^\n#;\\]+))", re.M
 )
 RNN_TOKENS = ("LSTM", "GRU", "RNN")
+HANDLER_TOKENS = ("no_grad", "inference_mode", "set_grad_enabled", "contextmanager", "__enter__")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MAX_REEXPORTS = 3
 
@@ -122,6 +123,12 @@ class ModuleSummary:
     functions: dict[str, FunctionSummary]
     classes: dict[str, ClassSummary]
     imports: dict[str, Binding]
+    # Module-level decorators / context managers that switch grad or the
+    # module mode (``gradctx.definition_handling``): name -> {"grad", "eval"}.
+    handlers: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Names the file calls (``f(``, ``.f(``) and does not define itself:
+    # whether a function of another file may have callers here, read by text.
+    called: frozenset[str] = frozenset()
 
     def any_function(self, test: Callable[[FunctionSummary], bool]) -> bool:
         methods = (m for c in self.classes.values() for m in c.methods.values())
@@ -362,6 +369,28 @@ class ProjectView:
         self._cache[text] = found
         return found
 
+    def handler(self, expr: ast.AST) -> frozenset[str] | None:
+        """What the imported decorator or context manager ``expr`` does to grad
+        and the module mode (``{"grad"}``, ``{"eval"}``), read from its
+        definition in another file of the run; None when it is not one the
+        index read (then it is unknown)."""
+        text = dotted(expr)
+        target = self._target(text) if text is not None else None
+        for _ in range(_MAX_REEXPORTS + 1):
+            if target is None or len(target[1]) != 1:
+                return None
+            module = self.index.files.get(target[0])
+            if module is None:
+                return None
+            name = target[1][0]
+            if name in module.handlers:
+                return module.handlers[name]
+            binding = module.imports.get(name)
+            if binding is None:
+                return None
+            target = self.index.resolve(target[0], binding[0], binding[1])
+        return None
+
     def _target(self, text: str) -> tuple[str, tuple[str, ...]] | None:
         root, _, rest = text.partition(".")
         binding = self.bindings.get(root)
@@ -536,16 +565,20 @@ def summarise(source: str, path: str) -> ModuleSummary | None:
     # A file without mode code still tells callers which classes cannot take a mode call.
     rnn_code = rnn_code or any(t in source for t in OVERRIDE_TOKENS)
     package = os.path.basename(path) == "__init__.py" and "import" in source
+    handler_code = any(t in source for t in HANDLER_TOKENS)
     tests = "TestCase" in source  # a base of other files' test classes
-    if not (mode_code or rnn_code or package or tests):
+    if not (mode_code or rnn_code or package or tests or handler_code):
         return None
     try:
-        return _summarise(source, path, mode_code, rnn_code)
+        return _summarise(source, path, mode_code, rnn_code, handler_code)
     except Exception:  # noqa: BLE001 - a file the index cannot read is unknown, not fatal
         return None
 
 
-def _summarise(source: str, path: str, mode_code: bool, rnn_code: bool) -> ModuleSummary | None:
+def _summarise(
+    source: str, path: str, mode_code: bool, rnn_code: bool, handler_code: bool = False
+) -> ModuleSummary | None:
+    from rnnfix.analysis.gradctx import definition_handling
     from rnnfix.analysis.imports import ImportMap
     from rnnfix.analysis.modeflow import ModeFlow
     from rnnfix.analysis.models import ModuleClasses
@@ -606,9 +639,20 @@ def _summarise(source: str, path: str, mode_code: bool, rnn_code: bool) -> Modul
             if known is not None
             else ClassSummary(cls.name, False, (), is_test=True)
         )
-    if not (functions or classes or os.path.basename(path) == "__init__.py"):
+    handlers: dict[str, frozenset[str]] = {}
+    if handler_code or mode_code:  # ``.eval(`` alone can make a wrapper one
+        import_map = ImportMap.build(tree)
+        for stmt in tree.body:
+            if isinstance(stmt, (*_FUNCS, ast.ClassDef)):
+                found = definition_handling(stmt, import_map)
+                if found:
+                    handlers[stmt.name] = found
+    if not (functions or classes or handlers or os.path.basename(path) == "__init__.py"):
         return None
-    return ModuleSummary(functions, classes, imports)
+    # A file's calls of its own functions are not calls of another file's.
+    defined = {n.name for n in ast.walk(tree) if isinstance(n, _FUNCS)}
+    called = frozenset(_CALLED_NAME.findall(source)) - defined
+    return ModuleSummary(functions, classes, imports, handlers, called)
 
 
 _CALLED_NAME = re.compile(r"(\w+)\s*\(")
