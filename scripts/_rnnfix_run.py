@@ -130,8 +130,15 @@ class Proc:
 
     @property
     def crashed(self) -> bool:
-        """Exit 2 (or killed) or a traceback: rnnfix itself failed, not a file."""
-        return self.returncode not in (0, 1) or "Traceback (most recent call last)" in self.stderr
+        """rnnfix itself failed: an internal error, a traceback, killed or timed out.
+
+        Exit 2 alone is not a crash: rnnfix also exits 2 when a file could not be
+        read or parsed, which it reports per file."""
+        return (
+            self.returncode not in (0, 1, 2)
+            or "Traceback (most recent call last)" in self.stderr
+            or "rnnfix: internal error" in self.stderr
+        )
 
 
 def invoke(

@@ -32,9 +32,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10
+else:  # pragma: no cover
     import tomli as tomllib
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -205,10 +205,11 @@ def diff_blocks(diff: str) -> list[str]:
 
     A block is a run of -/+ lines; it is keyed by its line in the original file,
     so an edit elsewhere in the file does not make an unchanged block look
-    different, and context lines do not count."""
+    different, and context lines do not count. A hunk's header says how many
+    lines it has, so a removed line that starts with `--` is never a header."""
     out: list[str] = []
     path = "?"
-    old_line = 0
+    old_line = old_left = new_left = 0
     block: list[str] = []
     start = 0
 
@@ -218,15 +219,19 @@ def diff_blocks(diff: str) -> list[str]:
             block.clear()
 
     for line in diff.splitlines():
-        if line.startswith("--- ") and not block:
-            continue
-        if line.startswith("+++ ") and not block:
-            path = line[4:].removeprefix("b/")
-            continue
-        if line.startswith("@@"):
+        if old_left <= 0 and new_left <= 0:
             flush()
-            # @@ -a,b +c,d @@
-            old_line = int(line.split()[1].lstrip("-").split(",")[0])
+            if line.startswith("+++ "):
+                path = line[4:].split("\t")[0].removeprefix("b/")
+            elif line.startswith("@@"):
+                # @@ -a[,b] +c[,d] @@
+                old_spec, new_spec = line.split()[1:3]
+                old_line = int(old_spec[1:].split(",")[0])
+                old_left = int(old_spec.split(",")[1]) if "," in old_spec else 1
+                new_left = int(new_spec.split(",")[1]) if "," in new_spec else 1
+                # an empty side starts one line later than its number says
+                if old_left == 0:
+                    old_line += 1
             continue
         if line.startswith(("-", "+")):
             if not block:
@@ -234,9 +239,16 @@ def diff_blocks(diff: str) -> list[str]:
             block.append(line)
             if line.startswith("-"):
                 old_line += 1
+                old_left -= 1
+            else:
+                new_left -= 1
+        elif line.startswith("\\"):
+            continue  # "\ No newline at end of file"
         else:
             flush()
             old_line += 1
+            old_left -= 1
+            new_left -= 1
     flush()
     return out
 
@@ -301,8 +313,8 @@ def compare(setting: str, base: EcoRun | None, head: EcoRun) -> tuple[list[str],
 def save(dest: Path, repo: Repo, setting: str, label: str, run: EcoRun) -> None:
     folder = dest / setting
     folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / f"{repo.name}.{label}"
-    stem.with_suffix(".diff").write_text(
+    stem = f"{repo.name}.{label}"
+    (folder / f"{stem}.diff").write_text(
         run.diff.stdout, encoding="utf-8", errors="surrogateescape"
     )
     result = run.check
@@ -316,7 +328,7 @@ def save(dest: Path, repo: Repo, setting: str, label: str, run: EcoRun) -> None:
         "diagnostics": result.diagnostics,
         "files": [f for f in result.files if f.get("outcome") != "unchanged"],
     }
-    stem.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    (folder / f"{stem}.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
 
 
 # ---------------------------------------------------------------- main
