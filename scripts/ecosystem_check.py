@@ -97,22 +97,50 @@ def find_git_dir(mirrors: Path, github: str) -> Path | None:
     return None
 
 
-def extract(git_dir: Path, commit: str, dest: Path) -> None:
-    """`git archive COMMIT` into `dest`, keeping only the files rnnfix reads."""
+def extract(git_dir: Path, commit: str, dest: Path) -> int:
+    """Write the files rnnfix reads of `commit` into `dest`; return how many are missing.
+
+    `git ls-tree` lists the tree and `git cat-file --batch` reads only the wanted
+    blobs: a snapshot may lack its largest files (images, data), which a plain
+    `git archive` would stop at. Symlinks and submodules are left out."""
     dest.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen(
-        ["git", "--git-dir", str(git_dir), "archive", "--format=tar", commit],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+    listing = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-z", "--full-tree", commit],
+        capture_output=True,
+        check=True,
+    ).stdout.decode("utf-8", errors="surrogateescape")
+    blobs: list[tuple[str, str]] = []  # (sha, path)
+    for entry in listing.split("\0"):
+        if not entry:
+            continue
+        meta, _, path = entry.partition("\t")
+        mode, kind, sha = meta.split()
+        if kind == "blob" and mode in ("100644", "100755") and wanted(Path(path).name):
+            blobs.append((sha, path))
+    proc = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
+        input="".join(f"{sha}\n" for sha, _ in blobs).encode(),
+        capture_output=True,
+        check=True,
     )
-    assert proc.stdout is not None
-    with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
-        for member in tar:
-            if member.isdir() or (member.isfile() and wanted(Path(member.name).name)):
-                tar.extract(member, dest, filter="data")
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    if proc.wait() != 0:
-        raise RuntimeError(f"git archive {commit} failed: {err.strip()}")
+    out = proc.stdout
+    pos = 0
+    missing = 0
+    for _sha, path in blobs:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        pos = end + 1
+        if len(header) < 3 or header[1] != b"blob":
+            missing += 1  # "<sha> missing": a blob the snapshot does not have
+            continue
+        size = int(header[2])
+        target = dest / path
+        if ".." in Path(path).parts:
+            raise RuntimeError(f"refusing path {path!r}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(out[pos : pos + size])
+        pos += size + 1
+    return missing
 
 
 def prepare(repo: Repo, mirrors: Path, cache: Path) -> Path:
@@ -130,7 +158,9 @@ def prepare(repo: Repo, mirrors: Path, cache: Path) -> Path:
     )
     if check.returncode != 0:
         raise RuntimeError(f"{git_dir} does not hold commit {repo.commit}")
-    extract(git_dir, repo.commit, tree)
+    missing = extract(git_dir, repo.commit, tree)
+    if missing:
+        print(f"   note: {missing} source files absent from the snapshot", flush=True)
     done.write_text(repo.commit + "\n")
     return tree
 
@@ -407,7 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"== {repo.name}  {repo.short}  [{repo.kind}]", flush=True)
             try:
                 tree = prepare(repo, args.mirrors, cache)
-            except (RuntimeError, OSError, tarfile.TarError) as exc:
+            except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
                 print(f"   !! skipped: {exc}", flush=True)
                 summary.append(f"{repo.name:28} SKIPPED ({exc})")
                 errors += 1
