@@ -237,19 +237,23 @@ def _tail(stderr: str) -> str:
 # ---------------------------------------------------------------- main
 
 
-def render(target: str, reports: list[SettingReport]) -> str:
-    head = (
-        f"{'setting':20} {'files':>6} {'find':>5} {'fixbl':>5} {'chgd':>5} {'fixes':>5} "
-        f"{'fail':>5} {'crash':>5} {'noparse':>7} {'nofind':>6} {'nonidem':>7} {'astout':>6}"
+HEADER = (
+    f"{'setting':20} {'files':>6} {'find':>5} {'fixbl':>5} {'chgd':>5} {'fixes':>5} "
+    f"{'fail':>5} {'crash':>5} {'noparse':>7} {'nofind':>6} {'nonidem':>7} {'astout':>6}"
+)
+
+
+def row(r: SettingReport) -> str:
+    return (
+        f"{r.setting:20} {r.files:6} {r.findings:5} {r.fixable:5} {r.changed:5} "
+        f"{r.fixes_applied:5} {sum(r.failed.values()):5} {len(r.crashes):5} "
+        f"{len(r.not_parsing):7} {len(r.changed_without_finding):6} "
+        f"{len(r.not_idempotent):7} {len(r.ast_outside_edits):6}"
     )
-    lines = [f"== {target}", head]
-    for r in reports:
-        lines.append(
-            f"{r.setting:20} {r.files:6} {r.findings:5} {r.fixable:5} {r.changed:5} "
-            f"{r.fixes_applied:5} {sum(r.failed.values()):5} {len(r.crashes):5} "
-            f"{len(r.not_parsing):7} {len(r.changed_without_finding):6} "
-            f"{len(r.not_idempotent):7} {len(r.ast_outside_edits):6}"
-        )
+
+
+def details(reports: list[SettingReport]) -> str:
+    lines: list[str] = []
     failed_all: Counter[str] = Counter()
     for r in reports:
         failed_all.update(r.failed)
@@ -297,11 +301,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 pristine.mkdir()
                 shutil.copy2(target, pristine / target.name)
-            reports = [
-                check_setting(version, pristine, work, s, jobs=args.jobs, timeout=args.timeout)
-                for s in settings
-            ]
-            print(render(str(target), reports), flush=True)
+            print(f"== {target}\n{HEADER}", flush=True)
+            reports = []
+            for s in settings:  # one row as each setting finishes: large trees take a while
+                reports.append(
+                    check_setting(version, pristine, work, s, jobs=args.jobs, timeout=args.timeout)
+                )
+                print(row(reports[-1]), flush=True)
+            if details(reports):
+                print(details(reports), flush=True)
             problems += sum(r.problems for r in reports)
             results[str(target)] = [asdict(r) for r in reports]
     if args.json:
