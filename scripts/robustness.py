@@ -28,6 +28,7 @@ import argparse
 import ast
 import difflib
 import json
+import re
 import shutil
 import sys
 from collections import Counter
@@ -171,8 +172,9 @@ def parses(path: str, text: str) -> bool:
 
 
 def failure_reason(error: str) -> str:
-    """A short, countable form of a per-file failure message."""
-    words = error.replace(":", " ").split()
+    """A short, countable form of a per-file failure message, without its location."""
+    text = re.sub(r"\b(cell|line) \d+: ", "", error)
+    words = text.replace(":", " ").split()
     return " ".join(words[:4]) if words else "?"
 
 
