@@ -58,3 +58,9 @@ def test_counts_on_a_small_folder(tmp_path: Path, capsys: pytest.CaptureFixture[
     ):
         assert default[key] == []
     assert "default" in capsys.readouterr().out
+
+
+def test_failures_are_counted_by_reason_not_location() -> None:
+    a = robustness.failure_reason("cell 4: line 7: cannot parse: invalid syntax")
+    b = robustness.failure_reason("line 12: cannot parse: invalid syntax")
+    assert a == b == "cannot parse invalid syntax"
