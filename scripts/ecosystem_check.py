@@ -361,6 +361,23 @@ def save(dest: Path, repo: Repo, setting: str, label: str, run: EcoRun) -> None:
     (folder / f"{stem}.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
 
 
+def load_saved(dest: Path, repo: Repo, setting: str, label: str = "head") -> EcoRun | None:
+    """A run written by `save` (a baseline kept from an earlier --save), or None."""
+    folder = dest / setting
+    data_path = folder / f"{repo.name}.{label}.json"
+    diff_path = folder / f"{repo.name}.{label}.diff"
+    if not data_path.is_file() or not diff_path.is_file():
+        return None
+    data = json.loads(data_path.read_text(encoding="utf-8"))
+    if data.get("commit") != repo.commit:
+        return None  # saved for another pin
+    check = RunResult(returncode=int(data["returncode"]), stderr=str(data["stderr"]))
+    check.diagnostics = list(data["diagnostics"])
+    check.files = list(data["files"])
+    diff = diff_path.read_text(encoding="utf-8", errors="surrogateescape")
+    return EcoRun(check, Proc(check.returncode, diff, ""))
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -392,6 +409,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=",".join(DEFAULT_SETTINGS),
         help=f"comma-separated, from: {', '.join(SETTINGS)}",
     )
+    p.add_argument(
+        "--against",
+        type=Path,
+        help="compare with runs saved earlier by --save in this folder, instead of --base",
+    )
     p.add_argument("--repo", action="append", default=[], help="only this manifest name (repeat)")
     p.add_argument(
         "--save", type=Path, help="write each run's full diff and JSON under this folder"
@@ -401,6 +423,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.mirrors is None:
         p.error("--mirrors (or RNNFIX_ECO_MIRRORS) is required")
+    if args.base and args.against:
+        p.error("--base and --against are exclusive")
     unknown = [s for s in args.settings.split(",") if s not in SETTINGS]
     if unknown:
         p.error(f"unknown settings: {', '.join(unknown)}")
@@ -455,15 +479,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                         save(args.save, repo, setting, version.label, run)
                     if run.failed:
                         errors += 1
+                if args.against:
+                    saved = load_saved(args.against, repo, setting)
+                    if saved is None:
+                        print(f"   !! nothing saved for {setting} in {args.against}", flush=True)
+                        errors += 1
+                        continue
+                    runs["base"] = saved
                 lines, n = compare(setting, runs.get("base"), runs["head"])
                 repo_diffs += n
                 for line in lines:
                     print(line, flush=True)
             total_diffs += repo_diffs
-            summary.append(f"{repo.name:28} {repo_diffs} {'differences' if base else 'items'}")
+            comparing = base is not None or args.against is not None
+            summary.append(f"{repo.name:28} {repo_diffs} {'differences' if comparing else 'items'}")
     print("\n== summary")
     print("\n".join(summary))
-    what = "differences" if base else "findings and edits"
+    what = "differences" if base or args.against else "findings and edits"
     print(f"{len(repos)} repositories, {total_diffs} {what}, {errors} errors")
     if errors:
         return 2

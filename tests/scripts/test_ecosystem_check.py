@@ -210,3 +210,18 @@ def test_manifest_in_the_repository_is_valid() -> None:
     assert len(repos) >= 20
     for repo in repos:
         assert len(repo.commit) == 40 and repo.github.count("/") == 1 and repo.kind
+
+
+def test_a_saved_baseline_can_stand_in_for_the_base(
+    setup: dict[str, object], capsys: pytest.CaptureFixture[str]
+) -> None:
+    tmp = setup["tmp"]
+    assert isinstance(tmp, Path)
+    common = [*base_args(setup), "--repo", "trainer", "--settings", "default"]
+    saved = str(tmp / "saved")
+    assert ecosystem_check.main([*common, "--head", str(setup["v1"]), "--save", saved]) == 1
+    capsys.readouterr()
+    assert ecosystem_check.main([*common, "--head", str(setup["v2"]), "--against", saved]) == 1
+    out = capsys.readouterr().out
+    assert "+ finding  train.py:11:1 RNF999" in out
+    assert "trainer                      2 differences" in out
