@@ -438,7 +438,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         missing = set(args.repo) - {r.name for r in repos}
         if missing:
             raise SystemExit(f"not in the manifest: {', '.join(sorted(missing))}")
-        repos = [r for r in repos if r.name in args.repo]
+        by_name = {r.name: r for r in repos}
+        repos = [by_name[name] for name in dict.fromkeys(args.repo)]  # in the order given
     settings = args.settings.split(",")
     total_diffs = 0
     errors = 0
