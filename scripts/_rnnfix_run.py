@@ -56,12 +56,28 @@ class Version:
         flags = ["-P"] if sys.version_info >= (3, 11) else []
         return [sys.executable, *flags, "-m", "rnnfix"]
 
+    def supports(self, option: str) -> bool:
+        """Whether this version's `apply` knows `option` (versions differ: --no-cache is newer)."""
+        if option not in _HELP_CACHE.setdefault(self, {}):
+            proc = subprocess.run(
+                [*self.command(), "apply", "--help"],
+                env=self.env(),
+                capture_output=True,
+                text=True,
+                stdin=subprocess.DEVNULL,
+            )
+            _HELP_CACHE[self][option] = option in proc.stdout
+        return _HELP_CACHE[self][option]
+
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
         env.pop("PYTHONPATH", None)
         if self.pythonpath is not None:
             env["PYTHONPATH"] = str(self.pythonpath)
         return env
+
+
+_HELP_CACHE: dict[Version, dict[str, bool]] = {}
 
 
 @dataclass
@@ -145,7 +161,10 @@ def invoke(
     version: Version, cwd: Path, args: Sequence[str], *, jobs: int = 1, timeout: float = 1800.0
 ) -> Proc:
     """`rnnfix apply --quiet --jobs N ARGS .` in `cwd`."""
-    cmd = [*version.command(), "apply", "--quiet", "--jobs", str(jobs), *args, "."]
+    # A result cache would let one run answer from another's results (and write
+    # into the tree): every run here starts cold.
+    no_cache = ["--no-cache"] if version.supports("--no-cache") else []
+    cmd = [*version.command(), "apply", "--quiet", "--jobs", str(jobs), *no_cache, *args, "."]
     try:
         proc = subprocess.run(
             cmd,
