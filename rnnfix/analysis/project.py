@@ -196,6 +196,18 @@ class LazySummaries(Mapping[str, "ModuleSummary | None"]):
         return LazySummaries(self._paths, {**self._known, **changes})
 
 
+def files_mention(files: Mapping[str, ModuleSummary | None], key: str, name: str) -> bool:
+    """Whether the file ``key`` of ``files`` may mention ``name`` at all: its
+    text, for a file not summarised yet (reading costs far less than
+    summarising); always true for a summary given as data."""
+    if not isinstance(files, LazySummaries) or key in files._known:
+        return True
+    try:
+        return name.encode() in files._paths[key].read_bytes()
+    except OSError:
+        return True
+
+
 def _summarise_file(path: Path, key: str) -> ModuleSummary | None:
     from rnnfix.files import FileProblem, read_source
 

@@ -262,13 +262,17 @@ class RegionJudge:
         if project is None:
             return False
         here = self.ctx.path
-        from rnnfix.analysis.project import normalise
+        from rnnfix.analysis.project import files_mention, normalise
 
         me = normalise(here)
-        for path, module in project.files.items():
-            if path == me or module is None:
+        files = project.files
+        for path in files:
+            # A file whose text does not name the function cannot call it:
+            # no need to summarise it (the index summarises lazily).
+            if path == me or not files_mention(files, path, name):
                 continue
-            if name in module.called:
+            module = files[path]
+            if module is not None and name in module.called:
                 return True
         return False
 
