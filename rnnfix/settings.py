@@ -26,6 +26,9 @@ class Settings:
     include_tests: bool = False
     # Apply exclusions to files named on the command line too (pre-commit).
     force_exclude: bool = False
+    # See only the files of the run: no imported file outside it is read
+    # (``--isolated``; a CLI flag, not a ``[tool.rnnfix]`` option).
+    isolated: bool = False
 
     def enabled(self, code: str) -> bool:
         """Selection by code prefix; the longest matching prefix wins, as in ruff."""
