@@ -99,9 +99,12 @@ def process_files(
     Workers get the settings, the project index and a path (plain data),
     never shared objects.
 
-    With more than one file, the project index (``rnnfix.analysis.project``)
-    is built first from every file as it is on disk, so that a call into
-    another file of the run is followed whatever order the files come in.
+    The project index (``rnnfix.analysis.project``) is built first from
+    every file as it is on disk, and from the project files outside the run
+    that they import (``rnnfix.analysis.imported``; not with ``isolated``),
+    so that a call into another file is followed whatever order the files
+    come in, and a file given alone still sees its package. Only the run's
+    files are fixed.
     Every file is fixed from its own source against that index; then each
     file a fix changed is summarised again, and the files whose analysis
     looked it up are fixed again, from their own source, against the new
