@@ -30,16 +30,16 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
 from rnnfix.analysis.project import Binding, import_bindings, normalise
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
-# An import line: relative, ``from <dotted>``, or ``import <dotted> [as x], ...``.
+# An import line: ``from <dots><dotted> import``, or ``import <dotted> [as x], ...``.
 _IMPORT_LINE = re.compile(
-    r"^[ \t]*(?:from[ \t]+(\.)|from[ \t]+([A-Za-z_][\w.]*)|import[ \t]+([^\n#;\\(]+))", re.M
+    r"[ \t]*(?:from[ \t]*(\.*)([A-Za-z_][\w.]*)?[ \t]+import\b|import[ \t]+([^\n#;\\(]+))"
 )
 _THIRD_PARTY_DIRS = frozenset({"site-packages", "dist-packages"})
 _MAX_REEXPORTS = 3
@@ -63,13 +63,19 @@ class _Finder:
         self.run = run
         self.found: set[str] = set()
         self._done: set[tuple[str, int, tuple[str, ...], int]] = set()
+        self._packages: dict[str, bool] = {}
+        self._lines: dict[tuple[str, tuple[str | None, ...]], bool] = {}
+        self._bindings: dict[str, dict[str, Binding]] = {}
 
     def scan(self, path: str) -> None:
         text = _python_text(path)
         if text is None:
             return
-        roots = _roots(os.path.dirname(path))
-        if not any(self._may_name_outside(roots, m) for m in _IMPORT_LINE.finditer(text)):
+        folder = os.path.dirname(path)
+        # Lines first (str methods are fast), the regex only on import lines.
+        matches = (_IMPORT_LINE.match(ln) for ln in text.splitlines() if "import" in ln)
+        lines = {m.group(1, 2, 3) for m in matches if m is not None}
+        if not any(self._line_outside(folder, line) for line in lines):
             return
         try:
             tree = ast.parse(text)
@@ -78,29 +84,60 @@ class _Finder:
         for binding in import_bindings(tree).values():
             self._follow(path, binding, 0)
 
-    def _may_name_outside(self, roots: Sequence[str], m: re.Match[str]) -> bool:
-        """A pre-filter on one import line: relative, or a module it names
-        (its dotted name's longest prefix that exists) is a file or package
-        in one of the roots that is not a file of the run."""
-        if m.group(1):
-            return True
-        names = [m.group(2)] if m.group(2) else m.group(3).split(",")
-        for name in names:
+    def _line_outside(self, folder: str, line: tuple[str | None, ...]) -> bool:
+        # The files of a folder import the same names: answered once.
+        key = (folder, line)
+        if key not in self._lines:
+            self._lines[key] = self._may_name_outside(folder, *line)
+        return self._lines[key]
+
+    def _may_name_outside(
+        self, folder: str, dots: str | None, module: str | None, names: str | None
+    ) -> bool:
+        """A pre-filter on one import line: a module it names (the longest
+        prefix of its dotted name that exists) is a file outside the run, or a
+        package with a module outside the run (``from pkg import models``:
+        ``models`` may be one)."""
+        if dots:
+            root = folder
+            for _ in range(len(dots) - 1):
+                root = os.path.dirname(root)
+            parts = module.split(".") if module else []
+            return self._outside(root, parts, 0)
+        modules = [module] if module else (names or "").split(",")
+        for name in modules:
             parts = name.strip().split(" ")[0].split(".")
             if all(p.isidentifier() for p in parts) and any(
-                self._outside(root, parts) for root in roots
+                self._outside(root, parts, 1) for root in _roots(folder)
             ):
                 return True
         return False
 
-    def _outside(self, root: str, parts: list[str]) -> bool:
-        for i in range(len(parts), 0, -1):
+    def _outside(self, root: str, parts: list[str], shortest: int) -> bool:
+        for i in range(len(parts), shortest - 1, -1):
             stem = os.path.join(root, *parts[:i])
-            for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
-                if _is_file(candidate):
-                    # ``from pkg import models``: ``models`` may be a module of pkg.
-                    return candidate not in self.run or candidate.endswith("__init__.py")
+            if i and _is_file(stem + ".py"):
+                return stem + ".py" not in self.run
+            init = os.path.join(stem, "__init__.py")
+            if _is_file(init):
+                return init not in self.run or self._package_outside(stem)
         return False
+
+    def _package_outside(self, folder: str) -> bool:
+        """A module or subpackage of ``folder`` is not a file of the run."""
+        if folder not in self._packages:
+            try:
+                entries = os.listdir(folder)
+            except OSError:
+                entries = []
+            modules = (
+                os.path.join(folder, e, "__init__.py")
+                if not e.endswith(".py")
+                else os.path.join(folder, e)
+                for e in entries
+            )
+            self._packages[folder] = any(m not in self.run and _is_file(m) for m in modules)
+        return self._packages[folder]
 
     def _follow(self, importer: str, binding: Binding, depth: int) -> None:
         level, parts = binding
@@ -114,8 +151,9 @@ class _Finder:
         file, rest = found
         if file == importer:
             return
-        if file not in self.run:
-            self.found.add(file)
+        if file in self.run:
+            return  # scanned on its own: its re-exports are its imports
+        self.found.add(file)
         if depth >= _MAX_REEXPORTS:
             return
         # Re-exports: the name imported from ``file`` is itself an import
@@ -123,7 +161,9 @@ class _Finder:
         package = os.path.basename(file) == "__init__.py"
         if not rest and not package:
             return
-        bindings = _bindings(file)
+        if file not in self._bindings:
+            self._bindings[file] = _bindings(file)
+        bindings = self._bindings[file]
         if rest:
             named = bindings.get(rest[0])
             if named is not None:
