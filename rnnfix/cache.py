@@ -96,15 +96,20 @@ class FileDigests(Mapping[str, str]):
     """Digests of the run's files, and of any other file asked for, read on
     first use: a result may consult a file outside the run (an import
     ``rnnfix.analysis.imported`` found), whose bytes key it too. A file that
-    cannot be read has no digest (a lookup that needs it misses)."""
+    cannot be read has no digest (a lookup that needs it misses, and a
+    result that consulted it is not stored)."""
 
-    def __init__(self, known: Mapping[str, str]) -> None:
+    def __init__(self, known: Mapping[str, str], max_bytes: int) -> None:
         self._known: dict[str, str | None] = dict(known)
+        self._max_bytes = max_bytes
 
     def __getitem__(self, key: str) -> str:
         if key not in self._known:
+            path = Path(key)
             try:
-                self._known[key] = digest(Path(key).read_bytes())
+                # Never a file larger than the run would read (``max-file-size``).
+                small = path.stat().st_size <= self._max_bytes
+                self._known[key] = digest(path.read_bytes()) if small else None
             except OSError:
                 self._known[key] = None
         value = self._known[key]

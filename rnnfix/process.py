@@ -119,6 +119,8 @@ def process_files(
     raw: dict[str, bytes] = {}
     for key, path in zip(keys, paths, strict=True):
         try:
+            if path.is_symlink() or path.stat().st_size > settings.max_file_size:
+                continue  # process_file reports it; never read a huge file twice
             raw[key] = path.read_bytes()
         except OSError:
             continue  # process_file reports it
@@ -127,7 +129,7 @@ def process_files(
     # result; the bytes of those a result consulted key that result.
     outside = _outside(paths, settings)
     run = run_fingerprint([*keys, *(f"imported:{o}" for o in outside)])
-    digests = FileDigests(known)
+    digests = FileDigests(known, settings.max_file_size)
     in_run = set(keys)
     cached: dict[str, FileResult] = {}
     for key, path in zip(keys, paths, strict=True):
@@ -193,7 +195,9 @@ def _cacheable(result: FileResult, data: bytes) -> bool:
     """Failures to read or write are about the disk, not the bytes: never
     cached. A result computed from other bytes than the ones hashed (the file
     changed during the run) is not cached either."""
-    if result.outcome is Outcome.FAILED and not (result.error or "").startswith("cannot parse"):
+    if result.outcome is Outcome.FAILED and not (
+        (result.error or "").startswith("cannot parse") or result.error == NEWER_SYNTAX
+    ):
         return False
     return result.old_bytes is None or result.old_bytes == data
 
@@ -390,7 +394,7 @@ def process_file(
 ) -> FileResult:
     name = str(path)
     try:
-        data, decoded = read_source(path)
+        data, decoded = read_source(path, settings.max_file_size)
     except FileProblem as exc:
         return FileResult(name, Outcome.FAILED, error=str(exc))
     if path.suffix == ".ipynb":

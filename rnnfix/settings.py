@@ -29,6 +29,9 @@ class Settings:
     # See only the files of the run: no imported file outside it is read
     # (``--isolated``; a CLI flag, not a ``[tool.rnnfix]`` option).
     isolated: bool = False
+    # Larger files are reported, not read: generated code and data, not
+    # training scripts (``max-file-size`` in bytes).
+    max_file_size: int = 5 * 1024 * 1024
 
     def enabled(self, code: str) -> bool:
         """Selection by code prefix; the longest matching prefix wins, as in ruff."""

@@ -51,7 +51,7 @@ import ast
 import copy
 import os
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -158,11 +158,54 @@ def normalise(path: str | os.PathLike[str]) -> str:
     return os.path.abspath(os.fspath(path))
 
 
+class LazySummaries(Mapping[str, "ModuleSummary | None"]):
+    """The files of a run (absolute path -> path as given) and their summaries,
+    each computed from the file on disk at its first lookup and kept. Plain
+    picklable data, like the summaries: worker processes get it once and fill
+    in their own lookups. Membership (``key in files``: is this module part of
+    the run?) never reads a file."""
+
+    def __init__(
+        self, paths: dict[str, Path], known: dict[str, ModuleSummary | None] | None = None
+    ) -> None:
+        self._paths = paths
+        self._known: dict[str, ModuleSummary | None] = dict(known or {})
+
+    def __getitem__(self, key: str) -> ModuleSummary | None:
+        if key not in self._known:
+            if key not in self._paths:
+                raise KeyError(key)
+            self._known[key] = _summarise_file(self._paths[key], key)
+        return self._known[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._paths or key in self._known
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**dict.fromkeys(self._paths), **dict.fromkeys(self._known)})
+
+    def __len__(self) -> int:
+        return len(self._paths.keys() | self._known.keys())
+
+    def with_changes(self, changes: dict[str, ModuleSummary | None]) -> LazySummaries:
+        return LazySummaries(self._paths, {**self._known, **changes})
+
+
+def _summarise_file(path: Path, key: str) -> ModuleSummary | None:
+    from rnnfix.files import FileProblem, read_source
+
+    try:
+        text = read_source(path)[1].text
+    except FileProblem:
+        return None
+    return summarise(text, key)
+
+
 class ProjectIndex:
     """Summaries of the files of one run, by absolute path (None: in the run,
     but nothing in it the mode flow could use)."""
 
-    def __init__(self, files: dict[str, ModuleSummary | None]) -> None:
+    def __init__(self, files: Mapping[str, ModuleSummary | None]) -> None:
         self.files = files
         # Every folder and module name on the way to a file of the run: the
         # first part of any import that can resolve to one of them is among
@@ -178,22 +221,14 @@ class ProjectIndex:
 
     @classmethod
     def build(cls, paths: Iterable[Path]) -> ProjectIndex:
-        from rnnfix.files import FileProblem, read_source
-
-        files: dict[str, ModuleSummary | None] = {}
-        for path in paths:
-            if path.suffix != ".py":
-                continue  # notebooks are not importable
-            key = normalise(path)
-            try:
-                text = read_source(path)[1].text
-            except FileProblem:
-                files[key] = None
-                continue
-            files[key] = summarise(text, key)
-        return cls(files)
+        """An index of ``paths`` whose summaries are computed when first
+        looked up (``LazySummaries``): a file that nothing of the run imports
+        is never read for the index, and most files of a large tree are such."""
+        return cls(LazySummaries({normalise(p): p for p in paths if p.suffix == ".py"}))
 
     def updated(self, changes: dict[str, ModuleSummary | None]) -> ProjectIndex:
+        if isinstance(self.files, LazySummaries):
+            return ProjectIndex(self.files.with_changes(changes))
         return ProjectIndex({**self.files, **changes})
 
     def view(self, path: str, tree: ast.Module, source: str | None = None) -> ProjectView:

@@ -281,11 +281,12 @@ EVAL_CELL = _code(
     [
         (
             _code("%matplotlib inline\n", "from torch import nn\n"),
-            ["import torch\n", "%matplotlib inline\n", "from torch import nn\n"],
+            # with the file's torch imports (issue 9), in the first cell
+            ["%matplotlib inline\n", "from torch import nn\n", "import torch\n"],
         ),
         (
             _code("%%time\n", "from torch import nn\n"),
-            ["%%time\n", "import torch\n", "from torch import nn\n"],
+            ["%%time\n", "from torch import nn\n", "import torch\n"],
         ),
     ],
     ids=["line-magic", "time-cell"],
