@@ -21,8 +21,8 @@ third-party code always is.
 
 Cheap by construction: a run file is parsed only when one of its import
 lines is relative or names a module or folder that exists in one of its
-roots and is not a file of the run (a folder run of a whole project parses
-nothing here).
+roots and is not a file of the run: a folder run of a whole project parses
+only the files that import modules it leaves out (allennlp: 10 of 351).
 """
 
 from __future__ import annotations
