@@ -15,8 +15,12 @@ An entry is used only when all of these are what they were when it was made:
 - the settings (they name the cache file);
 - the set of files of the run (a file added to the run can change what an
   import resolves to);
+- the files outside the run that its files import (``rnnfix apply train.py``
+  reads ``utils.py``; ``rnnfix.analysis.imported``): a module that appears
+  or goes away changes what an import resolves to;
 - the bytes of every other file the result consulted through the project
-  index (``FileResult.consulted``), so a helper that changed in another file
+  index (``FileResult.consulted``), in the run or imported from outside it
+  (``FileDigests`` reads those), so a helper that changed in another file
   invalidates its callers.
 
 The cache is an optimisation, never a source of truth: a corrupt, unreadable
@@ -35,7 +39,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +90,38 @@ def run_fingerprint(keys: Iterable[str]) -> str:
     for key in sorted(keys):
         h.update(key.encode("utf-8", "surrogateescape") + b"\0")
     return h.hexdigest()
+
+
+class FileDigests(Mapping[str, str]):
+    """Digests of the run's files, and of any other file asked for, read on
+    first use: a result may consult a file outside the run (an import
+    ``rnnfix.analysis.imported`` found), whose bytes key it too. A file that
+    cannot be read has no digest (a lookup that needs it misses, and a
+    result that consulted it is not stored)."""
+
+    def __init__(self, known: Mapping[str, str], max_bytes: int) -> None:
+        self._known: dict[str, str | None] = dict(known)
+        self._max_bytes = max_bytes
+
+    def __getitem__(self, key: str) -> str:
+        if key not in self._known:
+            path = Path(key)
+            try:
+                # Never a file larger than the run would read (``max-file-size``).
+                small = path.stat().st_size <= self._max_bytes
+                self._known[key] = digest(path.read_bytes()) if small else None
+            except OSError:
+                self._known[key] = None
+        value = self._known[key]
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k, v in self._known.items() if v is not None)
+
+    def __len__(self) -> int:
+        return sum(v is not None for v in self._known.values())
 
 
 class ResultCache:

@@ -82,6 +82,11 @@ def cli() -> None:
     "command line too (for pre-commit).",
 )
 @click.option(
+    "--isolated",
+    is_flag=True,
+    help="See only the files given: do not read the project files they import.",
+)
+@click.option(
     "--output-format",
     type=click.Choice(["text", "json", "github", "sarif"]),
     default="text",
@@ -128,6 +133,7 @@ def apply(
     rnn_only_strategy: str | None,
     include_tests: bool | None,
     force_exclude: bool | None,
+    isolated: bool,
     output_format: str,
     config_path: Path | None,
     stdin_filename: str,
@@ -160,6 +166,8 @@ def apply(
     ):
         if value is not None:
             overrides[key] = value
+    if isolated:
+        overrides["isolated"] = True
     settings = dataclasses.replace(settings, **overrides)
     dry = diff or check
 

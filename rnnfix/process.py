@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from rnnfix import notebooks
+from rnnfix.analysis.imported import imported_files
 from rnnfix.analysis.project import ModuleSummary, ProjectIndex, normalise, summarise
 from rnnfix.cache import (
+    FileDigests,
     ResultCache,
     digest,
     dropped_from_json,
@@ -55,7 +57,8 @@ class FileResult:
     old_text: str | None = None
     new_text: str | None = None
     old_bytes: bytes | None = None
-    # Other files of the run whose summaries the analysis looked up.
+    # Other files whose summaries the analysis looked up (of the run, or
+    # imported from outside it).
     consulted: frozenset[str] = frozenset()
     # Parts left unchecked that do not fail the file ("cell 4: line 2: cannot parse: ...").
     notes: list[str] = field(default_factory=list)
@@ -96,9 +99,12 @@ def process_files(
     Workers get the settings, the project index and a path (plain data),
     never shared objects.
 
-    With more than one file, the project index (``rnnfix.analysis.project``)
-    is built first from every file as it is on disk, so that a call into
-    another file of the run is followed whatever order the files come in.
+    The project index (``rnnfix.analysis.project``) is built first from
+    every file as it is on disk, and from the project files outside the run
+    that they import (``rnnfix.analysis.imported``; not with ``isolated``),
+    so that a call into another file is followed whatever order the files
+    come in, and a file given alone still sees its package. Only the run's
+    files are fixed.
     Every file is fixed from its own source against that index; then each
     file a fix changed is summarised again, and the files whose analysis
     looked it up are fixed again, from their own source, against the new
@@ -109,7 +115,7 @@ def process_files(
     if cache is None:
         return _process_uncached(paths, settings, write, jobs, progress)
     keys = [normalise(p) for p in paths]
-    digests: dict[str, str] = {}
+    known: dict[str, str] = {}
     raw: dict[str, bytes] = {}
     for key, path in zip(keys, paths, strict=True):
         try:
@@ -118,12 +124,17 @@ def process_files(
             raw[key] = path.read_bytes()
         except OSError:
             continue  # process_file reports it
-        digests[key] = digest(raw[key])
-    run = run_fingerprint(keys)
+        known[key] = digest(raw[key])
+    # Files outside the run that it imports: which ones exist keys every
+    # result; the bytes of those a result consulted key that result.
+    outside = _outside(paths, settings)
+    run = run_fingerprint([*keys, *(f"imported:{o}" for o in outside)])
+    digests = FileDigests(known, settings.max_file_size)
+    in_run = set(keys)
     cached: dict[str, FileResult] = {}
     for key, path in zip(keys, paths, strict=True):
-        if key in digests:
-            hit = cache.lookup(key, digests[key], run, digests)
+        if key in known:
+            hit = cache.lookup(key, known[key], run, digests)
             if hit is not None and (result := _result_from_json(hit, raw[key], path)):
                 cached[key] = result
     # A hit that consulted a file processed again may have been settled
@@ -132,19 +143,19 @@ def process_files(
     while stale:
         stale = False
         for key in list(cached):
-            if any(other not in cached for other in cached[key].consulted):
+            if any(o in in_run and o not in cached for o in cached[key].consulted):
                 del cached[key]
                 stale = True
     todo = [p for p, k in zip(paths, keys, strict=True) if k not in cached]
     progress.checked = len(cached)
     fresh = iter(
-        _process_uncached(todo, settings, False, jobs, progress, everything=paths) if todo else []
+        _process_uncached(todo, settings, False, jobs, progress, paths, outside) if todo else []
     )
     results = [cached[k] if k in cached else next(fresh) for k in keys]
     for key, result in zip(keys, results, strict=True):
-        if key not in cached and key in digests and _cacheable(result, raw[key]):
+        if key not in cached and key in known and _cacheable(result, raw[key]):
             consulted = result.consulted
-            cache.store(key, digests[key], run, digests, _result_to_json(result), consulted)
+            cache.store(key, known[key], run, digests, _result_to_json(result), consulted)
     cache.save()  # before writing: an interrupted write phase keeps the results
     if write:
         for path, result in zip(paths, results, strict=True):
@@ -159,12 +170,17 @@ def _process_uncached(
     jobs: int,
     progress: Progress,
     everything: Sequence[Path] | None = None,
+    outside: Sequence[str] | None = None,
 ) -> list[FileResult]:
     """Fix ``paths``; ``everything``: all files of the run (the project index
-    covers them all even when only some need fixing, the others cached)."""
+    covers them all even when only some need fixing, the others cached);
+    ``outside``: the files outside the run it imports, when already known."""
     if jobs == 0:
         jobs = min(os.cpu_count() or 1, 8) if len(paths) >= PARALLEL_THRESHOLD else 1
-    project = _build_project(everything if everything is not None else paths, settings)
+    everything = everything if everything is not None else paths
+    if outside is None:
+        outside = _outside(everything, settings)
+    project = _build_project(everything, settings, outside)
     if project is None:
         return _map(paths, settings, write, None, jobs, progress)
     results = _map(paths, settings, False, project, jobs, progress)
@@ -232,10 +248,27 @@ def _result_from_json(data: dict[str, Any], raw: bytes, path: Path) -> FileResul
         return None
 
 
-def _build_project(paths: Sequence[Path], settings: Settings) -> ProjectIndex | None:
-    if len(paths) < 2 or not any(settings.enabled(code) for code in _PROJECT_RULES):
+def _uses_project(settings: Settings) -> bool:
+    return any(settings.enabled(code) for code in _PROJECT_RULES)
+
+
+def _outside(paths: Sequence[Path], settings: Settings) -> list[str]:
+    """The files outside the run that its files import (``rnnfix apply
+    train.py`` knows what ``from utils import evaluate`` does); none with
+    ``--isolated``."""
+    if settings.isolated or not _uses_project(settings):
+        return []
+    return imported_files(paths)
+
+
+def _build_project(
+    paths: Sequence[Path], settings: Settings, outside: Sequence[str]
+) -> ProjectIndex | None:
+    """The index of the run's files and the files outside it they import;
+    only the run's files are fixed."""
+    if len(paths) + len(outside) < 2 or not _uses_project(settings):
         return None
-    return ProjectIndex.build(paths)
+    return ProjectIndex.build([*paths, *(Path(o) for o in outside)])
 
 
 def _map(

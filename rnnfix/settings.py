@@ -26,6 +26,9 @@ class Settings:
     include_tests: bool = False
     # Apply exclusions to files named on the command line too (pre-commit).
     force_exclude: bool = False
+    # See only the files of the run: no imported file outside it is read
+    # (``--isolated``; a CLI flag, not a ``[tool.rnnfix]`` option).
+    isolated: bool = False
     # Larger files are reported, not read: generated code and data, not
     # training scripts (``max-file-size`` in bytes).
     max_file_size: int = 5 * 1024 * 1024

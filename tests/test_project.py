@@ -1,7 +1,10 @@
 """Calls into other files of the same run (the project index).
 
 Each folder ``fixtures/project/<case>/`` is a small project run through
-``process_files`` as ``rnnfix apply <folder>`` runs it; the fixed files and the
+``process_files`` as ``rnnfix apply <folder>`` runs it, or, when the folder
+has a ``rnnfix-run`` file, as ``rnnfix apply <its arguments>`` runs it (the
+files it names, relative to the folder, and ``--isolated``): a file given
+alone that still sees the files it imports. The fixed files and the
 diagnostics are compared with ``fixtures/project/snapshots/<case>/``
 (``pytest --snapshot-update`` rewrites them). ``noop_*`` cases must come out
 unchanged with no findings.
@@ -41,6 +44,18 @@ def _run(root: Path, write: bool = False, jobs: int = 1) -> dict[str, FileResult
     return {Path(r.path).relative_to(root).as_posix(): r for r in results}
 
 
+def _run_case(root: Path, write: bool = False) -> dict[str, FileResult]:
+    """The run ``rnnfix-run`` describes, else the whole folder."""
+    spec = root / "rnnfix-run"
+    if not spec.exists():
+        return _run(root, write)
+    args = spec.read_text().split()
+    settings = Settings(isolated="--isolated" in args)
+    files = [root / a for a in args if not a.startswith("--")]
+    results = process_files(files, settings, write=write, jobs=1)
+    return {Path(r.path).relative_to(root).as_posix(): r for r in results}
+
+
 def _diagnostics(results: dict[str, FileResult]) -> str:
     return "".join(
         text_line(name, f, False) + "\n" for name in sorted(results) for f in results[name].reported
@@ -50,7 +65,7 @@ def _diagnostics(results: dict[str, FileResult]) -> str:
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
 def test_project_fixture(case: Path, tmp_path: Path, snapshot: object) -> None:
     root = _copy(case, tmp_path)
-    results = _run(root)
+    results = _run_case(root)
     assert all(r.outcome is not Outcome.FAILED for r in results.values()), results
     for r in results.values():
         assert r.new_text is not None
@@ -67,8 +82,8 @@ def test_project_fixture(case: Path, tmp_path: Path, snapshot: object) -> None:
     summary = diagnostics + "changed: " + ", ".join(sorted(changed)) + "\n"
     snapshot.assert_match(summary, "diagnostics.txt")  # type: ignore[attr-defined]
     # Written, the project is at a fixed point: a second run changes nothing.
-    _run(root, write=True)
-    again = _run(root)
+    _run_case(root, write=True)
+    again = _run_case(root)
     assert not [n for n, r in again.items() if r.outcome is Outcome.CHANGED]
     assert not [n for n, r in again.items() if r.applied]
 
@@ -83,18 +98,19 @@ def test_fix_goes_in_the_file_that_runs_the_training_step(tmp_path: Path) -> Non
     assert "cuDNN RNN backward fails" in finding.message  # the LSTM of models.Tagger
 
 
-def test_single_file_run_sees_only_that_file(tmp_path: Path) -> None:
-    """rnnfix sees the files it is given: alone, the imported helper is unknown."""
+def test_single_file_run_sees_the_files_it_imports(tmp_path: Path) -> None:
+    """Alone, train.py still knows what ``from utils import evaluate`` does;
+    ``--isolated`` sees only the file (tests/test_single_file.py has more)."""
     root = _copy(PROJECTS / "helper_in_other_file", tmp_path)
     [result] = process_files([root / "train.py"], Settings(), write=False)
-    assert result.outcome is Outcome.UNCHANGED
-    assert result.initial == []
+    assert result.outcome is Outcome.CHANGED
+    assert [(f.code, f.line) for f in result.initial] == [("RNF001", 13)]
     runner = CliRunner()
     out = runner.invoke(cli, ["apply", "--check", str(root / "train.py")])
-    assert out.exit_code == 0, out.output
-    out = runner.invoke(cli, ["apply", "--check", str(root)])
     assert out.exit_code == 1, out.output
     assert "train.py:13:9: RNF001" in out.output
+    out = runner.invoke(cli, ["apply", "--check", "--isolated", str(root / "train.py")])
+    assert out.exit_code == 0, out.output
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)

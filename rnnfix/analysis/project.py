@@ -34,8 +34,10 @@ utils`` / ``from pkg.utils import f`` find ``<D>/utils.py`` or
 ``<D>/pkg/utils.py`` (or a package's ``__init__.py``) for the nearest folder
 ``D`` that is the importing file's own folder (a script run from its folder)
 or one of its ancestors (a repository root on ``sys.path``); ``from .x import
-y`` resolves against the importing file's package. A name only the files
-passed to the run can answer: rnnfix sees the files it is given.
+y`` resolves against the importing file's package. Only the files in the
+index answer: the run's files and the project files outside the run that
+they import (``rnnfix.analysis.imported`` finds those on disk; ``--isolated``
+leaves them out).
 
 Calls between other files are followed one level deep: a summary is computed
 on its own file without an index, so a helper of ``utils.py`` that calls into
