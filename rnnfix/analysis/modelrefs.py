@@ -23,7 +23,7 @@ from rnnfix.analysis.models import built_class
 from rnnfix.analysis.modestate import is_prefix
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.syntax import FUNCTIONS, LOOPS, block_of, walk_local, walk_tree
-from rnnfix.analysis.torchapi import module_mode_switch
+from rnnfix.analysis.torchapi import module_mode_switch, strip_self_returning
 
 if TYPE_CHECKING:
     from rnnfix.rules.base import FileContext
@@ -38,6 +38,12 @@ def mode_call(node: ast.AST, lenient: bool = False) -> tuple[str, Mode] | None:
     if switch is None or target is None:
         return None
     return target, switch.mode.value
+
+
+# Methods only a module has: what a forward returns (tensors) never has them.
+_MODULE_ONLY_METHODS = frozenset(
+    {"load_state_dict", "state_dict", "parameters", "named_parameters", "modules", "children"}
+)
 
 
 class ModelIndex:
@@ -72,6 +78,7 @@ class ModelIndex:
     @functools.cached_property
     def _own(self) -> frozenset[str]:
         found: set[str] = set()
+        annotated: set[str] = set()
         for n in walk_tree(self.ctx.tree):
             mc = mode_call(n)
             if mc is not None:
@@ -82,8 +89,34 @@ class ModelIndex:
                     found.update(t for t in map(dotted, targets) if t)
             elif isinstance(n, ast.arg) and n.annotation is not None:
                 if self._is_module_class(n.annotation):
-                    found.add(n.arg)
-        return frozenset(found)
+                    annotated.add(n.arg)
+        return frozenset(found | (annotated - self._builds_models(found)))
+
+    def _builds_models(self, models: set[str]) -> set[str]:
+        """Names whose call builds a model: ``agent = Model(envs).to(device)``
+        followed by ``agent.eval()`` or ``agent.load_state_dict(...)``. A
+        forward returns tensors, not modules, so such a name is a class even
+        when it is annotated ``Model: torch.nn.Module`` (cleanrl's evaluators
+        take the class that way); an ``eval()`` on it would raise TypeError."""
+        used_as_module = set(models)
+        for n in walk_tree(self.ctx.tree):
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr in _MODULE_ONLY_METHODS
+                and (receiver := dotted(n.func.value))
+            ):
+                used_as_module.add(receiver)
+        out: set[str] = set()
+        for n in walk_tree(self.ctx.tree):
+            if not isinstance(n, ast.Assign):
+                continue
+            value = strip_self_returning(n.value)
+            if not isinstance(value, ast.Call) or not (name := dotted(value.func)):
+                continue
+            if any(dotted(t) in used_as_module for t in n.targets):
+                out.add(name)
+        return out
 
     def builds_module(self, value: ast.AST) -> bool:
         """``value`` builds a torch module: ``Net()``, ``nn.LSTM(...).to(dev)``."""

@@ -37,6 +37,12 @@ _CONTAINERS = {"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDic
 _NOT_MODULES = {"Parameter", "ParameterList", "ParameterDict", "Buffer"}
 
 
+def unsubscripted(base: ast.expr) -> ast.expr:
+    """A generic base names its class: ``flair.nn.Model[TextPair]`` is a
+    ``flair.nn.Model``, ``Base[T]`` a ``Base``."""
+    return base.value if isinstance(base, ast.Subscript) else base
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     key: str  # dotted text as written: "model", "self.critic"
@@ -64,7 +70,7 @@ class ModuleClasses:
             for name, cls in index.classes.items():
                 if name in self.modules:
                     continue
-                for base in cls.bases:
+                for base in map(unsubscripted, cls.bases):
                     q = imports.qualname(base) or ""
                     local = isinstance(base, ast.Name) and base.id in self.modules
                     if (
@@ -76,7 +82,7 @@ class ModuleClasses:
                         changed = True
                         break
         for name, cls in index.classes.items():
-            for base in cls.bases:
+            for base in map(unsubscripted, cls.bases):
                 q = imports.qualname(base) or ""
                 if "Lightning" in q or (isinstance(base, ast.Name) and base.id in self.lightning):
                     self.lightning.add(name)
