@@ -116,6 +116,12 @@ def cli() -> None:
     envvar="RNNFIX_NO_CACHE",
     help="Neither read nor write the result cache (.rnnfix_cache/ at the project root).",
 )
+@click.option(
+    "--changed-since",
+    metavar="REF",
+    help="Report and fix only files changed since the git revision REF (commits, staged, "
+    "unstaged, untracked); the other files are still read for cross-file analysis.",
+)
 def apply(
     paths: tuple[Path, ...],
     diff: bool,
@@ -136,6 +142,7 @@ def apply(
     verify_timeout: float,
     jobs: int,
     no_cache: bool,
+    changed_since: str | None,
 ) -> None:
     """Fix mode bugs in PATHS (files or folders; '-' reads stdin, writes stdout)."""
     from rnnfix.config import ConfigError, find_pyproject, load_settings
@@ -166,6 +173,8 @@ def apply(
     if any(str(p) == "-" for p in paths):
         if len(paths) > 1:
             raise click.UsageError("'-' (stdin) cannot be combined with other paths")
+        if changed_since:
+            raise click.UsageError("--changed-since cannot be combined with '-' (stdin)")
         sys.exit(_apply_stdin(settings, stdin_filename, diff, check, output_format, quiet))
 
     from rnnfix.files import discover
@@ -182,16 +191,25 @@ def apply(
             force_exclude=settings.force_exclude,
         )
     )
+    context: list[Path] | None = None
+    if changed_since:
+        context, files = files, _changed_only(files, changed_since, paths[0])
     cache = None
     if not no_cache:
         from rnnfix.cache import ResultCache, cache_root
 
-        cache = ResultCache(cache_root(files), settings)
+        cache = ResultCache(cache_root(context or files), settings)
     progress = Progress()
     try:
         with _sigterm_as_interrupt():
             results = process_files(
-                files, settings, write=not dry, jobs=jobs, cache=cache, progress=progress
+                files,
+                settings,
+                write=not dry,
+                jobs=jobs,
+                cache=cache,
+                progress=progress,
+                context=context,
             )
     except _Interrupted as exc:
         done = "" if dry else f"; {progress.written} changed file(s) written"
@@ -207,6 +225,16 @@ def apply(
     if verify_cmd and not dry:
         code = max(code, _verify_after_apply(results, verify_cmd, verify_timeout))
     sys.exit(code)
+
+
+def _changed_only(files: list[Path], ref: str, where: Path) -> list[Path]:
+    from rnnfix.gitchanges import GitError, changed_files
+
+    try:
+        changed = changed_files(ref, where)
+    except GitError as exc:
+        raise click.UsageError(str(exc)) from None
+    return [f for f in files if f.resolve() in changed]
 
 
 class _Interrupted(Exception):
