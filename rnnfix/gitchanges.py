@@ -30,7 +30,9 @@ def changed_files(ref: str, where: Path) -> set[Path]:
         raise GitError(f"--changed-since: {cwd} is not inside a git repository")
     root = Path(top.stdout.decode().strip())
     # ``--end-of-options`` keeps a REF starting with '-' from reading as an option.
-    known = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], root)
+    known = _git(
+        ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], root
+    )
     if known.returncode != 0:
         raise GitError(f"--changed-since: unknown revision {ref!r}")
     commit = known.stdout.decode().strip()
