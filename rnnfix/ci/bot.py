@@ -44,6 +44,7 @@ class Inputs:
     api_url: str
     event: dict[str, Any] = field(default_factory=dict)
     workspace: Path = Path()
+    failed: bool = False  # rnnfix reported a file it could not check (exit 2)
 
     @property
     def pull(self) -> dict[str, Any] | None:
@@ -81,7 +82,8 @@ def read_inputs(env: dict[str, str]) -> Inputs:
 def main(env: dict[str, str] | None = None) -> int:
     try:
         inputs = read_inputs(dict(os.environ if env is None else env))
-        return {"check": check, "suggest": suggest_mode, "commit": commit}[inputs.mode](inputs)
+        code = {"check": check, "suggest": suggest_mode, "commit": commit}[inputs.mode](inputs)
+        return 1 if inputs.failed else code
     except (BotError, ApiError) as exc:
         # One line, as a workflow error annotation; never a traceback.
         line = str(exc).replace("\n", " ")
@@ -111,7 +113,13 @@ def _rnnfix(inputs: Inputs, *extra: str, capture: bool = False) -> subprocess.Co
     done = subprocess.run(
         command, cwd=inputs.workspace, text=True, capture_output=capture, check=False
     )
-    if done.returncode not in (0, 1):
+    if done.returncode == 2:
+        # A file rnnfix could not read or parse fails the step in the end, but
+        # the fixes of the other files are still suggested or committed.
+        inputs.failed = True
+        if capture:
+            sys.stderr.write(done.stderr)
+    elif done.returncode not in (0, 1):
         tail = (done.stderr or "").strip().splitlines()
         raise BotError("rnnfix failed" + (f": {tail[-1]}" if tail else f" ({done.returncode})"))
     return done

@@ -183,3 +183,14 @@ def test_misconfiguration(
     assert main(pr.env(api, "suggest")) == 1
     err = capfd.readouterr().err
     assert "unknown mode 'review'" in err and "pull request's head checked out" in err
+
+
+def test_a_file_that_does_not_parse_fails_the_step_after_suggesting(
+    tmp_path: Path, api: FakeGitHub, capfd: pytest.CaptureFixture[str]
+) -> None:
+    pr = make_pr(tmp_path, {"ok.py": CLEAN}, {"wrap.py": ONE_LINE, "broken.py": "def f(:\n"})
+    api.files = pr.patches()
+    assert main(pr.env(api, "suggest")) == 1
+    (review,) = api.sent("POST", "/pulls/7/reviews")
+    assert [c["path"] for c in review["comments"]] == ["wrap.py"]
+    assert "broken.py" in capfd.readouterr().err
