@@ -122,6 +122,16 @@ def cli() -> None:
     help="Report and fix only files changed since the git revision REF (commits, staged, "
     "unstaged, untracked); the other files are still read for cross-file analysis.",
 )
+@click.option(
+    "--statistics",
+    is_flag=True,
+    help="Instead of each finding, count the findings of each rule (text or json).",
+)
+@click.option(
+    "--exit-non-zero-on-fix",
+    is_flag=True,
+    help="Exit 1 when any file was fixed, even if no finding is left (for pre-commit).",
+)
 def apply(
     paths: tuple[Path, ...],
     diff: bool,
@@ -143,6 +153,8 @@ def apply(
     jobs: int,
     no_cache: bool,
     changed_since: str | None,
+    statistics: bool,
+    exit_non_zero_on_fix: bool,
 ) -> None:
     """Fix mode bugs in PATHS (files or folders; '-' reads stdin, writes stdout)."""
     from rnnfix.config import ConfigError, find_pyproject, load_settings
@@ -175,10 +187,14 @@ def apply(
             raise click.UsageError("'-' (stdin) cannot be combined with other paths")
         if changed_since:
             raise click.UsageError("--changed-since cannot be combined with '-' (stdin)")
-        sys.exit(_apply_stdin(settings, stdin_filename, diff, check, output_format, quiet))
+        sys.exit(
+            _apply_stdin(
+                settings, stdin_filename, diff, check, output_format, quiet, statistics=statistics
+            )
+        )
 
     from rnnfix.files import discover
-    from rnnfix.process import Progress, process_files
+    from rnnfix.process import Outcome, Progress, process_files
 
     missing = [p for p in paths if not p.exists() and not p.is_symlink()]
     if missing:
@@ -221,7 +237,9 @@ def apply(
         sys.exit(128 + exc.signal_number)
     for warning in cache.warnings if cache is not None else ():
         click.echo(f"rnnfix: warning: {warning}", err=True)
-    code = _report(results, settings, diff, check, output_format, quiet)
+    code = _report(results, settings, diff, check, output_format, quiet, statistics=statistics)
+    if exit_non_zero_on_fix and not dry and code == EXIT_OK:
+        code = EXIT_FINDINGS if any(r.outcome is Outcome.CHANGED for r in results) else code
     if verify_cmd and not dry:
         code = max(code, _verify_after_apply(results, verify_cmd, verify_timeout))
     sys.exit(code)
@@ -262,7 +280,13 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def _apply_stdin(
-    settings: Settings, name: str, diff: bool, check: bool, fmt: str, quiet: bool
+    settings: Settings,
+    name: str,
+    diff: bool,
+    check: bool,
+    fmt: str,
+    quiet: bool,
+    statistics: bool = False,
 ) -> int:
     from rnnfix.files import FileProblem, decode
     from rnnfix.process import Outcome, process_text
@@ -282,7 +306,16 @@ def _apply_stdin(
         sys.stdout.buffer.write(decoded.encode(result.new_text))
         sys.stdout.flush()
     # stdout carries the source; diagnostics go to stderr.
-    return _report([result], settings, diff, check, fmt, quiet, diagnostics_to_stderr=True)
+    return _report(
+        [result],
+        settings,
+        diff,
+        check,
+        fmt,
+        quiet,
+        diagnostics_to_stderr=True,
+        statistics=statistics,
+    )
 
 
 def _report(
@@ -293,6 +326,7 @@ def _report(
     fmt: str,
     quiet: bool,
     diagnostics_to_stderr: bool = False,
+    statistics: bool = False,
 ) -> int:
     from rnnfix.process import NEWER_SYNTAX, Outcome
     from rnnfix.report import render
@@ -308,6 +342,12 @@ def _report(
             if r.outcome is Outcome.CHANGED:
                 assert r.old_text is not None and r.new_text is not None
                 click.echo(unified_diff(r.path, r.old_text, r.new_text), nl=False)
+    elif statistics:
+        from rnnfix.report.statistics import statistics as count_per_code
+
+        out = count_per_code(shown, fmt, settings.unsafe_fixes)
+        if out:
+            click.echo(out, nl=False, err=diagnostics_to_stderr)
     else:
         out = render(fmt, shown, settings.unsafe_fixes)
         if out:
@@ -357,9 +397,18 @@ def _verify_after_apply(results: Sequence[FileResult], command: str, timeout: fl
 
 
 @cli.command("rules")
-def rules_cmd() -> None:
+@click.option(
+    "--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+def rules_cmd(output_format: str) -> None:
     """List the rules."""
     from rnnfix.rules import all_rules
+
+    if output_format == "json":
+        from rnnfix.report.statistics import rules_json
+
+        click.echo(rules_json(), nl=False)
+        return
 
     for code, cls in all_rules().items():
         click.echo(f"{code}  {cls.name:<32} {cls.fix_safety:<7} {cls.summary}")
