@@ -167,10 +167,18 @@ def _need_pull(inputs: Inputs) -> dict[str, Any]:
     return pr
 
 
-def _fixed_files(inputs: Inputs) -> list[str]:
-    """Files rnnfix changed in the checkout (relative to the repository root)."""
+def _modified(inputs: Inputs) -> list[str]:
+    """Tracked files that differ from ``HEAD`` (relative to the repository root)."""
     out = _git(inputs, "diff", "--name-only", "-z", "HEAD")
     return [name for name in out.split("\0") if name]
+
+
+def _apply_fixes(inputs: Inputs) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """Run ``rnnfix apply`` on the checkout; the files it changed. Files an
+    earlier step of the job modified are neither suggested nor committed."""
+    before = set(_modified(inputs))
+    done = _rnnfix(inputs, capture=True)
+    return done, [n for n in _modified(inputs) if n not in before]
 
 
 # -- check ------------------------------------------------------------------
@@ -191,8 +199,7 @@ def check(inputs: Inputs) -> int:
 def suggest_mode(inputs: Inputs) -> int:
     pr = _need_pull(inputs)
     findings = _findings(inputs)
-    _rnnfix(inputs, "--quiet", capture=True)
-    names = _fixed_files(inputs)
+    _, names = _apply_fixes(inputs)
     texts = {n: (_git(inputs, "show", f"HEAD:{n}"), _read(inputs, n)) for n in names}
     if names:  # leave the checkout as it was for later steps
         _git(inputs, "checkout", "HEAD", "--", *names)
@@ -308,9 +315,10 @@ def commit(inputs: Inputs) -> int:
     if head_repo.get("full_name") != base_repo.get("full_name"):
         print("rnnfix: pull request from a fork (no write access): suggesting instead")
         return suggest_mode(inputs)
-    done = _rnnfix(inputs, capture=True)
+    done, names = _apply_fixes(inputs)
     sys.stdout.write(done.stdout)
-    names = _fixed_files(inputs)
+    if done.returncode != 2:  # exit 2 already wrote its stderr
+        sys.stderr.write(done.stderr)
     if not names:
         print("rnnfix: nothing to fix")
         return done.returncode

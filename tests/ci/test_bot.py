@@ -194,3 +194,13 @@ def test_a_file_that_does_not_parse_fails_the_step_after_suggesting(
     (review,) = api.sent("POST", "/pulls/7/reviews")
     assert [c["path"] for c in review["comments"]] == ["wrap.py"]
     assert "broken.py" in capfd.readouterr().err
+
+
+def test_commit_leaves_out_files_an_earlier_step_modified(tmp_path: Path, api: FakeGitHub) -> None:
+    pr = make_pr(tmp_path, {"old.py": ONE_LINE}, {"wrap.py": ONE_LINE})
+    (pr.repo / "old.py").write_text(ONE_LINE + "# edited by an earlier step\n")
+    assert main(pr.env(api, "commit")) == 0
+    changed = git(
+        tmp_path, "--git-dir", str(pr.remote), "show", "--name-only", "--format=", "feature"
+    )
+    assert changed.split() == ["wrap.py"]
