@@ -204,3 +204,14 @@ def test_commit_leaves_out_files_an_earlier_step_modified(tmp_path: Path, api: F
         tmp_path, "--git-dir", str(pr.remote), "show", "--name-only", "--format=", "feature"
     )
     assert changed.split() == ["wrap.py"]
+
+
+def test_changed_only_without_the_base_commit(
+    tmp_path: Path, api: FakeGitHub, capfd: pytest.CaptureFixture[str]
+) -> None:
+    pr = make_pr(tmp_path, {"ok.py": CLEAN}, {"wrap.py": ONE_LINE})
+    event = json.loads(pr.event_path.read_text())
+    event["pull_request"]["base"]["sha"] = "f" * 40  # a shallow clone lacks it
+    pr.event_path.write_text(json.dumps(event))
+    assert main(pr.env(api, "check")) == 1
+    assert "fetch-depth: 0" in capfd.readouterr().err
