@@ -35,17 +35,18 @@ def changes(path: str, old_text: str, new_text: str) -> list[Change]:
     old, new = old_text.splitlines(keepends=True), new_text.splitlines(keepends=True)
     ops = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
     # Each change as a half-open range of old lines; a pure insertion takes
-    # the line before it (or after, at the top) so the suggestion has a line.
+    # the line after it (the statement it guards, where rnnfix reports the
+    # finding), or the line before at the end of the file.
     ranges: list[tuple[int, int, int, int]] = []
     for tag, i1, i2, j1, j2 in ops:
         if tag == "equal":
             continue
         a, b = i1, i2
         if a == b:
-            if a > 0:
-                a -= 1
-            elif old:
+            if b < len(old):
                 b += 1
+            elif a > 0:
+                a -= 1
             else:
                 continue  # an empty file gains lines: nothing to anchor on
         if ranges and a <= ranges[-1][1]:  # touching changes: one suggestion

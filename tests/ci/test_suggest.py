@@ -16,15 +16,20 @@ def test_replace_spanning_lines() -> None:
     assert c.comment()["start_line"] == 2 and c.comment()["line"] == 3
 
 
-def test_insertion_anchors_on_the_line_before() -> None:
+def test_insertion_anchors_on_the_line_after() -> None:
     (c,) = changes("f.py", "a\nb\n", "a\nnew\nb\n")
-    assert (c.start, c.end, c.old, c.new) == (1, 1, ["a\n"], ["a\n", "new\n"])
+    assert (c.start, c.end, c.old, c.new) == (2, 2, ["b\n"], ["new\n", "b\n"])
     assert "start_line" not in c.comment()
 
 
 def test_insertion_at_the_top_anchors_on_the_first_line() -> None:
     (c,) = changes("f.py", "a\nb\n", "new\na\nb\n")
     assert (c.start, c.end, c.new) == (1, 1, ["new\n", "a\n"])
+
+
+def test_insertion_at_the_end_anchors_on_the_last_line() -> None:
+    (c,) = changes("f.py", "a\nb\n", "a\nb\nnew\n")
+    assert (c.start, c.end, c.new) == (2, 2, ["b\n", "new\n"])
 
 
 def test_deletion_suggests_nothing_in_its_place() -> None:
@@ -36,6 +41,12 @@ def test_deletion_suggests_nothing_in_its_place() -> None:
 def test_touching_changes_are_one_suggestion() -> None:
     (c,) = changes("f.py", "a\nb\nc\n", "a\nB\nnew\nc\n")
     assert (c.start, c.end, c.new) == (2, 2, ["B\n", "new\n"])
+
+
+def test_insertions_on_neighbouring_lines_are_one_suggestion() -> None:
+    # each insertion anchors on the line after it: "b" and "c" touch
+    (c,) = changes("f.py", "a\nb\nc\nd\n", "a\nX\nb\nY\nc\nd\n")
+    assert (c.start, c.end, c.new) == (2, 3, ["X\n", "b\n", "Y\n", "c\n"])
 
 
 def test_separate_changes_stay_separate() -> None:
