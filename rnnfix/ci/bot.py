@@ -205,8 +205,9 @@ def suggest_mode(inputs: Inputs) -> int:
         _git(inputs, "checkout", "HEAD", "--", *names)
     gh = GitHub(inputs.token, inputs.repo, inputs.api_url)
     number, head = int(pr["number"]), str(pr["head"]["sha"])
-    found = [c for n in names for c in suggest.changes(n, *texts[n])]
-    inline, elsewhere = suggest.split(found, pr_files(gh.paginate(f"/pulls/{number}/files")))
+    commentable = pr_files(gh.paginate(f"/pulls/{number}/files"))
+    found = [c for n in names for c in suggest.changes(n, *texts[n], commentable.get(n, {}))]
+    inline, elsewhere = suggest.split(found, commentable)
     comments = [c.comment(_message(c, findings)) for c in inline]
     body = _body(inline, elsewhere, texts, findings)
     digest = hashlib.sha256(json.dumps([head, body, comments]).encode()).hexdigest()[:16]
@@ -266,7 +267,8 @@ def _message(change: suggest.Change, findings: list[dict[str, Any]]) -> str:
         for f in findings
         if _rel(str(f.get("path"))) == change.path
         and f.get("cell") is None
-        and change.start <= int(f.get("line") or 0) <= change.end
+        # the line after too: an inserted statement guards the line it precedes
+        and change.start <= int(f.get("line") or 0) <= change.end + 1
     ]
     return "\n".join(dict.fromkeys(lines)) or "rnnfix suggests this fix."
 

@@ -31,19 +31,26 @@ class Change:
         return out
 
 
-def changes(path: str, old_text: str, new_text: str) -> list[Change]:
+def changes(
+    path: str, old_text: str, new_text: str, commentable: dict[int, int] | None = None
+) -> list[Change]:
+    """``commentable``: the PR's commentable lines of ``path`` (``prdiff``),
+    so an insertion anchors on a neighbour a comment can go on."""
     old, new = old_text.splitlines(keepends=True), new_text.splitlines(keepends=True)
     ops = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
     # Each change as a half-open range of old lines; a pure insertion takes
     # the line after it (the statement it guards, where rnnfix reports the
-    # finding), or the line before at the end of the file.
+    # finding), or the line before when that one is in the PR's diff and the
+    # line after is not, or at the end of the file.
     ranges: list[tuple[int, int, int, int]] = []
     for tag, i1, i2, j1, j2 in ops:
         if tag == "equal":
             continue
         a, b = i1, i2
         if a == b:
-            if b < len(old):
+            after_ok = b < len(old) and (commentable is None or b + 1 in commentable)
+            before_ok = a > 0 and (commentable is None or a in commentable)
+            if b < len(old) and (after_ok or not before_ok):
                 b += 1
             elif a > 0:
                 a -= 1

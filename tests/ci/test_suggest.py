@@ -22,6 +22,16 @@ def test_insertion_anchors_on_the_line_after() -> None:
     assert "start_line" not in c.comment()
 
 
+def test_insertion_anchors_on_the_line_before_when_only_that_one_is_in_the_diff() -> None:
+    old, new = "a\nb\nc\n", "a\nb\nnew\nc\n"
+    (c,) = changes("f.py", old, new, {1: 0, 2: 0})
+    assert (c.start, c.end, c.new) == (2, 2, ["b\n", "new\n"])
+    (c,) = changes("f.py", old, new, {2: 0, 3: 0})
+    assert (c.start, c.end) == (3, 3)
+    (c,) = changes("f.py", old, new, {})  # neither: the patch in the body shows it
+    assert (c.start, c.end) == (3, 3)
+
+
 def test_insertion_at_the_top_anchors_on_the_first_line() -> None:
     (c,) = changes("f.py", "a\nb\n", "new\na\nb\n")
     assert (c.start, c.end, c.new) == (1, 1, ["new\n", "a\n"])
