@@ -83,7 +83,7 @@ def cli() -> None:
 )
 @click.option(
     "--output-format",
-    type=click.Choice(["text", "json", "github", "sarif"]),
+    type=click.Choice(["text", "json", "github", "sarif", "gitlab"]),
     default="text",
     show_default=True,
 )
