@@ -24,6 +24,7 @@ from rnnfix.ci.github import ApiError, GitHub
 from rnnfix.ci.prdiff import pr_files
 
 MARKER = "<!-- rnnfix-review"
+COMMENT_MARKER = "<!-- rnnfix-suggestion -->"
 BOT_NAME = "github-actions[bot]"
 BOT_EMAIL = "41898282+github-actions[bot]@users.noreply.github.com"
 
@@ -208,7 +209,7 @@ def suggest_mode(inputs: Inputs) -> int:
     commentable = pr_files(gh.paginate(f"/pulls/{number}/files"))
     found = [c for n in names for c in suggest.changes(n, *texts[n], commentable.get(n, {}))]
     inline, elsewhere = suggest.split(found, commentable)
-    comments = [c.comment(_message(c, findings)) for c in inline]
+    comments = [c.comment(f"{COMMENT_MARKER}\n{_message(c, findings)}") for c in inline]
     body = _body(inline, elsewhere, texts, findings)
     digest = hashlib.sha256(json.dumps([head, body, comments]).encode()).hexdigest()[:16]
     marker = f"{MARKER} {digest} -->"
@@ -221,7 +222,7 @@ def suggest_mode(inputs: Inputs) -> int:
     if not found:
         if earlier:
             review = earlier[-1]
-            _clear(gh, number, review)
+            _clear(gh, number)
             note = f"rnnfix: nothing left to fix as of {head[:12]}.\n\n{marker}"
             gh.request("PUT", f"/pulls/{number}/reviews/{review['id']}", {"body": note})
             print("rnnfix: nothing to fix; the earlier review now says so")
@@ -231,7 +232,7 @@ def suggest_mode(inputs: Inputs) -> int:
     full = f"{body}\n\n{marker}"
     if earlier:
         review = earlier[-1]
-        _clear(gh, number, review)
+        _clear(gh, number)
         gh.request("PUT", f"/pulls/{number}/reviews/{review['id']}", {"body": full})
         for comment in comments:
             gh.request("POST", f"/pulls/{number}/comments", {**comment, "commit_id": head})
@@ -301,10 +302,12 @@ def _body(
     return "\n\n".join(parts)
 
 
-def _clear(gh: GitHub, number: int, review: dict[str, Any]) -> None:
-    """Delete the comments of an earlier review, before it is rewritten."""
-    for comment in gh.paginate(f"/pulls/{number}/reviews/{review['id']}/comments"):
-        gh.request("DELETE", f"/pulls/comments/{comment['id']}")
+def _clear(gh: GitHub, number: int) -> None:
+    """Delete the suggestions of earlier runs (those of the review and those
+    an update posted beside it), before the review is rewritten."""
+    for comment in gh.paginate(f"/pulls/{number}/comments"):
+        if COMMENT_MARKER in str(comment.get("body") or ""):
+            gh.request("DELETE", f"/pulls/comments/{comment['id']}")
 
 
 # -- commit -----------------------------------------------------------------

@@ -44,7 +44,7 @@ class FakeGitHub:
                 return answer
         if method == "GET" and route.endswith("/files"):
             return 200, self.files, {}
-        if method == "GET" and re.search(r"/reviews/\d+/comments$", route):
+        if method == "GET" and re.search(r"/pulls/\d+/comments$", route):
             return 200, self.review_comments, {}
         if method == "GET" and route.endswith("/reviews"):
             return 200, self.reviews, {}

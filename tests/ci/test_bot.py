@@ -81,7 +81,11 @@ def test_new_push_updates_the_review(tmp_path: Path, api: FakeGitHub) -> None:
     pr = make_pr(tmp_path, {"ok.py": CLEAN}, {"wrap.py": ONE_LINE})
     api.files = pr.patches()
     api.reviews = [{"id": 5, "body": "older\n\n<!-- rnnfix-review 0123 -->"}]
-    api.review_comments = [{"id": 11}, {"id": 12}]
+    api.review_comments = [
+        {"id": 11, "body": "<!-- rnnfix-suggestion -->\nin the review"},
+        {"id": 12, "body": "<!-- rnnfix-suggestion -->\nposted beside it by an update"},
+        {"id": 13, "body": "a person's comment stays"},
+    ]
     assert main(pr.env(api, "suggest")) == 0
     assert api.sent("POST", "/pulls/7/reviews") == []
     deleted = [p for m, p, _ in api.requests if m == "DELETE"]
@@ -215,3 +219,15 @@ def test_changed_only_without_the_base_commit(
     pr.event_path.write_text(json.dumps(event))
     assert main(pr.env(api, "check")) == 1
     assert "fetch-depth: 0" in capfd.readouterr().err
+
+
+def test_fixed_since_the_last_push_the_review_says_so(tmp_path: Path, api: FakeGitHub) -> None:
+    pr = make_pr(tmp_path, {"ok.py": CLEAN}, {"fine.py": CLEAN})
+    api.files = pr.patches()
+    api.reviews = [{"id": 5, "body": "older\n\n<!-- rnnfix-review 0123 -->"}]
+    api.review_comments = [{"id": 11, "body": "<!-- rnnfix-suggestion -->\nold"}]
+    assert main(pr.env(api, "suggest")) == 0
+    assert [p for m, p, _ in api.requests if m == "DELETE"] == ["/repos/o/r/pulls/comments/11"]
+    (put,) = api.sent("PUT", "/pulls/7/reviews/5")
+    assert put["body"].startswith("rnnfix: nothing left to fix") and "rnnfix-review" in put["body"]
+    assert api.sent("POST") == []
