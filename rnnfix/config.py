@@ -25,6 +25,7 @@ _KEYS = {
     "extend-exclude": "extend_exclude",
     "include-tests": "include_tests",
     "force-exclude": "force_exclude",
+    "max-file-size": "max_file_size",
 }
 
 
@@ -73,6 +74,9 @@ def apply_overrides(settings: Settings, table: dict[str, Any], source: str) -> S
         elif isinstance(default, bool):
             if not isinstance(value, bool):
                 raise ConfigError(f"{source}: {key} must be true or false")
+        elif isinstance(default, int):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ConfigError(f"{source}: {key} must be a positive number of bytes")
         elif field == "rnn_only_strategy" and value not in ("rnn-train", "cudnn-off"):
             raise ConfigError(f"{source}: {key} must be 'rnn-train' or 'cudnn-off'")
         changes[field] = value

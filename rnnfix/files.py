@@ -95,7 +95,7 @@ def decode(data: bytes) -> DecodedSource:
     return DecodedSource(text, encoding, bom)
 
 
-def read_source(path: Path) -> tuple[bytes, DecodedSource]:
+def read_source(path: Path, max_bytes: int = MAX_FILE_BYTES) -> tuple[bytes, DecodedSource]:
     try:
         st = path.lstat()
     except OSError as exc:
@@ -106,8 +106,8 @@ def read_source(path: Path) -> tuple[bytes, DecodedSource]:
         raise FileProblem("is a symbolic link; pass the file it points to")
     if not stat.S_ISREG(st.st_mode):
         raise FileProblem("not a regular file")
-    if st.st_size > MAX_FILE_BYTES:
-        raise FileProblem(f"file too large ({st.st_size} bytes > {MAX_FILE_BYTES})")
+    if st.st_size > max_bytes:
+        raise FileProblem(f"file too large ({st.st_size} bytes > {max_bytes}; see max-file-size)")
     try:
         data = path.read_bytes()
     except OSError as exc:

@@ -118,6 +118,8 @@ def process_files(
     raw: dict[str, bytes] = {}
     for key, path in zip([normalise(p) for p in everything], everything, strict=True):
         try:
+            if path.is_symlink() or path.stat().st_size > settings.max_file_size:
+                continue  # process_file reports it; never read a huge file twice
             raw[key] = path.read_bytes()
         except OSError:
             continue  # process_file reports it
@@ -192,7 +194,9 @@ def _cacheable(result: FileResult, data: bytes) -> bool:
     """Failures to read or write are about the disk, not the bytes: never
     cached. A result computed from other bytes than the ones hashed (the file
     changed during the run) is not cached either."""
-    if result.outcome is Outcome.FAILED and not (result.error or "").startswith("cannot parse"):
+    if result.outcome is Outcome.FAILED and not (
+        (result.error or "").startswith("cannot parse") or result.error == NEWER_SYNTAX
+    ):
         return False
     return result.old_bytes is None or result.old_bytes == data
 
@@ -372,7 +376,7 @@ def process_file(
 ) -> FileResult:
     name = str(path)
     try:
-        data, decoded = read_source(path)
+        data, decoded = read_source(path, settings.max_file_size)
     except FileProblem as exc:
         return FileResult(name, Outcome.FAILED, error=str(exc))
     if path.suffix == ".ipynb":

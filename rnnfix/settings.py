@@ -26,6 +26,9 @@ class Settings:
     include_tests: bool = False
     # Apply exclusions to files named on the command line too (pre-commit).
     force_exclude: bool = False
+    # Larger files are reported, not read: generated code and data, not
+    # training scripts (``max-file-size`` in bytes).
+    max_file_size: int = 5 * 1024 * 1024
 
     def enabled(self, code: str) -> bool:
         """Selection by code prefix; the longest matching prefix wins, as in ruff."""

@@ -93,3 +93,33 @@ def test_duplicate_edits_apply_once() -> None:
 def test_unlocatable_edit_raises() -> None:
     with pytest.raises(EditError):
         apply_edits("x = 1\n", [InsertStatements(Pos(5, 0), ("y()",))])
+
+
+def test_add_import_goes_after_environment_setup() -> None:
+    src = 'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\nimport numpy as np\n\nx = 1\n'
+    out = apply_edits(src, [AddImport("torch")])
+    assert out == (
+        'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\nimport numpy as np\n'
+        "import torch\n\nx = 1\n"
+    )
+
+
+def test_add_import_joins_the_torch_imports() -> None:
+    src = '"""Doc."""\nfrom __future__ import annotations\nimport torch.nn as nn\nimport os\n'
+    out = apply_edits(src, [AddImport("torch")])
+    assert out == (
+        '"""Doc."""\nfrom __future__ import annotations\nimport torch.nn as nn\n'
+        "import torch\nimport os\n"
+    )
+    assert apply_edits('"""Doc."""\n\nx = 1\n', [AddImport("torch")]) == (
+        '"""Doc."""\nimport torch\n\nx = 1\n'
+    )
+
+
+def test_wrap_takes_the_enclosing_block_indent_step() -> None:
+    src = "if x:\n\tpass\ndef f():\n    for x in val:\n        f(x)\n"
+    out = apply_edits(src, [WrapInWith(Pos(4, 4), Pos(4, 4), "torch.no_grad()")])
+    assert out == (
+        "if x:\n\tpass\ndef f():\n    with torch.no_grad():\n        for x in val:\n"
+        "            f(x)\n"
+    )

@@ -47,7 +47,7 @@ class Loop:
     continues: list[Frame] = field(default_factory=list)
 
 
-def _chained_mode(value: ast.AST) -> Mode | None:
+def chained_mode(value: ast.AST) -> Mode | None:
     """The mode the last mode call in a self-returning chain sets:
     ``Net().to(dev).eval()`` -> eval."""
     while (
@@ -110,6 +110,10 @@ class ScopeRun:
         self.loops: list[Loop] = []
         self.guards: list[tuple[str, bool]] = []  # enclosing ``if`` tests
 
+    def key(self, text: str) -> str:
+        """The path the flow tracks ``text`` under here (must-aliases resolved)."""
+        return self.flow.canonical(text, self.scope)
+
     def fact(self, mode: Mode, origin: ast.AST) -> frozenset[ModeFact]:
         guard = self.guards[-1] if self.guards else None
         return frozenset({ModeFact(mode, origin, None, guard)})
@@ -138,6 +142,9 @@ class ScopeRun:
             return None
         if isinstance(s, ast.Raise):
             return None
+        if isinstance(s, ast.Assert):
+            f = self.exprs(s.test, f)
+            return f if assume_mode(self, s, s.test, True, f) else None
         if isinstance(s, (ast.Break, ast.Continue)):
             if self.loops:
                 target = self.loops[-1]
@@ -150,6 +157,9 @@ class ScopeRun:
             for body, value in ((s.body, polarity), (s.orelse, not polarity)):
                 branch = f.copy()
                 branch.assume((test, value))
+                if not assume_mode(self, s, s.test, value == polarity, branch):
+                    outs.append(None)  # ``if not model.training: raise``
+                    continue
                 self.guards.append((test, value))
                 outs.append(self.block(body, branch))
                 self.guards.pop()
@@ -223,6 +233,12 @@ class ScopeRun:
         targets = s.targets if isinstance(s, ast.Assign) else [s.target]
         single = dotted(targets[0]) if len(targets) == 1 else None
         f = self.exprs(s.value, f, ctor_target=single)
+        for t in targets:
+            for name in _bound(t):
+                f.saved.pop(name, None)
+        saved = _mode_read(self, s.value)
+        if saved is not None and single is not None:
+            f.saved[single] = (saved, f.lookup(saved))  # ``was = model.training``
         if isinstance(s, ast.AugAssign) or s.value is None:
             return f
         for target, value in assignment_pairs(s):
@@ -230,6 +246,7 @@ class ScopeRun:
                 key = dotted(elt)
                 if key is None or not self.flow.is_model(key):
                     continue
+                key = self.key(key)
                 if elt is target:
                     self._assign_model(key, value, s, f)
                 else:  # unpacked from something we do not follow
@@ -240,10 +257,11 @@ class ScopeRun:
         imports = self.flow.imports
         if built_class(value, imports, self.flow.classes) is not None:
             # A new module trains, unless the chain switches it: ``Net().eval()``.
-            mode = _chained_mode(value)
+            mode = chained_mode(value)
             f.set(key, frozenset({ModeFact(mode or Mode.TRAIN, s)}))
             return
         inner = dotted(unwrap_built(value, imports))
+        inner = self.key(inner) if inner is not None else None
         if inner == key:
             return  # ``model = model.to(device)``
         if inner is not None and self.flow.is_model(inner):
@@ -258,11 +276,19 @@ class ScopeRun:
         return f
 
     def call(self, call: ast.Call, f: Frame, ctor_target: str | None) -> None:
+        restored = _restored(self, call, f)
+        if restored is not None:
+            recv = mode_receiver(call, self.flow.imports)
+            if recv is not None and self.flow.holds_model(recv):
+                f.set(
+                    self.flow.mode_target(self.key(recv)), restored
+                )  # ``model.train(was)``: the mode it was saved in
+                return
         switch = module_mode_switch(call)
         if switch is not None:
             recv = mode_receiver(call, self.flow.imports)
             if recv is not None and self.flow.holds_model(recv):
-                f.set(recv, self.fact(switch.mode, call))
+                f.set(self.flow.mode_target(self.key(recv)), self.fact(switch.mode, call))
             return
         res = self.flow.resolve(call, self.scope, ctor_target)
         if res is None:
@@ -288,8 +314,78 @@ class ScopeRun:
             mine = caller_key(key)
             if mine is None:
                 continue
+            mine = self.key(mine)
             facts = frozenset(f for m in eff.sets for f in self.fact(m, call))
             if eff.passthrough:
                 f.add(mine, facts)
             else:
                 f.set(mine, facts)
+
+
+# --- facts about the mode read from the program -----------------------------
+def _mode_read(run: ScopeRun, value: ast.AST | None) -> str | None:
+    """``model.training`` -> ``model`` when it is a model."""
+    if isinstance(value, ast.Attribute) and value.attr == "training":
+        key = dotted(value.value)
+        if key is not None and run.flow.holds_model(key):
+            return run.key(key)
+    return None
+
+
+def _bound(target: ast.AST) -> list[str]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for e in target.elts for n in _bound(e)]
+    if isinstance(target, ast.Starred):
+        return _bound(target.value)
+    text = dotted(target)
+    return [text] if text is not None else []
+
+
+def _restored(run: ScopeRun, call: ast.Call, f: Frame) -> Facts | None:
+    """The saved facts ``model.train(was)`` / ``model.train(mode=was)`` restores."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "train"):
+        return None
+    flags = [*call.args, *(k.value for k in call.keywords if k.arg == "mode")]
+    if len(flags) != 1 or len(call.args) + len(call.keywords) != 1:
+        return None
+    text = dotted(flags[0])
+    saved = f.saved.get(text) if text is not None else None
+    receiver = dotted(call.func.value)
+    if saved is None or receiver is None or saved[0] != run.key(receiver):
+        return None
+    return saved[1]
+
+
+def assume_mode(run: ScopeRun, stmt: ast.stmt, test: ast.expr, truth: bool, f: Frame) -> bool:
+    """Narrow ``f`` where ``test`` has the value ``truth``: ``model.training``
+    (in ``assert`` or ``if``) and a saved mode (``if was: model.train()``).
+    False when that cannot happen (the branch is dead)."""
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, truth = test.operand, not truth
+    key = _mode_read(run, test)
+    if key is not None:
+        facts = f.lookup(key)
+        if truth:
+            kept = {x for x in facts if x.mode is Mode.TRAIN}
+            if any(x.mode is Mode.UNKNOWN for x in facts):
+                kept.add(ModeFact(Mode.TRAIN, stmt))
+        else:
+            kept = {x for x in facts if x.mode is not Mode.TRAIN}
+        if not kept:
+            return False
+        f.set(key, frozenset(kept))
+        return True
+    text = dotted(test)
+    saved = f.saved.get(text) if text is not None else None
+    if saved is None:
+        return True
+    model, before = saved
+    if truth:
+        return any(x.mode is not Mode.EVAL for x in before)
+    not_train = frozenset(x for x in before if x.mode is not Mode.TRAIN)
+    if not not_train:
+        return False
+    if all(x.mode is Mode.EVAL for x in f.lookup(model)):
+        # Saved as "not training" and in eval now: as it was when saved.
+        f.set(model, not_train)
+    return True

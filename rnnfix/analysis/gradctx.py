@@ -239,3 +239,78 @@ class LocalFunctions:
                     if f not in seen and self._needs_grad_walk(f, seen | {func}):
                         return True
         return False
+
+
+# --- decorators and context managers of the project --------------------------
+# What a project's own wrapper does to grad mode and the module mode, read from
+# its definition: ``{"grad"}`` for yolov5's ``@smart_inference_mode()``,
+# ``{"eval"}`` for detectron2's ``inference_context(model)``. Anything that
+# cannot be read is unknown, and RNF003 does not add to code around it.
+Handling = frozenset[str]
+
+# Wrappers that touch neither grad nor the module mode.
+_NEUTRAL = frozenset(
+    {"staticmethod", "classmethod", "property", "open", "io.open", "abc.abstractmethod",
+     "typing.overload", "typing.final", "typing.override", "typing_extensions.override",
+     "torch.compile", "torch.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast",
+     "torch.amp.autocast", "torch.cuda.device", "torch.cuda.stream", "torch.device",
+     "torch.random.fork_rng", "torch.backends.cudnn.flags", "torch.cuda.nvtx.range",
+     "contextlib.suppress", "contextlib.nullcontext", "contextlib.ExitStack",
+     "contextlib.redirect_stdout", "contextlib.redirect_stderr", "warnings.catch_warnings",
+     "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm", "hydra.main",
+     "torch.distributed.elastic.multiprocessing.errors.record", "numpy.errstate"}
+)  # fmt: skip
+_NEUTRAL_PREFIXES = (
+    "functools.", "torch.jit.", "torch.profiler.", "torch.autograd.profiler.", "click.",
+    "torch.compiler.", "tempfile.", "unittest.mock.",
+)  # fmt: skip
+_GRAD_NAMES = _NO_GRAD | _INFERENCE | _SET_GRAD
+
+
+def definition_handling(node: ast.AST, imports: ImportMap) -> Handling:
+    """What a function or class definition (a decorator, a context manager)
+    does: ``"grad"`` when it uses ``no_grad``/``inference_mode``/
+    ``set_grad_enabled`` anywhere (``(inference_mode if new else no_grad)()(fn)``
+    counts), ``"eval"`` when it puts a module in eval mode."""
+    from rnnfix.analysis.torchapi import module_mode_switch
+
+    found: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, (ast.Name, ast.Attribute)) and imports.qualname(n) in _GRAD_NAMES:
+            found.add("grad")
+        elif isinstance(n, ast.Call):
+            switch = module_mode_switch(n, lenient=True)
+            if switch is not None and switch.mode.value != "train":
+                found.add("eval")
+    return frozenset(found)
+
+
+class Handlers:
+    """Decorators and context managers around evaluation code, one per file."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.defs: dict[str, ast.AST] = {
+            s.name: s for s in ctx.tree.body if isinstance(s, (*FUNCTIONS, ast.ClassDef))
+        }
+        self._memo: dict[str, Handling | None] = {}
+
+    def handling(self, expr: ast.expr) -> Handling | None:
+        """What ``@expr`` / ``with expr:`` does; None when it cannot be read."""
+        mode = classify_context(self.ctx, expr)
+        if mode is not None:
+            return frozenset() if mode == "on" else frozenset({"grad"})
+        func = expr.func if isinstance(expr, ast.Call) else expr
+        imports = self.ctx.facts.imports
+        qual = imports.qualname(func)
+        if qual is not None and (qual in _NEUTRAL or qual.startswith(_NEUTRAL_PREFIXES)):
+            return frozenset()
+        if isinstance(func, ast.Name):
+            if func.id in self.defs:
+                if func.id not in self._memo:
+                    self._memo[func.id] = definition_handling(self.defs[func.id], imports)
+                return self._memo[func.id]
+            if qual is None and func.id in _NEUTRAL:
+                return frozenset()  # a builtin: ``open``, ``property``
+        project = self.ctx.facts.project
+        return project.handler(func) if project is not None else None

@@ -39,8 +39,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from rnnfix.analysis.aliases import canonical, function_aliases
 from rnnfix.analysis.flow import Effect, ScopeRun, calls_in
 from rnnfix.analysis.gradctx import grad_context
+from rnnfix.analysis.intent import deliberate_eval
 from rnnfix.analysis.models import (
     ModelInfo,
     ModuleClasses,
@@ -51,9 +53,15 @@ from rnnfix.analysis.models import (
 )
 from rnnfix.analysis.modestate import Facts, Mode, ModeFact, ModeState, is_prefix
 from rnnfix.analysis.names import dotted
+from rnnfix.analysis.optimizers import Optimizers
 from rnnfix.analysis.scopes import LOOPS, FileIndex, FuncNode, FunctionInfo, Resolved
 from rnnfix.analysis.syntax import walk_tree
-from rnnfix.analysis.torchapi import MODULE_METHODS, module_mode_switch
+from rnnfix.analysis.torchapi import (
+    DATA_PARALLEL,
+    MODULE_METHODS,
+    module_mode_switch,
+    strip_self_returning,
+)
 
 if TYPE_CHECKING:
     from rnnfix.analysis.project import ExternalCall, ProjectView
@@ -140,11 +148,14 @@ class ModeFlow:
             self._add_parameter_models()
         elif self.project is not None:
             self._add_external_arguments()
+        self._aliases: dict[FuncNode, dict[str, tuple[str, ast.stmt]]] = {}
         self._summaries: dict[FuncNode, Summary] = {}
         self._in_progress: set[FuncNode] = set()
         self._runs: dict[FuncNode | None, ScopeRun] = {}
         self._static_sites: dict[FuncNode, list[tuple[FuncNode | None, ast.Call, Resolved]]] = {}
         self._optimizers, self._not_optimizers = self._optimizer_names()
+        self.wrappers = self._data_parallel_wrappers()
+        self.optimizers = Optimizers(self)
         if not summaries_only:
             self._analyse()
 
@@ -170,11 +181,47 @@ class ModeFlow:
 
     def mode_before(self, node: ast.AST, model: str) -> ModeState:
         stmt = self.stmt_of(node)
-        run = self._runs.get(self.scope_of(node))
+        scope = self.scope_of(node)
+        run = self._runs.get(scope)
         if stmt is None or run is None:
             return ModeState(frozenset())
         frame = run.before.get(stmt)
-        return ModeState(frame.lookup(model) if frame is not None else frozenset())
+        key = self.canonical(model, scope)
+        return ModeState(frame.lookup(key) if frame is not None else frozenset())
+
+    def aliases(
+        self, scope: FuncNode | None, params: bool = False
+    ) -> dict[str, tuple[str, ast.stmt]]:
+        """Must-aliases of ``scope`` (``rnnfix.analysis.aliases``): local names
+        of attributes; with ``params`` also parameters stored as attributes."""
+        if scope is None:
+            return {}
+        found = self._aliases.get(scope)
+        if found is None:
+            found = function_aliases(self.index, scope)
+            self._aliases[scope] = found
+        if params:
+            return found
+        info = self.index.functions.get(scope)
+        taken = set(info.params) | set(info.kwonly) if info is not None else set()
+        return {k: v for k, v in found.items() if k not in taken}
+
+    def canonical(self, key: str, scope: FuncNode | None) -> str:
+        """The path the flow tracks ``key`` under in ``scope`` (``model`` ->
+        ``self.model`` after ``model = self.model``)."""
+        return canonical(key, self.aliases(scope)) if scope is not None else key
+
+    def spelling(self, key: str, before: ast.stmt) -> str:
+        """How to write ``key`` in a statement inserted before ``before``: its
+        aliased path when the alias is not bound yet there."""
+        scope = self.scope_of(before)
+        found = self.aliases(scope).get(key.split(".")[0])
+        if found is not None and (before.lineno, before.col_offset) <= (
+            found[1].lineno,
+            found[1].col_offset,
+        ):
+            return self.canonical(key, scope)
+        return key
 
     def grad_enabled(self, node: ast.AST) -> bool | None:
         return self._grad(node, frozenset())
@@ -245,6 +292,12 @@ class ModeFlow:
                 if fn is not None and not fn.params:
                     return Resolved(fn, None, {})
         return None
+
+    def deliberate_eval(self, fact: ModeFact, step: ast.Call, model: str) -> bool:
+        """``fact`` (eval mode of ``model`` at training step ``step``) was set on
+        purpose: an ``eval()`` of the step's own scope whose only successor is
+        training (frozen BatchNorm fine-tuning), see ``rnnfix.analysis.intent``."""
+        return deliberate_eval(self, fact, step, self.scope_of(step), model)
 
     def callers(self, fn: FuncNode) -> list[tuple[FuncNode | None, ast.Call]]:
         return [(scope, call) for scope, call, _ in self._static_sites.get(fn, [])]
@@ -474,7 +527,7 @@ class ModeFlow:
             end = (node.end_lineno or 0, node.end_col_offset or 0)
             direct = self._forward_key(node)
             if direct is not None:
-                found.append((end, direct))
+                found.append((end, self.canonical(direct, info.node)))
                 continue
             callee = self.callee_summary(node, info.node)
             if callee is not None:
@@ -592,10 +645,69 @@ class ModeFlow:
                     cause = f.cause if f.origin is run.scope_node else f.origin
                     facts.add(ModeFact(f.mode, fn, cause))
             result = frozenset(facts) if facts else unknown
+            if not self._static_sites.get(fn):
+                result |= self._object_state(fn, key)
             cache[key] = result
             return result
 
         return lookup
+
+    def _object_state(self, fn: FuncNode, key: str) -> Facts:
+        """A public method nobody in the file calls (an entry point such as
+        ``fit()``) may run after any public method of its object: it is
+        entered with ``self.<model>`` in the mode any of them (the
+        constructor included) may leave it in. Only eval matters: a
+        ``predict()`` that never restores train mode breaks the next ``fit()``."""
+        info = self.index.functions.get(fn)
+        if info is None or info.cls is None or not info.is_method or not _public(fn.name):
+            return frozenset()
+        cls = info.cls
+        if cls.name in self.classes.modules or cls.name in self.classes.lightning:
+            return frozenset()  # a module's own mode is its caller's business
+        this, _, rest = key.partition(".")
+        if this != info.params[0] or not rest:
+            return frozenset()
+        out: set[ModeFact] = set()
+        for stmt in cls.body:
+            other = self.index.functions.get(stmt) if isinstance(stmt, FuncNode) else None
+            if other is None or not other.is_method or not _public(other.name):
+                continue
+            mine = f"{other.params[0]}.{rest}"
+            effect = self.summary(other).effects.get(mine)
+            if effect is None or Mode.EVAL not in effect.sets:
+                continue
+            cause: ast.AST = next(
+                (
+                    c.node
+                    for c in self.mode_calls
+                    if c.function is stmt and c.mode is Mode.EVAL and is_prefix(c.model, mine)
+                ),
+                stmt,
+            )
+            out.add(ModeFact(Mode.EVAL, fn, cause))
+        return frozenset(out)
+
+    def _data_parallel_wrappers(self) -> frozenset[str]:
+        """Paths assigned a DataParallel/DDP/FSDP wrapper somewhere in the file:
+        ``W.module`` only exists on the wrapper, so ``W.module.train()`` on such
+        a path switches every layer ``W`` runs."""
+        found: set[str] = set()
+        for node in walk_tree(self.tree):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                value = strip_self_returning(node.value)
+                if (
+                    isinstance(value, ast.Call)
+                    and self.imports.qualname(value.func) in DATA_PARALLEL
+                ):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    found.update(t for t in map(dotted, targets) if t is not None)
+        return frozenset(found)
+
+    def mode_target(self, receiver: str) -> str:
+        """The path a mode call on ``receiver`` switches, for the flow:
+        ``W.module`` of a data-parallel wrapper ``W`` is ``W`` (its only child)."""
+        owner, _, last = receiver.rpartition(".")
+        return owner if last == "module" and owner in self.wrappers else receiver
 
     # --- training steps and model calls ------------------------------------
     def _optimizer_names(self) -> tuple[set[str], set[str]]:
@@ -615,7 +727,7 @@ class ModeFlow:
         return yes, no
 
     def _is_optimizer(self, text: str) -> bool:
-        if text in self._optimizers:
+        if text in self._optimizers or self.optimizers.is_optimizer(text):
             return True
         if text in self._not_optimizers:
             return False
@@ -626,6 +738,8 @@ class ModeFlow:
         func = call.func
         if self.imports.qualname(func) == "torch.autograd.backward":
             return "backward"
+        if not call.args and not call.keywords and self._callable_optimizer(func):
+            return "optimizer_step"  # ``train_op = get_train_op(params=...)``; ``train_op()``
         if not isinstance(func, ast.Attribute):
             return None
         if func.attr == "backward":
@@ -646,6 +760,94 @@ class ModeFlow:
             if self._is_optimizer(recv):
                 return "optimizer_step"
         return None
+
+    @functools.cached_property
+    def refreshed_targets(self) -> frozenset[str]:
+        """Models whose weights are copied from another model rather than
+        trained: ``target.load_state_dict(net.state_dict())``, or a loop over
+        ``zip(net.parameters(), target.parameters())`` that writes the
+        target's (``copy_``, Polyak/EMA ``mul_``/``add_``/``lerp_``). Target
+        networks stay in eval on purpose; no rule puts them in train mode."""
+        found: set[str] = set()
+        for node in walk_tree(self.tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "load_state_dict"
+                and node.args
+                and isinstance(node.args[0], ast.Call)
+                and isinstance(node.args[0].func, ast.Attribute)
+                and node.args[0].func.attr == "state_dict"
+            ):
+                target, source = dotted(node.func.value), dotted(node.args[0].func.value)
+                if target and source and target != source:
+                    found.add(target)
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                found.update(_polyak_targets(node))
+        return frozenset(k for k in found if self.is_model(k))
+
+    def is_target_network(self, model: str, scope: FuncNode | None) -> bool:
+        """``model`` is refreshed from another model and no optimizer of this
+        file is known to update it."""
+        key = self.canonical(model, scope)
+        if not any(is_prefix(t, key) or is_prefix(t, model) for t in self.refreshed_targets):
+            return False
+        return not self.optimizers.may_own(key)
+
+    def _callable_optimizer(self, func: ast.expr) -> bool:
+        """A call of an object built from ``parameters()`` by something other
+        than ``torch.optim`` (whose optimizers are not callable)."""
+        text = dotted(func)
+        return (
+            text is not None
+            and text not in self._optimizers
+            and not self.is_model(text)
+            and self.optimizers.is_optimizer(text)
+        )
+
+    def step_may_update(self, step: ast.Call, model: str) -> bool | None:
+        """Whether optimizer step ``step`` (``opt.step()``, ``train_op()``)
+        updates ``model``'s parameters; None when whose they are is unknown."""
+        func = step.func
+        receiver = dotted(func.value if isinstance(func, ast.Attribute) else func)
+        if receiver is None:
+            return None
+        scope = self.scope_of(step)
+        owners = self.optimizers.owners_of(receiver, scope)
+        if owners is None:
+            return None
+        return self._owned(owners, self.canonical(model, scope), scope, 0)
+
+    def _owned(
+        self, owners: frozenset[str], key: str, scope: FuncNode | None, depth: int
+    ) -> bool | None:
+        if any(is_prefix(o, key) or is_prefix(key, o) for o in owners):
+            return True
+        info = self.index.functions.get(scope) if scope is not None else None
+        root, _, rest = key.partition(".")
+        this = info.params[0] if info is not None and info.is_method else None
+        if info is None or root == this or root not in {*info.params, *info.kwonly}:
+            return False
+        # A parameter: whatever its callers pass (``train(model, ...)`` with a
+        # global optimizer over ``model``); unknown without callers.
+        sites = self._static_sites.get(info.node, [])
+        if not sites or depth > 2:
+            return None
+        verdicts = set()
+        for caller, _, res in sites:
+            mine = res.args.get(root)
+            if mine is None:
+                return None
+            found = self._owned(
+                owners,
+                self.canonical(mine + ("." + rest if rest else ""), caller),
+                caller,
+                depth + 1,
+            )
+            if found is None:
+                return None
+            verdicts.add(found)
+        return True in verdicts
 
     def forward_path(self, call: ast.Call, is_model: Callable[[str], bool]) -> str | None:
         """``models.forward_path`` with this file's classes: the path whose
@@ -773,6 +975,52 @@ class ModeFlow:
             return None
         values = {self._grad(call, seen | {scope}) for _, call, _ in sites}
         return values.pop() if len(values) == 1 else None
+
+
+_WRITES = frozenset({"copy_", "mul_", "add_", "lerp_", "mul", "set_"})
+
+
+def _polyak_targets(loop: ast.For | ast.AsyncFor) -> set[str]:
+    """``for p, tp in zip(net.parameters(), target.parameters()): tp.data.mul_(...)``
+    -> {``target``}: the models whose parameters the loop body writes."""
+    it = loop.iter
+    if not (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id == "zip"
+        and isinstance(loop.target, ast.Tuple)
+        and len(loop.target.elts) == len(it.args)
+    ):
+        return set()
+    owners: dict[str, str] = {}
+    for name, arg in zip(loop.target.elts, it.args, strict=True):
+        if (
+            isinstance(name, ast.Name)
+            and isinstance(arg, ast.Call)
+            and isinstance(arg.func, ast.Attribute)
+            and arg.func.attr == "parameters"
+        ):
+            owner = dotted(arg.func.value)
+            if owner is not None:
+                owners[name.id] = owner
+    out: set[str] = set()
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr not in _WRITES:
+                continue
+            base = node.func.value
+            while isinstance(base, (ast.Attribute, ast.Call)):
+                base = base.func if isinstance(base, ast.Call) else base.value
+            if isinstance(base, ast.Name) and base.id in owners:
+                out.add(owners[base.id])
+    if len(out) == len(owners):
+        return set()  # every model written: not a source -> target copy
+    return out
+
+
+def _public(name: str) -> bool:
+    """A method a user of the object calls: not ``_private``; the constructor counts."""
+    return name == "__init__" or not name.startswith("_")
 
 
 def _pos(node: ast.AST) -> tuple[int, int]:

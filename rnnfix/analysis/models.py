@@ -234,11 +234,16 @@ def find_models(
         if cls not in classes.modules:
             not_models.add(text)
     models: dict[str, ModelInfo] = dict(built)
+    rebound = _rebound_imports(tree, imports)
     for key in sorted(mode_receivers | (called & parameters)):
         if key in models or key in not_models:
             continue
         root = key.split(".")[0]
-        if root in imports.names or root in index.module_functions or root in index.classes:
+        if (
+            (root in imports.names and root not in rebound)
+            or root in index.module_functions
+            or root in index.classes
+        ):
             continue
         if key in mode_receivers and (key in called or key in parameters):
             models[key] = ModelInfo(key, None, None, None, "mode+call")
@@ -250,6 +255,19 @@ def find_models(
             models[key] = ModelInfo(key, None, None, None, "submodule")
     _propagate(tree, index, models)
     return models
+
+
+def _rebound_imports(tree: ast.Module, imports: ImportMap) -> set[str]:
+    """Imported names the module's own code rebinds to a call's result
+    (``import model`` then ``model = model.Net(...)``): after that the name is
+    an instance, which may be a model like any other."""
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            for t in node.targets:
+                if isinstance(t, ast.Name) and t.id in imports.names:
+                    out.add(t.id)
+    return out
 
 
 def module_attributes(

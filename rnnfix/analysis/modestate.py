@@ -92,14 +92,22 @@ def is_prefix(prefix: str, key: str) -> bool:
 class Frame:
     """Mutable-by-copy mapping of model keys to facts for one program point."""
 
-    __slots__ = ("entry", "values")
+    __slots__ = ("entry", "saved", "values")
 
-    def __init__(self, entry: EntryLookup, values: dict[str, Facts] | None = None) -> None:
+    def __init__(
+        self,
+        entry: EntryLookup,
+        values: dict[str, Facts] | None = None,
+        saved: dict[str, tuple[str, Facts]] | None = None,
+    ) -> None:
         self.entry = entry
         self.values: dict[str, Facts] = values if values is not None else {}
+        # Saved modes: ``was = model.training`` maps ``was`` to (``model``, the
+        # facts it had there), so that ``model.train(was)`` restores them.
+        self.saved: dict[str, tuple[str, Facts]] = saved if saved is not None else {}
 
     def copy(self) -> Frame:
-        return Frame(self.entry, dict(self.values))
+        return Frame(self.entry, dict(self.values), dict(self.saved))
 
     def lookup(self, key: str) -> Facts:
         probe = key
@@ -134,7 +142,7 @@ class Frame:
     def unguarded(self, inside: Callable[[ast.AST], bool]) -> Frame:
         """A copy in which facts set ``inside`` a loop forget their guards: on
         the next iteration the test may have another value."""
-        out = Frame(self.entry)
+        out = Frame(self.entry, saved=dict(self.saved))
         for k, facts in self.values.items():
             out.values[k] = frozenset(
                 ModeFact(f.mode, f.origin, f.cause) if f.guard and inside(f.origin) else f
@@ -143,7 +151,7 @@ class Frame:
         return out
 
     def same_as(self, other: Frame) -> bool:
-        return self.values == other.values
+        return self.values == other.values and self.saved == other.saved
 
 
 def join(frames: Iterable[Frame | None]) -> Frame | None:
@@ -162,4 +170,9 @@ def join(frames: Iterable[Frame | None]) -> Frame | None:
         for f in live:
             merged |= f.lookup(k)
         out.values[k] = merged
+    # A saved mode survives a join only where every path saved it from the same model.
+    for var, (model, facts) in live[0].saved.items():
+        others = [f.saved.get(var) for f in live[1:]]
+        if all(o is not None and o[0] == model for o in others):
+            out.saved[var] = (model, facts.union(*(o[1] for o in others if o is not None)))
     return out

@@ -49,7 +49,7 @@ import ast
 import copy
 import os
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -71,6 +71,7 @@ _IMPORT_LINE = re.compile(
     r"^[ \t]*(?:from[ \t]+(\.)|from[ \t]+([A-Za-z_]\w*)|import[ \t]+([^\n#;\\]+))", re.M
 )
 RNN_TOKENS = ("LSTM", "GRU", "RNN")
+HANDLER_TOKENS = ("no_grad", "inference_mode", "set_grad_enabled", "contextmanager", "__enter__")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MAX_REEXPORTS = 3
 
@@ -122,6 +123,12 @@ class ModuleSummary:
     functions: dict[str, FunctionSummary]
     classes: dict[str, ClassSummary]
     imports: dict[str, Binding]
+    # Module-level decorators / context managers that switch grad or the
+    # module mode (``gradctx.definition_handling``): name -> {"grad", "eval"}.
+    handlers: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Names the file calls (``f(``, ``.f(``) and does not define itself:
+    # whether a function of another file may have callers here, read by text.
+    called: frozenset[str] = frozenset()
 
     def any_function(self, test: Callable[[FunctionSummary], bool]) -> bool:
         methods = (m for c in self.classes.values() for m in c.methods.values())
@@ -156,11 +163,66 @@ def normalise(path: str | os.PathLike[str]) -> str:
     return os.path.abspath(os.fspath(path))
 
 
+class LazySummaries(Mapping[str, "ModuleSummary | None"]):
+    """The files of a run (absolute path -> path as given) and their summaries,
+    each computed from the file on disk at its first lookup and kept. Plain
+    picklable data, like the summaries: worker processes get it once and fill
+    in their own lookups. Membership (``key in files``: is this module part of
+    the run?) never reads a file."""
+
+    def __init__(
+        self, paths: dict[str, Path], known: dict[str, ModuleSummary | None] | None = None
+    ) -> None:
+        self._paths = paths
+        self._known: dict[str, ModuleSummary | None] = dict(known or {})
+
+    def __getitem__(self, key: str) -> ModuleSummary | None:
+        if key not in self._known:
+            if key not in self._paths:
+                raise KeyError(key)
+            self._known[key] = _summarise_file(self._paths[key], key)
+        return self._known[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._paths or key in self._known
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**dict.fromkeys(self._paths), **dict.fromkeys(self._known)})
+
+    def __len__(self) -> int:
+        return len(self._paths.keys() | self._known.keys())
+
+    def with_changes(self, changes: dict[str, ModuleSummary | None]) -> LazySummaries:
+        return LazySummaries(self._paths, {**self._known, **changes})
+
+
+def files_mention(files: Mapping[str, ModuleSummary | None], key: str, name: str) -> bool:
+    """Whether the file ``key`` of ``files`` may mention ``name`` at all: its
+    text, for a file not summarised yet (reading costs far less than
+    summarising); always true for a summary given as data."""
+    if not isinstance(files, LazySummaries) or key in files._known:
+        return True
+    try:
+        return name.encode() in files._paths[key].read_bytes()
+    except OSError:
+        return True
+
+
+def _summarise_file(path: Path, key: str) -> ModuleSummary | None:
+    from rnnfix.files import FileProblem, read_source
+
+    try:
+        text = read_source(path)[1].text
+    except FileProblem:
+        return None
+    return summarise(text, key)
+
+
 class ProjectIndex:
     """Summaries of the files of one run, by absolute path (None: in the run,
     but nothing in it the mode flow could use)."""
 
-    def __init__(self, files: dict[str, ModuleSummary | None]) -> None:
+    def __init__(self, files: Mapping[str, ModuleSummary | None]) -> None:
         self.files = files
         # Every folder and module name on the way to a file of the run: the
         # first part of any import that can resolve to one of them is among
@@ -176,22 +238,14 @@ class ProjectIndex:
 
     @classmethod
     def build(cls, paths: Iterable[Path]) -> ProjectIndex:
-        from rnnfix.files import FileProblem, read_source
-
-        files: dict[str, ModuleSummary | None] = {}
-        for path in paths:
-            if path.suffix != ".py":
-                continue  # notebooks are not importable
-            key = normalise(path)
-            try:
-                text = read_source(path)[1].text
-            except FileProblem:
-                files[key] = None
-                continue
-            files[key] = summarise(text, key)
-        return cls(files)
+        """An index of ``paths`` whose summaries are computed when first
+        looked up (``LazySummaries``): a file that nothing of the run imports
+        is never read for the index, and most files of a large tree are such."""
+        return cls(LazySummaries({normalise(p): p for p in paths if p.suffix == ".py"}))
 
     def updated(self, changes: dict[str, ModuleSummary | None]) -> ProjectIndex:
+        if isinstance(self.files, LazySummaries):
+            return ProjectIndex(self.files.with_changes(changes))
         return ProjectIndex({**self.files, **changes})
 
     def view(self, path: str, tree: ast.Module, source: str | None = None) -> ProjectView:
@@ -326,6 +380,28 @@ class ProjectView:
             found = self.index.member(target[0], target[1], self.consulted)
         self._cache[text] = found
         return found
+
+    def handler(self, expr: ast.AST) -> frozenset[str] | None:
+        """What the imported decorator or context manager ``expr`` does to grad
+        and the module mode (``{"grad"}``, ``{"eval"}``), read from its
+        definition in another file of the run; None when it is not one the
+        index read (then it is unknown)."""
+        text = dotted(expr)
+        target = self._target(text) if text is not None else None
+        for _ in range(_MAX_REEXPORTS + 1):
+            if target is None or len(target[1]) != 1:
+                return None
+            module = self.index.files.get(target[0])
+            if module is None:
+                return None
+            name = target[1][0]
+            if name in module.handlers:
+                return module.handlers[name]
+            binding = module.imports.get(name)
+            if binding is None:
+                return None
+            target = self.index.resolve(target[0], binding[0], binding[1])
+        return None
 
     def _target(self, text: str) -> tuple[str, tuple[str, ...]] | None:
         root, _, rest = text.partition(".")
@@ -501,16 +577,20 @@ def summarise(source: str, path: str) -> ModuleSummary | None:
     # A file without mode code still tells callers which classes cannot take a mode call.
     rnn_code = rnn_code or any(t in source for t in OVERRIDE_TOKENS)
     package = os.path.basename(path) == "__init__.py" and "import" in source
+    handler_code = any(t in source for t in HANDLER_TOKENS)
     tests = "TestCase" in source  # a base of other files' test classes
-    if not (mode_code or rnn_code or package or tests):
+    if not (mode_code or rnn_code or package or tests or handler_code):
         return None
     try:
-        return _summarise(source, path, mode_code, rnn_code)
+        return _summarise(source, path, mode_code, rnn_code, handler_code)
     except Exception:  # noqa: BLE001 - a file the index cannot read is unknown, not fatal
         return None
 
 
-def _summarise(source: str, path: str, mode_code: bool, rnn_code: bool) -> ModuleSummary | None:
+def _summarise(
+    source: str, path: str, mode_code: bool, rnn_code: bool, handler_code: bool = False
+) -> ModuleSummary | None:
+    from rnnfix.analysis.gradctx import definition_handling
     from rnnfix.analysis.imports import ImportMap
     from rnnfix.analysis.modeflow import ModeFlow
     from rnnfix.analysis.models import ModuleClasses
@@ -571,9 +651,20 @@ def _summarise(source: str, path: str, mode_code: bool, rnn_code: bool) -> Modul
             if known is not None
             else ClassSummary(cls.name, False, (), is_test=True)
         )
-    if not (functions or classes or os.path.basename(path) == "__init__.py"):
+    handlers: dict[str, frozenset[str]] = {}
+    if handler_code or mode_code:  # ``.eval(`` alone can make a wrapper one
+        import_map = ImportMap.build(tree)
+        for stmt in tree.body:
+            if isinstance(stmt, (*_FUNCS, ast.ClassDef)):
+                found = definition_handling(stmt, import_map)
+                if found:
+                    handlers[stmt.name] = found
+    if not (functions or classes or handlers or os.path.basename(path) == "__init__.py"):
         return None
-    return ModuleSummary(functions, classes, imports)
+    # A file's calls of its own functions are not calls of another file's.
+    defined = {n.name for n in ast.walk(tree) if isinstance(n, _FUNCS)}
+    called = frozenset(_CALLED_NAME.findall(source)) - defined
+    return ModuleSummary(functions, classes, imports, handlers, called)
 
 
 _CALLED_NAME = re.compile(r"(\w+)\s*\(")

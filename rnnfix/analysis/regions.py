@@ -34,13 +34,14 @@ from rnnfix.analysis.syntax import (
     innermost_loop,
     scope_of,
     walk_all_local,
+    walk_local,
     words,
 )
 
 if TYPE_CHECKING:
     from rnnfix.rules.base import FileContext
 
-Signal = Literal["data", "name", "after-eval"]
+Signal = Literal["data", "name", "after-eval", "phase"]
 
 _EVAL_DATA_WORDS = frozenset(
     {"val", "vali", "valid", "validation", "dev", "test", "testing", "eval", "evaluation",
@@ -179,6 +180,8 @@ def _visit(ctx: FileContext, node: ast.AST, out: list[EvalRegion], inside: bool)
 def _loop_signal(ctx: FileContext, loop: ast.stmt) -> Signal | None:
     if isinstance(loop, (ast.For, ast.AsyncFor)) and data_is_eval(loop.iter):
         return "data"
+    if isinstance(loop, (ast.For, ast.AsyncFor)) and phase_names(loop) is not None:
+        return "phase"
     found = block_of(ctx.facts.parents, loop)
     if found is None:
         return None
@@ -196,6 +199,26 @@ def _loop_signal(ctx: FileContext, loop: ast.stmt) -> Signal | None:
     if evaluated and _calls_any(loop, evaluated):
         return "after-eval"
     return None
+
+
+def phase_names(loop: ast.For | ast.AsyncFor) -> tuple[str, ast.Constant] | None:
+    """``for phase in ("train", "val"):`` -> ("phase", the "train" constant): a
+    loop over string phases, one of them training and one evaluation."""
+    if not isinstance(loop.target, ast.Name) or not isinstance(loop.iter, (ast.List, ast.Tuple)):
+        return None
+    train: ast.Constant | None = None
+    evaluation = False
+    for elt in loop.iter.elts:
+        if not (isinstance(elt, ast.Constant) and isinstance(elt.value, str)):
+            return None
+        ws = words(elt.value)
+        if any(w in _TRAINING_WORDS for w in ws):
+            train = elt if train is None else train
+        elif any(_eval_word(w) for w in ws):
+            evaluation = True
+    if train is None or not evaluation:
+        return None
+    return loop.target.id, train
 
 
 def _calls_any(loop: ast.stmt, models: set[str]) -> bool:
@@ -240,6 +263,69 @@ def is_smoke_test(
                 built.update(t for t in map(dotted, targets) if t)
     models = list(models)
     return bool(models) and all(m.split(".")[0] in built or m in built for m in models)
+
+
+# Tensors made up on the spot: a forward on them probes shapes, it measures nothing.
+_FACTORIES = frozenset(
+    {"randn", "rand", "randint", "zeros", "ones", "empty", "full", "arange", "randn_like",
+     "rand_like", "zeros_like", "ones_like", "empty_like", "full_like"}
+)  # fmt: skip
+_TENSOR_METHODS = frozenset(
+    {"to", "cuda", "cpu", "float", "half", "double", "type", "view", "reshape", "unsqueeze",
+     "expand", "contiguous", "requires_grad_"}
+)  # fmt: skip
+
+
+def probes_shapes(
+    ctx: FileContext,
+    scope: ast.AST,
+    sites: Iterable[ast.Call],
+    qualname: Callable[[ast.expr], str | None],
+) -> bool:
+    """Every forward in ``sites`` runs on tensors the code makes up itself
+    (``torch.randn(10, c, 200, d)``, ``torch.zeros(1, 3, 640, 640)``): a
+    shape probe or a dry run, whose numbers mean nothing. Not evaluation."""
+    # name -> (where the binding takes effect, the value; None: not read)
+    bindings: dict[str, list[tuple[tuple[int, int], ast.expr | None]]] = {}
+    for n in walk_local(scope):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            parent = ctx.facts.parents.get(n)
+            if isinstance(parent, ast.Assign) and parent.targets == [n]:
+                # Bound once the whole statement has run: ``x = conv(x)`` reads the old x.
+                done = (parent.end_lineno or parent.lineno, parent.end_col_offset or 0)
+                bindings.setdefault(n.id, []).append((done, parent.value))
+            else:
+                bindings.setdefault(n.id, []).append(((n.lineno, n.col_offset), None))
+
+    def made_up(expr: ast.expr, depth: int = 0) -> bool:
+        """The last binding written before ``expr`` is a made-up tensor
+        (straight-line reading: a shape probe has no loops to speak of)."""
+        if depth > 5:
+            return False
+        if isinstance(expr, ast.Subscript):
+            return made_up(expr.value, depth + 1)
+        if isinstance(expr, ast.Name):
+            here = (expr.lineno, expr.col_offset)
+            before = [b for b in bindings.get(expr.id, []) if b[0] <= here]
+            if not before:
+                return False
+            value = max(before, key=lambda b: b[0])[1]
+            return value is not None and made_up(value, depth + 1)
+        if not isinstance(expr, ast.Call):
+            return False
+        func = expr.func
+        if isinstance(func, ast.Attribute) and func.attr in _TENSOR_METHODS:
+            return made_up(func.value, depth + 1)
+        qual = qualname(func) or ""
+        return qual.startswith("torch.") and qual.rsplit(".", 1)[-1] in _FACTORIES
+
+    found = False
+    for site in sites:
+        args = [*site.args, *(k.value for k in site.keywords)]
+        if not args or not all(made_up(a) for a in args):
+            return False
+        found = True
+    return found
 
 
 def in_training_iteration(ctx: FileContext, node: ast.AST) -> bool:

@@ -9,13 +9,20 @@ from __future__ import annotations
 
 import ast
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rnnfix.analysis.gradctx import GradContexts, LocalFunctions, gradient_uses
+from rnnfix.analysis.gradctx import GradContexts, Handlers, LocalFunctions, gradient_uses
 from rnnfix.analysis.modeflow import Mode as FlowMode
 from rnnfix.analysis.modelrefs import Mode, ModelIndex, mode_before, mode_calls_in
+from rnnfix.analysis.modestate import is_prefix
 from rnnfix.analysis.names import dotted
-from rnnfix.analysis.regions import EvalRegion, in_training_iteration, is_smoke_test
+from rnnfix.analysis.regions import (
+    EvalRegion,
+    in_training_iteration,
+    is_smoke_test,
+    probes_shapes,
+)
 from rnnfix.analysis.syntax import (
     FUNCTIONS,
     body_without_docstring,
@@ -23,9 +30,26 @@ from rnnfix.analysis.syntax import (
     parameters,
     scope_of,
     walk_all_local,
+    walk_local,
+    walk_tree,
 )
 from rnnfix.analysis.valueflow import ValueFlow, written
-from rnnfix.edits import AddDecorator, AddImport, Edit, InsertStatements, WrapInWith
+from rnnfix.edits import (
+    AddDecorator,
+    AddImport,
+    Edit,
+    InsertStatements,
+    ReplaceExpression,
+    WrapInWith,
+)
+from rnnfix.rules._rnf003_escape import Escape, escapes
+from rnnfix.rules._rnf003_modes import (
+    DELIBERATE,
+    in_module_method,
+    is_stateless,
+    leftover_train,
+    phase_loop_finding,
+)
 from rnnfix.rules.base import FileContext, Finding, Fix
 
 Func = ast.FunctionDef | ast.AsyncFunctionDef
@@ -45,6 +69,10 @@ class _Need:
     volatile: bool = False
     grad_helper: str | None = None  # a local function it calls needs gradients
     no_fix: str | None = None
+    # model -> its ``train()`` call left in the region before the forward:
+    # the fix turns that call into ``eval()`` instead of inserting one.
+    leftover: dict[str, ast.Call] = field(default_factory=dict)
+    escape: str | None = None  # how its results may reach a backward rnnfix does not see
 
 
 class RegionJudge:
@@ -57,9 +85,13 @@ class RegionJudge:
         self.local = LocalFunctions(ctx)
         self.flow = ValueFlow(ctx)
         self.grad = GradContexts(ctx)
+        self.handlers = Handlers(ctx)
 
     def run(self, region: EvalRegion) -> Finding | Verdict:
         node = region.node
+        if region.signal == "phase":
+            found = phase_loop_finding(self.ctx, self.index, region.node)
+            return found if found is not None else Verdict.LEFT_ALONE
         is_function = isinstance(node, FUNCTIONS)
         if is_function:
             assert isinstance(node, FUNCTIONS)
@@ -75,21 +107,193 @@ class RegionJudge:
             return Verdict.NOT_A_REGION
         if isinstance(node, FUNCTIONS) and is_smoke_test(node, calls, self.index.builds_module):
             return Verdict.LEFT_ALONE
+        scope = node if isinstance(node, FUNCTIONS) else scope_of(self.parents, node)
+        sites = [site for group in calls.values() for site in group]
+        if probes_shapes(self.ctx, scope, sites, self.ctx.facts.imports.qualname):
+            return Verdict.LEFT_ALONE
         # A region that computes gradients is a gradient evaluator (saliency,
         # test-time optimisation) or training: not evaluation.
         if any(True for _ in walk_gradient_uses(self.ctx, body)):
             return Verdict.LEFT_ALONE
         if self._fed_into_training(region, body):
             return Verdict.LEFT_ALONE
-        sites = [site for group in calls.values() for site in group]
-        if any(self.grad.in_function(site) == "on" for site in sites):
+        if any(self.grad.in_function(self._at(site, node)) == "on" for site in sites):
             return Verdict.LEFT_ALONE  # under ``enable_grad()``: grad is wanted here
+        handled = self._handled(node, sites)
+        if handled is None:
+            return Verdict.LEFT_ALONE  # a wrapper we cannot read may manage both
         need = self._need(region, body, calls)
+        if "grad" in handled:
+            need.grad = need.volatile = False
+        if "eval" in handled:
+            # The project's own context switches to eval and restores: an
+            # ``eval()`` of ours would outlive its restore.
+            need.eval_models, need.leftover, need.no_fix = [], {}, None
         if not need.eval_models and not need.grad:
             return Verdict.LEFT_ALONE
         if need.grad:
             need.grad_helper = next(filter(None, map(self.local.gradient_helper, body)), None)
+        need.escape = self._escape(region, body)
         return self._finding(region, body, calls, need)
+
+    # --- where a model call runs -------------------------------------------
+    def _at(self, site: ast.AST, region_node: ast.AST) -> ast.AST:
+        """Where ``site``'s mode and grad are read: a forward in a function or
+        lambda nested in the region runs when the region calls it, so it is
+        read at the statement that defines it, in the region's own code (an
+        ``eval()``/``no_grad`` the fix adds there then covers it)."""
+        scope: ast.AST = (
+            region_node
+            if isinstance(region_node, FUNCTIONS)
+            else scope_of(self.parents, region_node)
+        )
+        cur: ast.AST = site
+        outer: ast.AST | None = None
+        while cur is not scope and cur in self.parents:
+            if isinstance(cur, (*FUNCTIONS, ast.Lambda)):
+                outer = cur
+            cur = self.parents[cur]
+        if outer is None:
+            return site
+        return (
+            outer if isinstance(outer, ast.stmt) else (enclosing_stmt(self.parents, outer) or site)
+        )
+
+    def _handled(self, node: ast.stmt, sites: list[ast.Call]) -> frozenset[str] | None:
+        """What decorators and context managers already do for every forward
+        of the region (those on the way from each forward up to the region's
+        function, and ``stack.enter_context(...)`` calls in that function):
+        ``{"grad", "eval"}`` or less; None when one of them is unknown."""
+        top = node if isinstance(node, FUNCTIONS) else scope_of(self.parents, node)
+        entered = frozenset[str]()
+        for n in walk_local(top):
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "enter_context"
+                and n.args
+            ):
+                handling = self.handlers.handling(n.args[0])
+                if handling is None:
+                    return None
+                entered |= handling
+        common: frozenset[str] | None = None
+        starts: list[ast.AST] = [*sites] if sites else [node]
+        for start in starts:  # each forward's path passes the region's wrappers
+            on_path: set[str] = set()
+            cur: ast.AST = start
+            while True:
+                exprs: list[ast.expr] = []
+                if isinstance(cur, (ast.With, ast.AsyncWith)):
+                    exprs = [i.context_expr for i in cur.items]
+                elif isinstance(cur, FUNCTIONS):
+                    exprs = list(cur.decorator_list)
+                for expr in exprs:
+                    handling = self.handlers.handling(expr)
+                    if handling is None:
+                        return None
+                    on_path |= handling
+                if cur is top or cur not in self.parents:
+                    break
+                cur = self.parents[cur]
+            # A wrapper around one forward does nothing for another.
+            common = frozenset(on_path) if common is None else common & on_path
+        return entered | (common or frozenset())
+
+    def _escape(self, region: EvalRegion, body: list[ast.stmt]) -> str | None:
+        """Why ``no_grad``/``eval()`` cannot be added: what the region
+        computes leaves its function, and not every caller is one rnnfix sees
+        not differentiating it. None when nothing leaves, or when it does and
+        every caller is in this file and none differentiates it."""
+        node = region.node
+        func = node if isinstance(node, FUNCTIONS) else scope_of(self.parents, node)
+        if not isinstance(func, FUNCTIONS):
+            return None
+        found = escapes(
+            func,
+            body,
+            self._is_forward,
+            self.index.models.__contains__,
+            self.ctx.facts.imports.qualname,
+        )
+        if not found:
+            return None
+        why = _describe(found)
+        unseen = self._unseen_callers(func)
+        if unseen is not None:
+            return f"what it computes is {why}, and {unseen}"
+        if self._callers_train(func) or self._callers_pass_on(func):
+            return f"what it computes is {why}, and a caller trains on it or passes it on"
+        return None
+
+    def _is_forward(self, call: ast.Call) -> bool:
+        if self.index.called_model(call) is not None:
+            return True
+        # A local helper that runs a model: ``self._forward(x)``.
+        return any(self.index.model_calls(t.body) for t in self.local.targets(call))
+
+    def _unseen_callers(self, func: Func) -> str | None:
+        """Why not every caller of ``func`` is visible; None when they are
+        all calls in this file and ``func`` is used no other way."""
+        name = func.name
+        sites = self.local.call_sites(func)
+        if not sites:
+            return f"`{name}` has no caller in this file"
+        if self._called_elsewhere(name):
+            return f"`{name}` is called from other files of the run"
+        owner = self.parents.get(func)
+        called = {id(s.func) for s in sites}
+        for n in walk_tree(self.ctx.tree):
+            # ``callbacks=[evaluate]``, ``pool.map(self.evaluate, xs)``: called
+            # by code rnnfix does not see.
+            is_ref = (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)) or (
+                isinstance(owner, ast.ClassDef)
+                and isinstance(n, ast.Attribute)
+                and n.attr == name
+                and isinstance(n.value, ast.Name)
+                and n.value.id in ("self", "cls")
+            )
+            if is_ref and id(n) not in called:
+                return f"`{name}` is passed on as a value"
+        return None
+
+    def _called_elsewhere(self, name: str) -> bool:
+        project = self.ctx.project
+        if project is None:
+            return False
+        here = self.ctx.path
+        from rnnfix.analysis.project import files_mention, normalise
+
+        me = normalise(here)
+        files = project.files
+        for path in files:
+            # A file whose text does not name the function cannot call it:
+            # no need to summarise it (the index summarises lazily).
+            if path == me or not files_mention(files, path, name):
+                continue
+            module = files[path]
+            if module is not None and name in module.called:
+                return True
+        return False
+
+    def _callers_pass_on(self, func: Func, depth: int = 0) -> bool:
+        """A caller returns or stores what ``func`` returns, to its own
+        callers rnnfix may not see (followed two levels)."""
+        for site in self.local.call_sites(func):
+            caller = scope_of(self.parents, site)
+            stmt = enclosing_stmt(self.parents, site)
+            if not isinstance(caller, FUNCTIONS) or stmt is None:
+                continue
+            found = escapes(
+                caller, [stmt], _is_call(site), _nothing, self.ctx.facts.imports.qualname
+            )
+            if not found:
+                continue
+            if depth >= 1 or self._unseen_callers(caller) is not None:
+                return True
+            if self._callers_train(caller) or self._callers_pass_on(caller, depth + 1):
+                return True
+        return False
 
     # --- when to leave a region alone -----------------------------------
     def _fed_into_training(self, region: EvalRegion, body: list[ast.stmt]) -> bool:
@@ -136,20 +340,43 @@ class RegionJudge:
         self, region: EvalRegion, body: list[ast.stmt], calls: dict[str, list[ast.Call]]
     ) -> _Need:
         need = _Need()
+        node = region.node
+        func = node if isinstance(node, FUNCTIONS) else scope_of(self.parents, node)
+        # In a module's own method, ``self.decoder.eval()`` would be a partial
+        # mode switch that outlives the call: the module's user sets its mode.
+        own_method = isinstance(func, FUNCTIONS) and in_module_method(self.ctx, func)
+        # The author switches a model to eval in the region itself: the mode is
+        # managed here, other things called (a softmax, a metric) are not ours.
+        managed = any(
+            mode == "eval" for m in calls for s in body for _, mode in mode_calls_in(s, m)
+        )
         for model, sites in sorted(calls.items(), key=lambda kv: _first(kv[1])):
-            if not self.index.is_known_module(model):
+            if not self.index.is_known_module(model) or is_stateless(self.ctx, model):
                 continue  # an object of an unknown class: no ``eval()`` on a guess
-            if any(self._mode_at(site, model) != "eval" for site in sites):
+            if own_method and model.split(".")[0] in ("self", "cls"):
+                continue
+            if any(is_prefix(p, model) and p != model for p in calls):
+                continue  # the outermost model called here: its eval() covers this one
+            if any(self._mode_at(self._at(site, node), model) != "eval" for site in sites):
                 need.eval_models.append(model)
-        need.grad = any(self._grad_on(site) for sites in calls.values() for site in sites)
+        if managed:
+            need.eval_models = []
+        need.grad = any(
+            self._grad_on(self._at(site, node)) for sites in calls.values() for site in sites
+        )
         need.volatile = need.grad and any(
             isinstance(n, ast.keyword)
             and n.arg == "volatile"
             and not (isinstance(n.value, ast.Constant) and n.value.value is False)
             for n in walk_all_local(body)
         )
-        for model in need.eval_models:
-            if any(mode != "eval" for s in body for _, mode in mode_calls_in(s, model)):
+        for model in list(need.eval_models):
+            leftover = self._leftover(region, body, model)
+            if leftover == DELIBERATE:
+                need.eval_models.remove(model)  # Monte Carlo dropout and the like
+            elif isinstance(leftover, ast.Call):
+                need.leftover[model] = leftover
+            elif any(mode != "eval" for s in body for _, mode in mode_calls_in(s, model)):
                 # ``train()`` inside the region: an ``eval()`` before it
                 # cannot hold there; a person has to decide.
                 need.no_fix = f"it switches `{model}` to train mode itself"
@@ -157,13 +384,20 @@ class RegionJudge:
                 need.no_fix = f"`{model}` is rebound inside it"
         return need
 
-    def _mode_at(self, site: ast.Call, model: str) -> Mode:
+    def _leftover(
+        self, region: EvalRegion, body: list[ast.stmt], model: str
+    ) -> ast.Call | str | None:
+        node = region.node
+        sites = self.index.model_calls(body).get(model, [])
+        return leftover_train(self.ctx, node, body, model, [self._at(s, node) for s in sites])
+
+    def _mode_at(self, site: ast.AST, model: str) -> Mode:
         # The mode flow follows helpers, callers and loops; the local reading
         # knows a few things it may not (a loop's last statement-level switch).
         # Either one proving eval is enough: a redundant ``eval()`` is noise.
         if self.ctx.facts.modes.mode_before(site, model).modes == {FlowMode.EVAL}:
             return "eval"
-        stmt = enclosing_stmt(self.parents, site)
+        stmt = site if isinstance(site, ast.stmt) else enclosing_stmt(self.parents, site)
         assert stmt is not None
         mode, where = mode_before(self.ctx, stmt, model)
         if mode == "unknown" and isinstance(where, FUNCTIONS):
@@ -191,9 +425,30 @@ class RegionJudge:
                     return "unknown"
                 text = f"{base}.{rest}" if rest else base
             stmt = enclosing_stmt(self.parents, site)
+            if "eval" in self._around(site):
+                continue  # called inside the project's own eval context
             if stmt is None or mode_before(self.ctx, stmt, text)[0] != "eval":
                 return "unknown"
         return "eval"
+
+    def _around(self, site: ast.AST) -> frozenset[str]:
+        """What the context managers and decorators around a call site, up to
+        its function, do (unknown ones count as nothing here: this only
+        proves a caller handled mode or grad)."""
+        found: set[str] = set()
+        cur: ast.AST | None = site
+        while cur is not None:
+            exprs: list[ast.expr] = []
+            if isinstance(cur, (ast.With, ast.AsyncWith)):
+                exprs = [i.context_expr for i in cur.items]
+            elif isinstance(cur, FUNCTIONS):
+                exprs = list(cur.decorator_list)
+            for expr in exprs:
+                found |= self.handlers.handling(expr) or frozenset()
+            if isinstance(cur, FUNCTIONS):
+                break
+            cur = self.parents.get(cur)
+        return frozenset(found)
 
     def _grad_on(self, site: ast.AST) -> bool:
         if self.ctx.facts.modes.grad_enabled(site) is False:
@@ -207,7 +462,7 @@ class RegionJudge:
         # Grad is the caller's: any call of it under a grad context counts as
         # handled (the author thought about it).
         for call in self.local.call_sites(func):
-            if self.grad.in_function(call) is not None:
+            if self.grad.in_function(call) is not None or "grad" in self._around(call):
                 return False
         return True
 
@@ -248,6 +503,7 @@ class RegionJudge:
         models = need.eval_models or sorted(calls, key=lambda m: _first(calls[m]))
         names = ", ".join(f"`{m}`" for m in models)
         evals = ", ".join(f"`{m}.eval()`" for m in need.eval_models)
+        switched = ", ".join(f"`{m}`" for m in need.leftover)
         if need.eval_models and need.grad:
             message = (
                 f"{what} may run {names} in train mode and with grad enabled; "
@@ -263,6 +519,15 @@ class RegionJudge:
                 f"{what} runs {names} with grad enabled, building autograd graphs "
                 f"it never uses; run it under `{t}.no_grad()`"
             )
+        if need.leftover:
+            # ``train()`` left in evaluation code: a message of its own.
+            message = (
+                f"{what} switches {switched} to train mode before running it: dropout "
+                f"stays on and BatchNorm statistics are updated from evaluation data; "
+                f"call `eval()` there instead"
+            )
+            if need.grad:
+                message += f", and run it under `{t}.no_grad()`"
         if need.volatile:
             message += " (`volatile=True` has had no effect since PyTorch 0.4)"
         if need.grad_helper is not None:
@@ -273,10 +538,34 @@ class RegionJudge:
             if need.eval_models:
                 message += f"; {evals} is missing too"
             return ctx.finding("RNF003", node, message)
+        if need.escape is not None:
+            state = " and ".join(
+                (["possibly in train mode"] if need.eval_models else [])
+                + (["with grad enabled"] if need.grad else [])
+            )
+            wrappers = " or ".join(
+                (["`eval()`"] if need.eval_models else [])
+                + ([f"`{t}.no_grad()`"] if need.grad else [])
+            )
+            message = (
+                f"{what} runs {names} {state}; not fixed: {need.escape}. A caller "
+                f"may differentiate it, and {wrappers} here would then silently change "
+                f"or stop training"
+            )
+            return ctx.finding("RNF003", node, message)
         if need.no_fix is not None:
             return ctx.finding("RNF003", node, f"{message}; not fixed: {need.no_fix}")
         edits: list[Edit] = []
         for model in need.eval_models:
+            leftover = need.leftover.get(model)
+            if leftover is not None:
+                receiver = ctx.segment(leftover.func.value)  # type: ignore[attr-defined]
+                edits.append(
+                    ReplaceExpression(
+                        ctx.pos(leftover), ctx.end_pos(leftover), f"{receiver}.eval()"
+                    )
+                )
+                continue
             anchor = self._eval_anchor(region, body, model)
             assert anchor is not None
             edits.append(InsertStatements(ctx.pos(anchor), (f"{model}.eval()",), "before"))
@@ -287,7 +576,9 @@ class RegionJudge:
                 edits.append(WrapInWith(ctx.pos(node), ctx.pos(node), f"{t}.no_grad()"))
             if torch is None:
                 edits.append(AddImport("torch"))
-        parts = [f"insert {evals}"] if need.eval_models else []
+        inserted = [m for m in need.eval_models if m not in need.leftover]
+        parts = [f"replace `{m}.train()` with `{m}.eval()`" for m in need.leftover]
+        parts += [f"insert {', '.join(f'`{m}.eval()`' for m in inserted)}"] if inserted else []
         if need.grad:
             parts.append(
                 f"decorate with `@{t}.no_grad()`"
@@ -296,6 +587,22 @@ class RegionJudge:
             )
         fix = Fix(tuple(edits), safe=True, description=" and ".join(parts))
         return ctx.finding("RNF003", node, message, fix)
+
+
+def _describe(found: list[Escape]) -> str:
+    hows = list(dict.fromkeys(e.how for e in found))
+    return " and ".join(hows[:2]) if len(hows) <= 2 else f"{hows[0]}, {hows[1]} and more"
+
+
+def _is_call(site: ast.Call) -> Callable[[ast.Call], bool]:
+    def test(call: ast.Call) -> bool:
+        return call is site
+
+    return test
+
+
+def _nothing(_: str) -> bool:
+    return False
 
 
 def walk_gradient_uses(ctx: FileContext, body: list[ast.stmt]) -> list[ast.AST]:

@@ -57,6 +57,13 @@ used only under `torch.no_grad()` (a target network) get none.
 A backward that runs in eval mode on purpose (saliency, adversarial examples) and feeds
 no optimizer step is not a training step: RNF004 covers it.
 
+Left alone on purpose: an `eval()` whose only successor is training in the same function
+and iteration (fine-tuning with frozen BatchNorm statistics, linear probing; nothing
+evaluates between it and the step), a helper that saves and restores the mode
+(`was = model.training; ...; model.train(was)`), target networks that no optimizer
+updates (refreshed by `load_state_dict` or Polyak/EMA averaging), and a model kept in
+eval while another model's optimizer steps through it (RNF004 when it has an RNN).
+
 ## Fix safety
 Safe: it restores the mode the training step was written for, and does nothing when the
 model already is in train mode. With `--strict`, training loops and functions whose
@@ -122,12 +129,40 @@ class TrainStepInEvalMode(Rule):
                 receiver = receivers.check(model, "train", at=step.node)
                 if receiver.kind in ("stateless", "not_module"):
                     continue  # a loss, an activation, a plain object: its mode is not the bug
+                if flow.is_target_network(model, step.function):
+                    continue  # refreshed by copy/Polyak/EMA: kept in eval on purpose
                 state = flow.mode_before(step.node, model)
-                if state.may_eval:
+                # Frozen-BatchNorm fine-tuning: an eval() whose only successor
+                # is training is the author's choice, even with --strict.
+                facts = [
+                    f
+                    for f in state.facts
+                    if f.mode is Mode.EVAL and not flow.deliberate_eval(f, step.node, model)
+                ]
+                if facts:
                     if step.kind == "backward" and _trains_before_stepping(flow, step, model):
                         continue
-                    facts = [f for f in state.facts if f.mode is Mode.EVAL]
                     safe = True
+                elif state.may_eval:
+                    continue
+                elif step.kind == "backward" and (late := _late_train(flow, step, model)):
+                    # ``y = model(x); model.train(); loss.backward()``: the graph was
+                    # recorded in eval mode; train() has to come before the forward.
+                    forward, facts = late
+                    anchor = anchor_for(
+                        facts[0].origin, forward, step.function, ctx.tree, flow.parents, [forward]
+                    )
+                    _add(
+                        groups,
+                        ctx,
+                        anchor,
+                        step,
+                        model,
+                        facts,
+                        True,
+                        receiver.reason if receiver.override else None,
+                    )
+                    continue
                 elif strict and state.unknown and state.facts and receiver.provable:
                     # A guess about the mode: only on an object the run proves
                     # is an ``nn.Module`` (never ``trainer.dispatch``, a loss helper).
@@ -136,19 +171,86 @@ class TrainStepInEvalMode(Rule):
                 else:
                     continue
                 anchor = _choose_anchor(ctx, flow, step, facts, model)
-                key = (
-                    (anchor.lineno, anchor.col_offset, 0, safe)
-                    if anchor is not None
-                    else (step.node.lineno, step.node.col_offset, 1, safe)
+                _add(
+                    groups,
+                    ctx,
+                    anchor,
+                    step,
+                    model,
+                    facts,
+                    safe,
+                    receiver.reason if receiver.override else None,
                 )
-                group = groups.setdefault(key, _Group(anchor, safe))
-                if step not in group.steps:
-                    group.steps.append(step)
-                group.models.setdefault(model, []).extend(facts)
-                if receiver.override and group.blocked is None:
-                    group.blocked = receiver.reason
         for group in groups.values():
             yield _finding(ctx, flow, group)
+
+
+def _add(
+    groups: dict[tuple[int, int, int, bool], _Group],
+    ctx: FileContext,
+    anchor: ast.stmt | None,
+    step: TrainingStep,
+    model: str,
+    facts: list[ModeFact],
+    safe: bool,
+    blocked: str | None,
+) -> None:
+    if anchor is not None and not _anchorable(ctx, anchor):
+        anchor = None
+    key = (
+        (anchor.lineno, anchor.col_offset, 0, safe)
+        if anchor is not None
+        else (step.node.lineno, step.node.col_offset, 1, safe)
+    )
+    group = groups.setdefault(key, _Group(anchor, safe))
+    if step not in group.steps:
+        group.steps.append(step)
+    group.models.setdefault(model, []).extend(facts)
+    if blocked is not None and group.blocked is None:
+        group.blocked = blocked  # an override of ``train`` the call cannot go through
+
+
+def _late_train(
+    flow: ModeFlow, step: TrainingStep, model: str
+) -> tuple[ast.Call, list[ModeFact]] | None:
+    """A forward of ``model`` that feeds backward ``step`` in eval mode, with
+    ``model.train()`` only between that forward and the backward."""
+    step_pos = (step.node.lineno, step.node.col_offset)
+    loops = step.loops
+    region: ast.AST | None = loops[-1] if loops else step.function
+    earlier = [
+        (s.node.lineno, s.node.col_offset)
+        for s in flow.training_steps
+        if s.function is step.function and (s.node.lineno, s.node.col_offset) < step_pos
+    ]
+    after = max(earlier, default=(0, 0))
+    inside = flow.contains(region) if region is not None else (lambda _n: True)
+    trains = [
+        (c.node.lineno, c.node.col_offset)
+        for c in flow.mode_calls
+        if c.function is step.function and c.mode is Mode.TRAIN and is_prefix(c.model, model)
+    ]
+    for call in flow.model_calls:
+        pos = (call.node.lineno, call.node.col_offset)
+        if (
+            call.function is not step.function
+            or call.via is not None
+            or call.grad_enabled is False
+            or not _related(call.model, model)
+            or not (after < pos < step_pos)
+            or not inside(call.node)
+            or not any(pos < t < step_pos for t in trains)
+        ):
+            continue
+        state = flow.mode_before(call.node, model)
+        facts = [
+            f
+            for f in state.facts
+            if f.mode is Mode.EVAL and not flow.deliberate_eval(f, call.node, model)
+        ]
+        if facts:
+            return call.node, facts
+    return None
 
 
 def _imports_eval(ctx: FileContext) -> bool:
@@ -180,8 +282,7 @@ def _choose_anchor(
         return None
     # The latest candidate is the closest to the step; the re-check after
     # fixing completes the rare case where it does not cover every origin.
-    best = max(anchors, key=lambda s: (s.lineno, s.col_offset))
-    return best if _anchorable(ctx, best) else None
+    return max(anchors, key=lambda s: (s.lineno, s.col_offset))
 
 
 def _outermost(flow: ModeFlow, step: TrainingStep) -> list[str]:
@@ -237,10 +338,15 @@ def _step_may_update(ctx: FileContext, flow: ModeFlow, step: TrainingStep, model
     if not optimizer_steps:
         return True  # the step is somewhere we cannot see: assume it may
     evalgrad = ctx.facts.evalgrad
-    return any(
-        not isinstance(node.func, ast.Attribute) or evalgrad.step_may_update(node, model)
-        for node in optimizer_steps
-    )
+    for node in optimizer_steps:
+        known = flow.step_may_update(node, model)
+        if known is None:
+            known = not isinstance(node.func, ast.Attribute) or evalgrad.step_may_update(
+                node, model
+            )
+        if known:
+            return True
+    return False
 
 
 def _trains_before_stepping(flow: ModeFlow, step: TrainingStep, model: str) -> bool:
@@ -273,7 +379,12 @@ def _finding(ctx: FileContext, flow: ModeFlow, group: _Group) -> Finding:
     names = _join_names(models)
     facts = sorted(
         (f for m in models for f in group.models[m]),
-        key=lambda f: (getattr(f.origin, "lineno", 0), getattr(f.origin, "col_offset", 0)),
+        key=lambda f: (
+            getattr(f.origin, "lineno", 0),
+            getattr(f.origin, "col_offset", 0),
+            getattr(f.cause, "lineno", 0),
+            getattr(f.cause, "col_offset", 0),
+        ),
     )
     if group.safe:
         message = (
@@ -289,7 +400,7 @@ def _finding(ctx: FileContext, flow: ModeFlow, group: _Group) -> Finding:
     if group.blocked is not None:
         message += f"; not fixed: {group.blocked}"
     elif group.anchor is not None:
-        code = tuple(f"{m}.train()" for m in models)
+        code = tuple(f"{flow.spelling(m, group.anchor)}.train()" for m in models)
         where = _where(flow, group.anchor)
         fix = Fix(
             edits=(InsertStatements(anchor=_pos(ctx, group.anchor), code=code, where="before"),),

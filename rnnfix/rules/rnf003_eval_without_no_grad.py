@@ -37,6 +37,13 @@ and it calls a model (a name or attribute path that has `.eval()`/`.train()`
 called on it in the file, is built from an `nn.Module` class, or is a
 parameter annotated as one) and runs no training step.
 
+It also finds `train()` left inside evaluation code, with a message of its
+own: a validation/test function or loop whose forward runs right after a
+plain `model.train()` of its own (a leftover copied from the training
+function), and a loop shared by the phases (`for phase in ("train", "val"):`)
+that calls `model.train()` unconditionally, so the evaluation phase runs in
+train mode too.
+
 ## Why is this bad?
 Without `eval()`, dropout stays active and BatchNorm normalises with batch
 statistics and updates its running statistics from validation data: the
@@ -87,14 +94,59 @@ the module lacks it; an alias (`import torch as th`) is used when it has one.
 Putting the model in eval mode means the next training step needs
 `model.train()` again: RNF001 then adds it where the training step runs.
 
+`train()` inside evaluation is fixed where it is: a leftover `model.train()`
+becomes `model.eval()`; in a shared phase loop it becomes
+`model.train(phase == "train")`, and the statement that runs the forward is
+wrapped in `torch.set_grad_enabled(phase == "train")` unless grad is already
+set there:
+
+```python
+for phase in ["train", "val"]:
+    model.train(phase == "train")
+    for x, y in loaders[phase]:
+        with torch.set_grad_enabled(phase == "train"):
+            loss = criterion(model(x), y)
+        if phase == "train":
+            loss.backward()
+            optimizer.step()
+```
+
+`eval()` goes only on the outermost model whose forward runs in the region
+(`model`, not also `model.encoder`), never on a module without parameters
+or a mode (`softmax = nn.Softmax(dim=1)`, activations, pooling, a
+`Sequential` of them); losses and metrics are not models.
+
 Left alone: regions already under `eval()` and `no_grad`/`inference_mode`
 (including through every caller in the file), evaluators that need gradients
 (`torch.autograd.grad`, `requires_grad_()`, `backward()` inside), sampling loops
 that run in the same iteration as a training step, code whose results flow
 into a later `backward()`, functions called from inside a training step,
-a module's own methods (`self.eval()` inside `predict`), pytest tests,
-Lightning modules (the framework sets the mode), and code that is evaluation
-by no signal above.
+pytest tests, Lightning modules (the framework sets the mode), and code that
+is evaluation by no signal above. Also left alone:
+
+- code under a decorator or context manager that already does the job, read
+  from its definition in the file or in another file of the run: a
+  project's `@smart_inference_mode()` that applies `inference_mode`/`no_grad`,
+  an `inference_context(model)` that switches to eval and restores the mode
+  (`stack.enter_context(...)` counts). A wrapper rnnfix cannot read (imported
+  from outside the run, `with ema.average_parameters():`) may manage mode and
+  grad itself: the region is unknown and nothing is added;
+- a module's own methods (a method of an `nn.Module` subclass, or of a class
+  that defines `forward`): no `self.decoder.eval()`/`self.lstm.eval()` is
+  inserted there, a partial switch that would outlive the call; the
+  module's user sets its mode (`no_grad` is still judged as below);
+- a region that switches a model to eval itself (`model.eval()` inside the
+  loop): the author manages the modes there;
+- `train()` that looks deliberate: Monte Carlo dropout (forwards repeated
+  in `for _ in range(n)`, or a function named for sampling, uncertainty,
+  dropout, BatchNorm statistics or adaptation);
+- forwards on tensors the code makes up itself (`torch.randn(...)`,
+  `torch.zeros(...)`): a shape probe or a dry run, whose numbers mean nothing.
+
+A forward in a function or lambda nested in the region (`def forward_func(x):
+return model(x)` handed to an attribution helper) runs when the region
+calls it: the decorator and `eval()` the fix adds cover it, and a second run
+finds nothing to add.
 
 ## Fix safety
 The `no_grad` part is safe: it is only offered when nothing in the region
@@ -102,6 +154,37 @@ calls `backward`, `torch.autograd.grad`, `requires_grad_` or a training step,
 directly or through a helper defined in the file, and when no value computed
 in the region reaches a gradient use later in the same function. When a helper
 needs gradients, the region is reported and not fixed.
+
+Names are never evidence on their own: `evaluate_actions`, `predict_values`
+or `score` are training code in RL and ranking libraries (a PPO policy's
+`evaluate_actions` returns the log-probabilities its caller's loss is built
+from). So when what the region computes can leave its function with a graph
+attached (returned, yielded, stored on `self`, on a parameter or a global or
+in a container held by one, or passed to a callback; `.item()`, `.detach()`,
+`argmax`, comparisons and the like drop the graph), the region is fixed only
+if every caller is a call in this file that rnnfix reads (the function is not
+called from other files of the run, nor passed around as a value) and none
+of them trains on the result or passes it on. Otherwise it is reported
+without a fix, and the message says how the result leaves and why the
+callers are unknown. The same holds for the `eval()` part there: switching
+the mode of a model whose outputs feed a loss would change training.
+
+The `train()`-inside-evaluation fixes are safe under the same conditions.
+
+Reported without a fix, and the message says which applies:
+
+- what the region computes can leave its function to callers rnnfix does
+  not see or that train on it (above);
+- it calls a helper of the file that needs gradients (`no_grad` would break
+  the helper);
+- it switches the model to train mode itself in a way that is not a plain
+  leftover (under a condition, from a flag, after some of its forwards): an
+  `eval()` before it could not hold;
+- the model is rebound inside it: an `eval()` before it would miss the new
+  object;
+- a shared phase loop runs its training step in every phase (not only
+  under an `if` on the phase): it trains on the evaluation data, and
+  switching the mode would not make that right.
 
 Adding `eval()` changes outputs: dropout turns off and BatchNorm uses (and
 stops updating) its running statistics. That is the intended fix for

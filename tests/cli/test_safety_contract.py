@@ -143,10 +143,8 @@ def test_symlinks_are_not_followed_in_folders(run, tree: Path, tmp_path_factory)
     assert outside.read_text() == BUGGY
 
 
-def test_huge_file_refused(run, tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import rnnfix.files
-
-    monkeypatch.setattr(rnnfix.files, "MAX_FILE_BYTES", 10)
+def test_huge_file_refused(run, tree: Path) -> None:
+    (tree / "pyproject.toml").write_text("[tool.rnnfix]\nmax-file-size = 10\n")
     result = run(str(tree / "buggy.py"))
     assert result.exit_code == 2
     assert "file too large" in result.output

@@ -153,3 +153,124 @@ def test_findings_point_at_the_region() -> None:
     (finding,) = check_source(EPOCHS, ONLY)
     assert (finding.line, finding.col) == (13, 5)
     assert finding.fix is not None and finding.fix.safe
+
+
+# --- results that leave the function (issue 16, item 1) -----------------------
+EVALUATE = """\
+import torch
+from torch import nn
+
+
+def evaluate(model: nn.Module, loader{extra}):
+    {body}
+"""
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "return [model(x).argmax(-1) for x in loader]",
+        "return sum(model(x).sum().item() for x in loader)",
+        "return [float(model(x).mean()) for x in loader]",
+        "return [(model(x) > 0).tolist() for x in loader]",
+        "return [model(x).detach() for x in loader]",
+        "return [model(x).shape for x in loader]",
+    ],
+)
+def test_results_without_a_graph_may_leave(body: str) -> None:
+    (finding,) = check_source(EVALUATE.format(extra="", body=body), ONLY)
+    assert finding.fix is not None
+
+
+@pytest.mark.parametrize(
+    ("extra", "body", "how"),
+    [
+        ("", "return [model(x) for x in loader]", "returned"),
+        ("", "for x in loader:\n        yield model(x).softmax(-1)", "yielded"),
+        (", out", "for x in loader:\n        out.append(model(x))", "stored in `out`"),
+        (", cb", "for x in loader:\n        cb(model(x))", "passed to callback `cb`"),
+        (", state", "for x in loader:\n        state.last = model(x)", "stored on `state.last`"),
+    ],
+)
+def test_results_with_a_graph_leaving_are_reported_not_fixed(
+    extra: str, body: str, how: str
+) -> None:
+    (finding,) = check_source(EVALUATE.format(extra=extra, body=body), ONLY)
+    assert finding.fix is None
+    assert f"what it computes is {how}" in finding.message
+    assert "has no caller in this file" in finding.message
+
+
+def test_a_caller_that_differentiates_the_result_blocks_the_fix() -> None:
+    src = EVALUATE.format(extra="", body="return [model(x) for x in loader]") + (
+        "\n\ndef main(model, loader):\n"
+        "    preds = evaluate(model, loader)\n"
+        "    print(len(preds))\n"
+        "    torch.stack(preds).sum().backward()\n"
+    )
+    assert check_source(src, ONLY) == []
+
+
+def test_a_caller_that_returns_the_result_blocks_the_fix() -> None:
+    src = EVALUATE.format(extra="", body="return [model(x) for x in loader]") + (
+        "\n\ndef predictions(model, loader):\n    return evaluate(model, loader)\n"
+    )
+    (finding,) = check_source(src, ONLY)
+    assert finding.fix is None and "passes it on" in finding.message
+
+
+def test_a_function_passed_as_a_value_has_callers_rnnfix_does_not_see() -> None:
+    src = EVALUATE.format(extra="", body="return [model(x) for x in loader]") + (
+        "\n\nhooks = {'eval': evaluate}\nprint(evaluate(model, loader))\n"
+    )
+    (finding,) = check_source(src, ONLY)
+    assert finding.fix is None and "passed on as a value" in finding.message
+
+
+def test_nested_forward_converges_in_one_pass() -> None:
+    src = (
+        "import torch\nfrom torch.nn import Module\n\n\n"
+        "def evaluate(model: Module, xs):\n"
+        "    def forward_func(x):\n        return model(x)\n\n"
+        "    for x in xs:\n        run(forward_func, x)\n"
+    )
+    once = fix_source(src, ONLY)
+    assert once.fixed.count("@torch.no_grad()") == 1 and once.fixed.count("model.eval()") == 1
+    assert check_source(once.fixed, ONLY) == []
+
+
+def test_leftover_train_in_a_validation_loop_becomes_eval() -> None:
+    src = EPOCHS.replace(
+        "    for x, y in val_loader:\n",
+        "    for x, y in val_loader:\n        model.train()\n",
+    )
+    fixed = fix_source(src, ONLY).fixed
+    assert "model.eval()\n            print(model(x).argmax(1))" in fixed
+    assert "model.train()" not in fixed.split("val_loader")[-1]
+
+
+def test_a_wrapper_around_one_forward_does_not_cover_another() -> None:
+    src = """\
+import torch
+from torch import nn
+
+
+def validate(model: nn.Module, val_loader):
+    model.eval()
+    for x, y in val_loader:
+        with torch.no_grad():
+            a = model(x).argmax(1)
+        b = model(y).argmax(1)
+        print((a == b).sum().item())
+"""
+    (finding,) = check_source(src, ONLY)
+    assert "grad enabled" in finding.message
+
+
+def test_an_unknown_context_manager_around_evaluation_leaves_it_alone() -> None:
+    src = EPOCHS.replace(
+        "    for x, y in val_loader:\n        print(model(x).argmax(1))\n",
+        "    with ema.average_parameters():\n"
+        "        for x, y in val_loader:\n            print(model(x).argmax(1))\n",
+    )
+    assert check_source(src, ONLY) == []
