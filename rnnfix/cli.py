@@ -88,7 +88,7 @@ def cli() -> None:
 )
 @click.option(
     "--output-format",
-    type=click.Choice(["text", "json", "github", "sarif"]),
+    type=click.Choice(["text", "json", "github", "sarif", "gitlab"]),
     default="text",
     show_default=True,
 )
@@ -121,6 +121,22 @@ def cli() -> None:
     envvar="RNNFIX_NO_CACHE",
     help="Neither read nor write the result cache (.rnnfix_cache/ at the project root).",
 )
+@click.option(
+    "--changed-since",
+    metavar="REF",
+    help="Report and fix only files changed since the git revision REF (commits, staged, "
+    "unstaged, untracked); the other files are still read for cross-file analysis.",
+)
+@click.option(
+    "--statistics",
+    is_flag=True,
+    help="Instead of each finding, count the findings of each rule (text or json).",
+)
+@click.option(
+    "--exit-non-zero-on-fix",
+    is_flag=True,
+    help="Exit 1 when any file was fixed, even if no finding is left (for pre-commit).",
+)
 def apply(
     paths: tuple[Path, ...],
     diff: bool,
@@ -142,6 +158,9 @@ def apply(
     verify_timeout: float,
     jobs: int,
     no_cache: bool,
+    changed_since: str | None,
+    statistics: bool,
+    exit_non_zero_on_fix: bool,
 ) -> None:
     """Fix mode bugs in PATHS (files or folders; '-' reads stdin, writes stdout)."""
     from rnnfix.config import ConfigError, find_pyproject, load_settings
@@ -174,10 +193,16 @@ def apply(
     if any(str(p) == "-" for p in paths):
         if len(paths) > 1:
             raise click.UsageError("'-' (stdin) cannot be combined with other paths")
-        sys.exit(_apply_stdin(settings, stdin_filename, diff, check, output_format, quiet))
+        if changed_since:
+            raise click.UsageError("--changed-since cannot be combined with '-' (stdin)")
+        sys.exit(
+            _apply_stdin(
+                settings, stdin_filename, diff, check, output_format, quiet, statistics=statistics
+            )
+        )
 
     from rnnfix.files import discover
-    from rnnfix.process import Progress, process_files
+    from rnnfix.process import Outcome, Progress, process_files
 
     missing = [p for p in paths if not p.exists() and not p.is_symlink()]
     if missing:
@@ -190,16 +215,25 @@ def apply(
             force_exclude=settings.force_exclude,
         )
     )
+    context: list[Path] | None = None
+    if changed_since:
+        context, files = files, _changed_only(files, changed_since, paths[0])
     cache = None
     if not no_cache:
         from rnnfix.cache import ResultCache, cache_root
 
-        cache = ResultCache(cache_root(files), settings)
+        cache = ResultCache(cache_root(context or files), settings)
     progress = Progress()
     try:
         with _sigterm_as_interrupt():
             results = process_files(
-                files, settings, write=not dry, jobs=jobs, cache=cache, progress=progress
+                files,
+                settings,
+                write=not dry,
+                jobs=jobs,
+                cache=cache,
+                progress=progress,
+                context=context,
             )
     except _Interrupted as exc:
         done = "" if dry else f"; {progress.written} changed file(s) written"
@@ -211,10 +245,22 @@ def apply(
         sys.exit(128 + exc.signal_number)
     for warning in cache.warnings if cache is not None else ():
         click.echo(f"rnnfix: warning: {warning}", err=True)
-    code = _report(results, settings, diff, check, output_format, quiet)
+    code = _report(results, settings, diff, check, output_format, quiet, statistics=statistics)
+    if exit_non_zero_on_fix and not dry and code == EXIT_OK:
+        code = EXIT_FINDINGS if any(r.outcome is Outcome.CHANGED for r in results) else code
     if verify_cmd and not dry:
         code = max(code, _verify_after_apply(results, verify_cmd, verify_timeout))
     sys.exit(code)
+
+
+def _changed_only(files: list[Path], ref: str, where: Path) -> list[Path]:
+    from rnnfix.gitchanges import GitError, changed_files
+
+    try:
+        changed = changed_files(ref, where)
+    except GitError as exc:
+        raise click.UsageError(str(exc)) from None
+    return [f for f in files if f.resolve() in changed]
 
 
 class _Interrupted(Exception):
@@ -242,7 +288,13 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def _apply_stdin(
-    settings: Settings, name: str, diff: bool, check: bool, fmt: str, quiet: bool
+    settings: Settings,
+    name: str,
+    diff: bool,
+    check: bool,
+    fmt: str,
+    quiet: bool,
+    statistics: bool = False,
 ) -> int:
     from rnnfix.files import FileProblem, decode
     from rnnfix.process import Outcome, process_text
@@ -262,7 +314,16 @@ def _apply_stdin(
         sys.stdout.buffer.write(decoded.encode(result.new_text))
         sys.stdout.flush()
     # stdout carries the source; diagnostics go to stderr.
-    return _report([result], settings, diff, check, fmt, quiet, diagnostics_to_stderr=True)
+    return _report(
+        [result],
+        settings,
+        diff,
+        check,
+        fmt,
+        quiet,
+        diagnostics_to_stderr=True,
+        statistics=statistics,
+    )
 
 
 def _report(
@@ -273,6 +334,7 @@ def _report(
     fmt: str,
     quiet: bool,
     diagnostics_to_stderr: bool = False,
+    statistics: bool = False,
 ) -> int:
     from rnnfix.process import NEWER_SYNTAX, Outcome
     from rnnfix.report import render
@@ -288,6 +350,12 @@ def _report(
             if r.outcome is Outcome.CHANGED:
                 assert r.old_text is not None and r.new_text is not None
                 click.echo(unified_diff(r.path, r.old_text, r.new_text), nl=False)
+    elif statistics:
+        from rnnfix.report.statistics import statistics as count_per_code
+
+        out = count_per_code(shown, fmt, settings.unsafe_fixes)
+        if out:
+            click.echo(out, nl=False, err=diagnostics_to_stderr)
     else:
         out = render(fmt, shown, settings.unsafe_fixes)
         if out:
@@ -337,9 +405,18 @@ def _verify_after_apply(results: Sequence[FileResult], command: str, timeout: fl
 
 
 @cli.command("rules")
-def rules_cmd() -> None:
+@click.option(
+    "--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+def rules_cmd(output_format: str) -> None:
     """List the rules."""
     from rnnfix.rules import all_rules
+
+    if output_format == "json":
+        from rnnfix.report.statistics import rules_json
+
+        click.echo(rules_json(), nl=False)
+        return
 
     for code, cls in all_rules().items():
         click.echo(f"{code}  {cls.name:<32} {cls.fix_safety:<7} {cls.summary}")

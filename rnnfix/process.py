@@ -94,6 +94,7 @@ def process_files(
     jobs: int = 0,
     cache: ResultCache | None = None,
     progress: Progress | None = None,
+    context: Sequence[Path] | None = None,
 ) -> list[FileResult]:
     """``process_file`` over many files, in worker processes on large trees.
     Workers get the settings, the project index and a path (plain data),
@@ -109,15 +110,19 @@ def process_files(
     file a fix changed is summarised again, and the files whose analysis
     looked it up are fixed again, from their own source, against the new
     summaries (a helper that RNF003 now puts in eval mode makes its callers
-    need ``train()``). Files are written once, at the end."""
+    need ``train()``). Files are written once, at the end.
+
+    ``context``: every file of the project (``--changed-since``); the index
+    reads them all, but only ``paths`` are reported and fixed."""
     progress = progress if progress is not None else Progress()
     progress.total = len(paths)
+    everything = _with_context(paths, context)
     if cache is None:
-        return _process_uncached(paths, settings, write, jobs, progress)
+        return _process_uncached(paths, settings, write, jobs, progress, everything=everything)
     keys = [normalise(p) for p in paths]
     known: dict[str, str] = {}
     raw: dict[str, bytes] = {}
-    for key, path in zip(keys, paths, strict=True):
+    for key, path in zip([normalise(p) for p in everything], everything, strict=True):
         try:
             if path.is_symlink() or path.stat().st_size > settings.max_file_size:
                 continue  # process_file reports it; never read a huge file twice
@@ -127,8 +132,10 @@ def process_files(
         known[key] = digest(raw[key])
     # Files outside the run that it imports: which ones exist keys every
     # result; the bytes of those a result consulted key that result.
-    outside = _outside(paths, settings)
-    run = run_fingerprint([*keys, *(f"imported:{o}" for o in outside)])
+    outside = _outside(everything, settings)
+    run = run_fingerprint(
+        [*(normalise(p) for p in everything), *(f"imported:{o}" for o in outside)]
+    )
     digests = FileDigests(known, settings.max_file_size)
     in_run = set(keys)
     cached: dict[str, FileResult] = {}
@@ -149,7 +156,9 @@ def process_files(
     todo = [p for p, k in zip(paths, keys, strict=True) if k not in cached]
     progress.checked = len(cached)
     fresh = iter(
-        _process_uncached(todo, settings, False, jobs, progress, paths, outside) if todo else []
+        _process_uncached(todo, settings, False, jobs, progress, everything, outside)
+        if todo
+        else []
     )
     results = [cached[k] if k in cached else next(fresh) for k in keys]
     for key, result in zip(keys, results, strict=True):
@@ -189,6 +198,14 @@ def _process_uncached(
         for path, result in zip(paths, results, strict=True):
             _write(path, result, progress)
     return results
+
+
+def _with_context(paths: Sequence[Path], context: Sequence[Path] | None) -> list[Path]:
+    """The files the project index reads: ``paths`` first, then the rest of ``context``."""
+    if not context:
+        return list(paths)
+    seen = {normalise(p) for p in paths}
+    return [*paths, *(p for p in context if normalise(p) not in seen)]
 
 
 def _cacheable(result: FileResult, data: bytes) -> bool:

@@ -1,4 +1,4 @@
-"""Diagnostics in the formats ``--output-format`` offers: text, json, github, sarif."""
+"""Diagnostics in the formats ``--output-format`` offers: text, json, github, sarif, gitlab."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from rnnfix import __version__
 from rnnfix.process import FileResult, Outcome
+from rnnfix.report.gitlab import render_gitlab
 from rnnfix.rules import Finding, all_rules
 
 
@@ -171,6 +172,7 @@ FORMATS: dict[str, Callable[[Sequence[FileResult]], str]] = {
     "json": render_json,
     "github": render_github,
     "sarif": render_sarif,
+    "gitlab": render_gitlab,
 }
 
 

@@ -1,0 +1,5 @@
+import sys
+
+from rnnfix.ci.bot import main
+
+sys.exit(main())
