@@ -183,12 +183,7 @@ class RegionJudge:
             on_path: set[str] = set()
             cur: ast.AST = start
             while True:
-                exprs: list[ast.expr] = []
-                if isinstance(cur, (ast.With, ast.AsyncWith)):
-                    exprs = [i.context_expr for i in cur.items]
-                elif isinstance(cur, FUNCTIONS):
-                    exprs = list(cur.decorator_list)
-                for expr in exprs:
+                for expr in _wrapper_exprs(cur):
                     handling = self.handlers.handling(expr)
                     if handling is None:
                         return None
@@ -438,12 +433,7 @@ class RegionJudge:
         found: set[str] = set()
         cur: ast.AST | None = site
         while cur is not None:
-            exprs: list[ast.expr] = []
-            if isinstance(cur, (ast.With, ast.AsyncWith)):
-                exprs = [i.context_expr for i in cur.items]
-            elif isinstance(cur, FUNCTIONS):
-                exprs = list(cur.decorator_list)
-            for expr in exprs:
+            for expr in _wrapper_exprs(cur):
                 found |= self.handlers.handling(expr) or frozenset()
             if isinstance(cur, FUNCTIONS):
                 break
@@ -632,3 +622,13 @@ def _argument(site: ast.Call, func: Func, params: list[str], name: str) -> ast.e
     ):
         return site.args[index]
     return None
+
+
+def _wrapper_exprs(node: ast.AST) -> list[ast.expr]:
+    """What may wrap the code below ``node``: a ``with``'s context managers, a
+    function's decorators."""
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return [i.context_expr for i in node.items]
+    if isinstance(node, FUNCTIONS):
+        return list(node.decorator_list)
+    return []
