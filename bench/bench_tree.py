@@ -102,7 +102,7 @@ def commands(tree: Path, jobs: int) -> dict[str, list[str]]:
 def _libcst_runs(tree: Path) -> bool:
     probe = subprocess.run(
         [sys.executable, "-m", "libcst.tool", "codemod", "--help"],
-        cwd=tree,
+        cwd=tree.parent,
         capture_output=True,
         check=False,
     )
@@ -111,11 +111,15 @@ def _libcst_runs(tree: Path) -> bool:
 
 def table(tree: Path, runs: int, jobs: int) -> None:
     cmds = commands(tree, jobs)
-    subprocess.run(cmds["rnnfix warm"], cwd=tree, capture_output=True, check=False)  # prime
+    # Run from beside the tree, never inside it: `python -m` puts the current
+    # folder first on sys.path, and a tree's own `types.py` (torch has one)
+    # would shadow the standard library.
+    cwd = tree.parent
+    subprocess.run(cmds["rnnfix warm"], cwd=cwd, capture_output=True, check=False)  # prime
     samples: dict[str, list[Sample]] = {name: [] for name in cmds}
     for _ in range(runs):
         for name, cmd in cmds.items():
-            samples[name].append(measure(cmd, tree))
+            samples[name].append(measure(cmd, cwd))
     base = statistics.median(s.wall for s in samples["ruff"]) if "ruff" in samples else None
     files = sum(1 for _ in tree.rglob("*.py"))
     print(f"{tree}: {files} .py files, median of {runs} run(s), --jobs {jobs}")
@@ -138,7 +142,7 @@ def scaling(tree: Path, factors: list[int], runs: int, jobs: int, work: Path) ->
         files = sum(1 for _ in dest.rglob("*.py"))
         cmd = [sys.executable, "-m", "rnnfix", "apply", "--check", "-q", "--no-cache"]
         wall = statistics.median(
-            measure([*cmd, "--jobs", str(jobs), str(dest)], dest).wall for _ in range(runs)
+            measure([*cmd, "--jobs", str(jobs), str(dest)], work).wall for _ in range(runs)
         )
         print(f"{k:<8}{files:>7}{wall:9.2f}{1000 * wall / max(files, 1):14.2f}")
 

@@ -234,6 +234,8 @@ def apply(
                 cache=cache,
                 progress=progress,
                 context=context,
+                # Whole folders (or --changed-since) hold the project already.
+                scan_imports=not context and not all(p.is_dir() for p in paths),
             )
     except _Interrupted as exc:
         done = "" if dry else f"; {progress.written} changed file(s) written"

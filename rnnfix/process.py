@@ -95,6 +95,7 @@ def process_files(
     cache: ResultCache | None = None,
     progress: Progress | None = None,
     context: Sequence[Path] | None = None,
+    scan_imports: bool = True,
 ) -> list[FileResult]:
     """``process_file`` over many files, in worker processes on large trees.
     Workers get the settings, the project index and a path (plain data),
@@ -113,12 +114,19 @@ def process_files(
     need ``train()``). Files are written once, at the end.
 
     ``context``: every file of the project (``--changed-since``); the index
-    reads them all, but only ``paths`` are reported and fixed."""
+    reads them all, but only ``paths`` are reported and fixed.
+
+    ``scan_imports``: look for the files outside the run that its files
+    import (``rnnfix apply train.py``). The CLI turns it off when the run is
+    whole folders or has a ``context``: the project is then in the run
+    already, and scanning thousands of files' imports would cost a warm run
+    more than everything else it does."""
     progress = progress if progress is not None else Progress()
     progress.total = len(paths)
     everything = _with_context(paths, context)
+    outside = _outside(everything, settings) if scan_imports else []
     if cache is None:
-        return _process_uncached(paths, settings, write, jobs, progress, everything=everything)
+        return _process_uncached(paths, settings, write, jobs, progress, everything, outside)
     keys = [normalise(p) for p in paths]
     known: dict[str, str] = {}
     raw: dict[str, bytes] = {}
@@ -132,7 +140,6 @@ def process_files(
         known[key] = digest(raw[key])
     # Files outside the run that it imports: which ones exist keys every
     # result; the bytes of those a result consulted key that result.
-    outside = _outside(everything, settings)
     run = run_fingerprint(
         [*(normalise(p) for p in everything), *(f"imported:{o}" for o in outside)]
     )
