@@ -92,9 +92,9 @@ def commands(tree: Path, jobs: int) -> dict[str, list[str]]:
     if ruff:
         out["ruff"] = [ruff, "check", "--no-cache", "--quiet", "--exit-zero", str(tree)]
     if _libcst_runs(tree):
+        # `--jobs=N` with "=": libcst's parser takes `-j 1` as the command.
         out["libcst noop"] = [
-            py, "-m", "libcst.tool", "codemod", "--no-format", "-j", "1",
-            "noop.NOOPCommand", str(tree),
+            py, "-m", "libcst.tool", "codemod", "--jobs=1", "noop.NOOPCommand", str(tree),
         ]  # fmt: skip
     return out
 
