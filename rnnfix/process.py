@@ -185,17 +185,14 @@ def _process_uncached(
     write: bool,
     jobs: int,
     progress: Progress,
-    everything: Sequence[Path] | None = None,
-    outside: Sequence[str] | None = None,
+    everything: Sequence[Path],
+    outside: Sequence[str],
 ) -> list[FileResult]:
     """Fix ``paths``; ``everything``: all files of the run (the project index
     covers them all even when only some need fixing, the others cached);
-    ``outside``: the files outside the run it imports, when already known."""
+    ``outside``: the files outside the run that they import."""
     if jobs == 0:
         jobs = min(os.cpu_count() or 1, 8) if len(paths) >= PARALLEL_THRESHOLD else 1
-    everything = everything if everything is not None else paths
-    if outside is None:
-        outside = _outside(everything, settings)
     project = _build_project(everything, settings, outside)
     if project is None:
         return _map(paths, settings, write, None, jobs, progress)

@@ -132,6 +132,7 @@ class TrainStepInEvalMode(Rule):
                 if flow.is_target_network(model, step.function):
                     continue  # refreshed by copy/Polyak/EMA: kept in eval on purpose
                 state = flow.mode_before(step.node, model)
+                anchor = None  # the head of the loop/function, unless a case says otherwise
                 # Frozen-BatchNorm fine-tuning: an eval() whose only successor
                 # is training is the author's choice, even with --strict.
                 facts = [
@@ -152,17 +153,7 @@ class TrainStepInEvalMode(Rule):
                     anchor = anchor_for(
                         facts[0].origin, forward, step.function, ctx.tree, flow.parents, [forward]
                     )
-                    _add(
-                        groups,
-                        ctx,
-                        anchor,
-                        step,
-                        model,
-                        facts,
-                        True,
-                        receiver.reason if receiver.override else None,
-                    )
-                    continue
+                    safe = True
                 elif strict and state.unknown and state.facts and receiver.provable:
                     # A guess about the mode: only on an object the run proves
                     # is an ``nn.Module`` (never ``trainer.dispatch``, a loss helper).
@@ -170,7 +161,8 @@ class TrainStepInEvalMode(Rule):
                     safe = False
                 else:
                     continue
-                anchor = _choose_anchor(ctx, flow, step, facts, model)
+                if anchor is None:
+                    anchor = _choose_anchor(ctx, flow, step, facts, model)
                 _add(
                     groups,
                     ctx,
