@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from rnnfix.context import Finding
     from rnnfix.engine import SourceResult
-    from rnnfix.rules.base import Finding
     from rnnfix.settings import Settings
 
 

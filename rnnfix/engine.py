@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING
 
 from rnnfix import undefined
 from rnnfix.analysis.testcode import outside_test_classes
+from rnnfix.context import FileContext, Finding
 from rnnfix.edits import Edit, apply_edits
 from rnnfix.linemap import LineMap, identity
-from rnnfix.rules import FileContext, Finding, Rule, all_rules
+from rnnfix.rules import Rule, all_rules
 from rnnfix.settings import Settings
 from rnnfix.undefined import NameProblem
 

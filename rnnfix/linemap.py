@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import TypeVar
 
-from rnnfix.rules import Finding
+from rnnfix.context import Finding
 
 _F = TypeVar("_F", bound=Finding)
 # How rule messages name a line: "on line 12", "before line 7".

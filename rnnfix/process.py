@@ -30,9 +30,9 @@ from rnnfix.cache import (
     finding_to_json,
     run_fingerprint,
 )
+from rnnfix.context import Finding
 from rnnfix.engine import DroppedFix, fix_source
 from rnnfix.files import FileProblem, decode, read_source, write_atomic
-from rnnfix.rules import Finding
 from rnnfix.settings import Settings
 
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from rnnfix.analysis.modeflow import ModeFlow
     from rnnfix.analysis.project import ProjectView
     from rnnfix.analysis.receivers import Receivers
-    from rnnfix.rules.base import FileContext
+    from rnnfix.context import FileContext
 
 
 class FileFacts:

@@ -17,7 +17,7 @@ from rnnfix.analysis.names import method_call
 from rnnfix.analysis.syntax import FUNCTIONS, walk_local, walk_tree
 
 if TYPE_CHECKING:
-    from rnnfix.rules.base import FileContext
+    from rnnfix.context import FileContext
 
 Grad = Literal["off", "on", "unknown"]
 

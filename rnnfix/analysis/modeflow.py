@@ -65,7 +65,7 @@ from rnnfix.analysis.torchapi import (
 
 if TYPE_CHECKING:
     from rnnfix.analysis.project import ExternalCall, ProjectView
-    from rnnfix.rules.base import FileContext
+    from rnnfix.context import FileContext
 
 __all__ = ["Mode", "ModeFact", "ModeFlow", "ModeState", "ModelInfo", "TrainingStep"]
 

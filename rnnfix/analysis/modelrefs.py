@@ -26,7 +26,7 @@ from rnnfix.analysis.syntax import FUNCTIONS, LOOPS, block_of, walk_local, walk_
 from rnnfix.analysis.torchapi import module_mode_switch, strip_self_returning
 
 if TYPE_CHECKING:
-    from rnnfix.rules.base import FileContext
+    from rnnfix.context import FileContext
 
 Mode = Literal["train", "eval", "unknown"]
 

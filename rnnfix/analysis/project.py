@@ -600,7 +600,7 @@ def _summarise(
     from rnnfix.analysis.rnns import RnnIndex
     from rnnfix.analysis.scopes import FileIndex
     from rnnfix.analysis.testcode import test_case_classes
-    from rnnfix.rules.base import FileContext
+    from rnnfix.context import FileContext
 
     tree = ast.parse(source)
     imports = import_bindings(tree)

@@ -47,7 +47,7 @@ from rnnfix.analysis.torchapi import (
 
 if TYPE_CHECKING:
     from rnnfix.analysis.project import ClassSummary
-    from rnnfix.rules.base import FileContext
+    from rnnfix.context import FileContext
 
 Method = Literal["train", "eval"]
 Kind = Literal["module", "stateless", "not_module", "unknown"]

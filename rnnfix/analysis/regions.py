@@ -39,7 +39,7 @@ from rnnfix.analysis.syntax import (
 )
 
 if TYPE_CHECKING:
-    from rnnfix.rules.base import FileContext
+    from rnnfix.context import FileContext
 
 Signal = Literal["data", "name", "after-eval", "phase"]
 

@@ -20,7 +20,7 @@ from rnnfix.analysis.syntax import walk_tree
 if TYPE_CHECKING:
     from rnnfix.analysis.imports import ImportMap
     from rnnfix.analysis.project import ProjectView
-    from rnnfix.rules.base import FileContext, Finding
+    from rnnfix.context import FileContext, Finding
 
 # unittest.TestCase, IsolatedAsyncioTestCase, absltest.TestCase, torch's
 # common_utils.TestCase, django's TestCase, a project's BaseTestCase...

@@ -21,7 +21,7 @@ from rnnfix.analysis.names import dotted
 from rnnfix.analysis.syntax import LOOPS, Scope, block_of, walk_all_local, walk_local
 
 if TYPE_CHECKING:
-    from rnnfix.rules.base import FileContext
+    from rnnfix.context import FileContext
 
 _MUTATORS = frozenset(
     {
