@@ -51,6 +51,13 @@ def cli() -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--diff", is_flag=True, help="Show a unified diff of the fixes; write nothing.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if any file would change.")
+@click.option(
+    "-i",
+    "--interactive",
+    is_flag=True,
+    help="Show each fix as a diff and ask whether to apply it: y(es), n(o), "
+    "a(ll remaining), q(uit), d(etails: the rule's docs). End of input counts as q.",
+)
 @click.option("--select", multiple=True, help="Rule codes or prefixes to run (comma-separated).")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to skip (comma-separated).")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also apply unsafe fixes.")
@@ -137,10 +144,20 @@ def cli() -> None:
     is_flag=True,
     help="Exit 1 when any file was fixed, even if no finding is left (for pre-commit).",
 )
+@click.option(
+    "--color",
+    "color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour diffs and diagnostics; auto: only on a terminal, and not when "
+    "NO_COLOR is set (FORCE_COLOR: also off a terminal).",
+)
 def apply(
     paths: tuple[Path, ...],
     diff: bool,
     check: bool,
+    interactive: bool,
     select: tuple[str, ...],
     ignore: tuple[str, ...],
     unsafe_fixes: bool | None,
@@ -161,6 +178,7 @@ def apply(
     changed_since: str | None,
     statistics: bool,
     exit_non_zero_on_fix: bool,
+    color: str,
 ) -> None:
     """Fix mode bugs in PATHS (files or folders; '-' reads stdin, writes stdout)."""
     from rnnfix.config import ConfigError, find_pyproject, load_settings
@@ -189,6 +207,8 @@ def apply(
         overrides["isolated"] = True
     settings = dataclasses.replace(settings, **overrides)
     dry = diff or check
+    if interactive:
+        _check_interactive(paths, diff, check, output_format)
 
     if any(str(p) == "-" for p in paths):
         if len(paths) > 1:
@@ -197,7 +217,14 @@ def apply(
             raise click.UsageError("--changed-since cannot be combined with '-' (stdin)")
         sys.exit(
             _apply_stdin(
-                settings, stdin_filename, diff, check, output_format, quiet, statistics=statistics
+                settings,
+                stdin_filename,
+                diff,
+                check,
+                output_format,
+                quiet,
+                statistics=statistics,
+                color=color,
             )
         )
 
@@ -219,18 +246,22 @@ def apply(
     if changed_since:
         context, files = files, _changed_only(files, changed_since, paths[0])
     cache = None
-    if not no_cache:
+    if not no_cache and not interactive:  # a cached result would skip the questions
         from rnnfix.cache import ResultCache, cache_root
 
         cache = ResultCache(cache_root(context or files), settings)
     progress = Progress()
     try:
-        with _sigterm_as_interrupt():
+        with (
+            _sigterm_as_interrupt(),
+            _reviewing(interactive, color),
+            _progress_bar(progress, quiet or interactive),
+        ):
             results = process_files(
                 files,
                 settings,
                 write=not dry,
-                jobs=jobs,
+                jobs=1 if interactive else jobs,  # the questions are asked in this process
                 cache=cache,
                 progress=progress,
                 context=context,
@@ -247,12 +278,58 @@ def apply(
         sys.exit(128 + exc.signal_number)
     for warning in cache.warnings if cache is not None else ():
         click.echo(f"rnnfix: warning: {warning}", err=True)
-    code = _report(results, settings, diff, check, output_format, quiet, statistics=statistics)
+    code = _report(
+        results, settings, diff, check, output_format, quiet, statistics=statistics, color=color
+    )
     if exit_non_zero_on_fix and not dry and code == EXIT_OK:
         code = EXIT_FINDINGS if any(r.outcome is Outcome.CHANGED for r in results) else code
     if verify_cmd and not dry:
         code = max(code, _verify_after_apply(results, verify_cmd, verify_timeout))
     sys.exit(code)
+
+
+def _check_interactive(paths: Sequence[Path], diff: bool, check: bool, output_format: str) -> None:
+    for flag, given in (("--diff", diff), ("--check", check)):
+        if given:
+            raise click.UsageError(f"-i/--interactive cannot be combined with {flag}")
+    if output_format != "text":
+        raise click.UsageError(
+            f"-i/--interactive cannot be combined with --output-format {output_format}"
+        )
+    if any(str(p) == "-" for p in paths):
+        raise click.UsageError("-i/--interactive reads its answers from stdin, not a source ('-')")
+
+
+def _reviewing(interactive: bool, color: str) -> contextlib.AbstractContextManager[None]:
+    """``-i``: the engine asks before each fix (``rnnfix.interactive``)."""
+    if not interactive:
+        return contextlib.nullcontext()
+    from rnnfix.engine import reviewing
+    from rnnfix.interactive import Reviewer, stdin_lines
+    from rnnfix.report.colour import use_colour
+
+    reviewer = Reviewer(
+        stdin_lines(),
+        coloured=use_colour(color, sys.stdout),
+        echo_answers=not _isatty(sys.stdin),
+    )
+    return reviewing(reviewer)
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _progress_bar(progress: Any, off: bool) -> contextlib.AbstractContextManager[Any]:
+    """A bar on stderr while a long run checks files, when stderr is a terminal."""
+    from rnnfix.report.progressbar import ProgressBar, wanted
+
+    if off or not wanted(sys.stderr):
+        return contextlib.nullcontext()
+    return ProgressBar(progress, sys.stderr)
 
 
 def _changed_only(files: list[Path], ref: str, where: Path) -> list[Path]:
@@ -297,6 +374,7 @@ def _apply_stdin(
     fmt: str,
     quiet: bool,
     statistics: bool = False,
+    color: str = "auto",
 ) -> int:
     from rnnfix.files import FileProblem, decode
     from rnnfix.process import Outcome, process_text
@@ -325,6 +403,7 @@ def _apply_stdin(
         quiet,
         diagnostics_to_stderr=True,
         statistics=statistics,
+        color=color,
     )
 
 
@@ -337,9 +416,10 @@ def _report(
     quiet: bool,
     diagnostics_to_stderr: bool = False,
     statistics: bool = False,
+    color: str = "auto",
 ) -> int:
     from rnnfix.process import NEWER_SYNTAX, Outcome
-    from rnnfix.report import render
+    from rnnfix.report import colour, render
     from rnnfix.report.diff import unified_diff
     from rnnfix.report.formats import failure_line
 
@@ -347,11 +427,15 @@ def _report(
     # A dry run reports what the file holds now, and the follow-up fixes (a
     # train() RNF001 asks for after RNF003's eval()), at the file's own lines.
     shown = [dataclasses.replace(r, findings=r.reported) if dry else r for r in results]
+    # Only styled text is echoed with color=True: click strips escapes otherwise.
+    coloured = colour.use_colour(color, sys.stderr if diagnostics_to_stderr else sys.stdout)
     if diff:
+        on = colour.use_colour(color, sys.stdout)  # the diff goes to stdout even for stdin
         for r in results:
             if r.outcome is Outcome.CHANGED:
                 assert r.old_text is not None and r.new_text is not None
-                click.echo(unified_diff(r.path, r.old_text, r.new_text), nl=False)
+                text = unified_diff(r.path, r.old_text, r.new_text)
+                click.echo(colour.diff(text) if on else text, nl=False, color=on or None)
     elif statistics:
         from rnnfix.report.statistics import statistics as count_per_code
 
@@ -360,8 +444,14 @@ def _report(
             click.echo(out, nl=False, err=diagnostics_to_stderr)
     else:
         out = render(fmt, shown, settings.unsafe_fixes)
+        on = coloured and fmt == "text"
         if out:
-            click.echo(out, nl=False, err=diagnostics_to_stderr)
+            click.echo(
+                colour.diagnostics(out) if on else out,
+                nl=False,
+                err=diagnostics_to_stderr,
+                color=on or None,
+            )
     failed = [r for r in results if r.outcome is Outcome.FAILED]
     newer = sum(r.error == NEWER_SYNTAX for r in failed)
     for r in results:

@@ -15,15 +15,23 @@ Every fix is dropped, and reported with its reason, when its result
 
 When the fixes of a pass fail together, each is tried alone to find the ones
 to blame.
+
+``decide`` (``rnnfix apply -i``) is asked about each fix before it goes in,
+with the source before and after that fix alone; a fix it declines is never
+offered again, but its finding stays (fixable) in what is left. Later passes
+ask about their own fixes against the source the accepted ones made, so every
+pass is still parsed, checked and converged as above.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import contextvars
 import dataclasses
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -40,6 +48,10 @@ if TYPE_CHECKING:
     from rnnfix.analysis.project import ProjectIndex
 
 MAX_PASSES = 8
+
+# (path, finding at the input's positions, source before, source with only
+# its fix) -> apply it?
+Decide = Callable[[str, Finding, str, str], bool]
 
 _IGNORE = re.compile(r"#\s*rnnfix:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
 
@@ -107,13 +119,29 @@ def fix_source(
     settings: Settings | None = None,
     path: str = "<string>",
     project: ProjectIndex | None = None,
+    decide: Decide | None = None,
 ) -> SourceResult:
     """Apply every applicable fix until a fixed point; raises ``SyntaxError``
     only when the *input* does not parse. ``project``: the other files of the
     run (the same index on every pass: fixing this file does not change what
-    the others do)."""
+    the others do). ``decide``: asked about each fix (see the module's doc);
+    by default the one ``reviewing`` set, else every fix goes in."""
     settings = settings or Settings()
-    return _FixLoop(source, settings, path, project).run()
+    return _FixLoop(source, settings, path, project, decide or _REVIEW.get()).run()
+
+
+_REVIEW: contextvars.ContextVar[Decide | None] = contextvars.ContextVar("review", default=None)
+
+
+@contextlib.contextmanager
+def reviewing(decide: Decide) -> Iterator[None]:
+    """Every ``fix_source`` inside asks ``decide`` (the CLI's ``-i``, through
+    ``process_files``, which must then run in this process)."""
+    token = _REVIEW.set(decide)
+    try:
+        yield
+    finally:
+        _REVIEW.reset(token)
 
 
 class _Refused(Exception):
@@ -126,7 +154,12 @@ class _FixLoop:
     input's line numbers and a finding that survived its own fix is seen."""
 
     def __init__(
-        self, source: str, settings: Settings, path: str, project: ProjectIndex | None
+        self,
+        source: str,
+        settings: Settings,
+        path: str,
+        project: ProjectIndex | None,
+        decide: Decide | None = None,
     ) -> None:
         self.settings = settings
         self.path = path
@@ -139,6 +172,12 @@ class _FixLoop:
         self.seen = {source}
         # Where a fix was dropped (code, input line): never offered again.
         self.failed: set[tuple[str, int]] = set()
+        self.decide = decide
+        # Where ``decide`` declined a fix (code, input line): never offered
+        # again; where it accepted one: not asked again (fixes that clash go
+        # in over several passes).
+        self.declined: set[tuple[str, int]] = set()
+        self.accepted: set[tuple[str, int]] = set()
         self._names: list[NameProblem] | None | bool = False  # False: not computed yet
 
     def run(self) -> SourceResult:
@@ -179,14 +218,44 @@ class _FixLoop:
         ]
         # A fix that could not be applied is not offered as available.
         result.findings = [
-            f if self._offered(f, any_safety=True) else _without_fix(f) for f in findings
+            f if self._offered(f, any_safety=True) or self._was_declined(f) else _without_fix(f)
+            for f in findings
         ]
         return result
 
     def _offered(self, f: Finding, any_safety: bool = False) -> bool:
-        if f.fix is None or (f.code, self.to_input.line(f.line)) in self.failed:
+        at_input = (f.code, self.to_input.line(f.line))
+        if f.fix is None or at_input in self.failed or at_input in self.declined:
             return False
         return any_safety or f.fix.safe or self.settings.unsafe_fixes
+
+    def _was_declined(self, f: Finding) -> bool:
+        return f.fix is not None and (f.code, self.to_input.line(f.line)) in self.declined
+
+    def _accepted(self, candidates: list[Finding]) -> list[Finding]:
+        """The candidates ``decide`` accepts, each shown alone on the current
+        source; one whose edit the engine refuses anyway is not asked about
+        (``_apply`` drops it with its reason)."""
+        if self.decide is None:
+            return candidates
+        kept = []
+        for f in candidates:
+            assert f.fix is not None
+            place = (f.code, self.to_input.line(f.line))
+            if place in self.accepted:
+                kept.append(f)
+                continue
+            try:
+                alone = self._checked(f.fix.edits)
+            except Exception:  # noqa: BLE001 - refused below, with its reason
+                kept.append(f)
+                continue
+            if self.decide(self.path, self.to_input.finding(f), self.current, alone):
+                self.accepted.add(place)
+                kept.append(f)
+            else:
+                self.declined.add(place)
+        return kept
 
     def _fixable(self, f: Finding) -> bool:
         return f.fix is not None and (f.fix.safe or self.settings.unsafe_fixes)
@@ -204,7 +273,7 @@ class _FixLoop:
         """Apply what can be applied together; a fix whose finding is still
         there after it (or that brings back a source already seen) is dropped
         and the pass is redone without it, from the same source."""
-        candidates = applicable
+        candidates = self._accepted(applicable)
         while candidates:
             new, applied, dropped = self._apply(candidates)
             for d in dropped:

@@ -1,0 +1,83 @@
+"""A progress bar on stderr for runs long enough to want one.
+
+It draws ``Progress`` (``rnnfix.process``: files checked of the total) from
+a thread, so the run itself never waits for the terminal. Nothing is drawn
+before ``delay`` seconds have passed (a short run shows nothing) nor when
+the stream is not a terminal (CI logs, pipes, files), and the line is erased
+when the run ends, so the summary and the diagnostics read as without it.
+"""
+
+from __future__ import annotations
+
+import threading
+from types import TracebackType
+from typing import Protocol, TextIO
+
+WIDTH = 30
+
+
+class Counts(Protocol):
+    total: int
+    checked: int
+
+
+def line(checked: int, total: int) -> str:
+    done = min(checked, total)
+    filled = WIDTH * done // total if total else WIDTH
+    return f"rnnfix: [{'#' * filled}{'.' * (WIDTH - filled)}] {done}/{total} files"
+
+
+def wanted(stream: TextIO) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except ValueError:  # a closed stream
+        return False
+
+
+class ProgressBar:
+    def __init__(
+        self, counts: Counts, stream: TextIO, delay: float = 0.5, interval: float = 0.1
+    ) -> None:
+        self.counts = counts
+        self.stream = stream
+        self.delay = delay
+        self.interval = interval
+        self.drawn = 0  # width of the line on screen
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rnnfix-progress", daemon=True)
+
+    def __enter__(self) -> ProgressBar:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        self._thread.join()
+        if self.drawn:
+            self._write("\r" + " " * self.drawn + "\r")
+
+    def _run(self) -> None:
+        if self._stop.wait(self.delay):
+            return
+        while True:
+            self.draw()
+            if self._stop.wait(self.interval):
+                return
+
+    def draw(self) -> None:
+        text = line(self.counts.checked, self.counts.total)
+        self._write("\r" + text.ljust(self.drawn))
+        self.drawn = max(self.drawn, len(text))
+
+    def _write(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):  # a closed or broken terminal: no bar
+            self._stop.set()
