@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from rnnfix.cli import cli
+from rnnfix.context import Finding
 from rnnfix.engine import fix_source
 from rnnfix.settings import Settings
 from tests.cli.test_followups import SRC as FOLLOWUP_SRC
@@ -58,9 +59,7 @@ def two(tmp_path: Path) -> Path:
         ("y\n", FIRST, 1),
     ],
 )
-def test_only_accepted_fixes_are_written(
-    two: Path, answers: str, expected: str, code: int
-) -> None:
+def test_only_accepted_fixes_are_written(two: Path, answers: str, expected: str, code: int) -> None:
     result = _review(two, answers)
     assert result.exit_code == code, result.output
     assert two.read_text() == expected
@@ -172,7 +171,7 @@ def test_notebook_fixes_are_shown_as_cell_diffs_and_written_when_accepted(tmp_pa
     "args",
     [["--diff"], ["--check"], ["--output-format", "json"], ["--output-format", "sarif"]],
 )
-def test_interactive_refuses_what_writes_no_file_or_is_for_tools(two: Path, args: list[str]) -> None:
+def test_interactive_refuses_dry_runs_and_tool_formats(two: Path, args: list[str]) -> None:
     result = CliRunner().invoke(cli, ["apply", "-i", *args, str(two)], input="y\n")
     assert result.exit_code == 2
     assert "-i/--interactive cannot be combined with" in result.output
@@ -212,9 +211,9 @@ def test_a_real_process_reads_its_answers_from_a_pipe(two: Path) -> None:
 def test_the_engine_keeps_a_declined_fix_offered_and_writes_none_of_it() -> None:
     asked: list[tuple[str, int]] = []
 
-    def decide(path: str, finding: object, before: str, after: str) -> bool:
+    def decide(path: str, finding: Finding, before: str, after: str) -> bool:
         assert before == TWO and after in (FIRST, SECOND)
-        asked.append((path, getattr(finding, "line")))
+        asked.append((path, finding.line))
         return after == SECOND
 
     result = fix_source(TWO, Settings(), "two.py", decide=decide)
