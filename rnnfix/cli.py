@@ -443,7 +443,7 @@ def _report(
         if out:
             click.echo(out, nl=False, err=diagnostics_to_stderr)
     else:
-        out = render(fmt, shown, settings.unsafe_fixes)
+        out = render(fmt, shown, settings.unsafe_fixes, dry=dry)
         on = coloured and fmt == "text"
         if out:
             click.echo(

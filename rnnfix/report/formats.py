@@ -6,10 +6,10 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rnnfix import __version__
 from rnnfix.process import FileResult, Outcome
 from rnnfix.report.gitlab import render_gitlab
-from rnnfix.rules import Finding, all_rules
+from rnnfix.report.sarif import render_sarif
+from rnnfix.rules import Finding
 
 
 def _diagnostics(results: Sequence[FileResult]) -> list[tuple[str, Finding]]:
@@ -94,79 +94,6 @@ def render_github(results: Sequence[FileResult]) -> str:
     return "".join(line + "\n" for line in out)
 
 
-def render_sarif(results: Sequence[FileResult]) -> str:
-    """SARIF 2.1.0, for code-scanning uploads."""
-    rules = all_rules()
-    sarif_rules = [
-        {
-            "id": code,
-            "name": cls.name,
-            "shortDescription": {"text": cls.summary},
-            "fullDescription": {"text": cls.docs},
-            "help": {"text": cls.docs, "markdown": cls.docs},
-            "properties": {"fixSafety": cls.fix_safety},
-        }
-        for code, cls in rules.items()
-    ]
-    index = {code: i for i, code in enumerate(rules)}
-    sarif_results = []
-    for path, f in _diagnostics(results):
-        region: dict[str, int] = {"startLine": f.line, "startColumn": f.col}
-        if f.end_line is not None and f.end_col is not None:
-            region |= {"endLine": f.end_line, "endColumn": f.end_col}
-        sarif_results.append(
-            {
-                "ruleId": f.code,
-                "ruleIndex": index.get(f.code, -1),
-                "level": "warning",
-                "message": {"text": f"cell {f.cell}: {f.message}" if f.cell else f.message},
-                "locations": [
-                    {
-                        "physicalLocation": {
-                            "artifactLocation": {"uri": path.replace("\\", "/")},
-                            "region": region,
-                        }
-                    }
-                ],
-            }
-        )
-    notifications = [
-        {
-            "level": "error",
-            "message": {"text": str(r.error)},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": r.path}}}],
-        }
-        for r in results
-        if r.outcome is Outcome.FAILED
-    ]
-    doc = {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "rnnfix",
-                        "version": __version__,
-                        "informationUri": "https://pypi.org/project/rnnfix/",
-                        "rules": sarif_rules,
-                    }
-                },
-                "results": sarif_results,
-                "invocations": [
-                    {
-                        "executionSuccessful": not any(
-                            r.outcome is Outcome.FAILED for r in results
-                        ),
-                        "toolExecutionNotifications": notifications,
-                    }
-                ],
-            }
-        ],
-    }
-    return json.dumps(doc, indent=2) + "\n"
-
-
 FORMATS: dict[str, Callable[[Sequence[FileResult]], str]] = {
     "text": render_text,
     "json": render_json,
@@ -176,7 +103,13 @@ FORMATS: dict[str, Callable[[Sequence[FileResult]], str]] = {
 }
 
 
-def render(fmt: str, results: Sequence[FileResult], unsafe_fixes: bool = False) -> str:
+def render(
+    fmt: str, results: Sequence[FileResult], unsafe_fixes: bool = False, dry: bool = False
+) -> str:
+    """``dry``: the findings are of the files as they are (``--check``,
+    ``--diff``), not as fixed (SARIF's fixes are edits of the one or the other)."""
     if fmt == "text":
         return render_text(results, unsafe_fixes)
+    if fmt == "sarif":
+        return render_sarif(results, unsafe_fixes, dry)
     return FORMATS[fmt](results)
