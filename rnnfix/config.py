@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rnnfix.perfile import validate as validate_per_file_ignores
 from rnnfix.settings import Settings
 
 if sys.version_info >= (3, 11):
@@ -26,6 +27,7 @@ _KEYS = {
     "include-tests": "include_tests",
     "force-exclude": "force_exclude",
     "max-file-size": "max_file_size",
+    "per-file-ignores": "per_file_ignores",
 }
 
 
@@ -55,7 +57,10 @@ def load_settings(pyproject: Path | None) -> Settings:
         return Settings()
     if not isinstance(table, dict):
         raise ConfigError(f"{pyproject}: [tool.rnnfix] must be a table")
-    return apply_overrides(Settings(), table, source=str(pyproject))
+    settings = apply_overrides(Settings(), table, source=str(pyproject))
+    if settings.per_file_ignores:  # their globs are relative to the project root
+        settings = dataclasses.replace(settings, root=str(pyproject.parent.resolve()))
+    return settings
 
 
 def apply_overrides(settings: Settings, table: dict[str, Any], source: str) -> Settings:
@@ -65,7 +70,12 @@ def apply_overrides(settings: Settings, table: dict[str, Any], source: str) -> S
         if field is None:
             raise ConfigError(f"{source}: unknown option {key!r} in [tool.rnnfix]")
         default = getattr(settings, field)
-        if isinstance(default, tuple):
+        if field == "per_file_ignores":
+            try:
+                value = validate_per_file_ignores(value, source)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+        elif isinstance(default, tuple):
             if isinstance(value, str):
                 value = [value]
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):

@@ -109,7 +109,7 @@ def check_source(
     project: ProjectIndex | None = None,
 ) -> list[Finding]:
     """Findings for ``source``; raises ``SyntaxError`` when it does not parse."""
-    settings = settings or Settings()
+    settings = (settings or Settings()).for_path(path)
     rules = selected_rules(settings)
     return _run_rules(source, ast.parse(source), settings, path, rules, project, set())
 
@@ -126,7 +126,7 @@ def fix_source(
     run (the same index on every pass: fixing this file does not change what
     the others do). ``decide``: asked about each fix (see the module's doc);
     by default the one ``reviewing`` set, else every fix goes in."""
-    settings = settings or Settings()
+    settings = (settings or Settings()).for_path(path)  # per-file-ignores
     return _FixLoop(source, settings, path, project, decide or _REVIEW.get()).run()
 
 

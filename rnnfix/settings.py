@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -32,6 +33,19 @@ class Settings:
     # Larger files are reported, not read: generated code and data, not
     # training scripts (``max-file-size`` in bytes).
     max_file_size: int = 5 * 1024 * 1024
+    # ``per-file-ignores``: (glob, codes) pairs, globs relative to ``root``
+    # (the folder of the pyproject.toml they come from); ``rnnfix.perfile``.
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    root: str | None = None
+
+    def for_path(self, path: str) -> Settings:
+        """The settings for one file: ``per-file-ignores`` added to ``ignore``."""
+        if not self.per_file_ignores:
+            return self
+        from rnnfix.perfile import ignored_codes
+
+        codes = ignored_codes(path, self.root, self.per_file_ignores)
+        return dataclasses.replace(self, ignore=self.ignore + codes) if codes else self
 
     def enabled(self, code: str) -> bool:
         """Selection by code prefix; the longest matching prefix wins, as in ruff."""
