@@ -427,7 +427,7 @@ def _report(
     # A dry run reports what the file holds now, and the follow-up fixes (a
     # train() RNF001 asks for after RNF003's eval()), at the file's own lines.
     shown = [dataclasses.replace(r, findings=r.reported) if dry else r for r in results]
-    # Only styled text is echoed with color=True: click strips escapes otherwise.
+    # color=True only for text styled here; otherwise click keeps its own rule.
     coloured = colour.use_colour(color, sys.stderr if diagnostics_to_stderr else sys.stdout)
     if diff:
         on = colour.use_colour(color, sys.stdout)  # the diff goes to stdout even for stdin

@@ -9,11 +9,23 @@ when the run ends, so the summary and the diagnostics read as without it.
 
 from __future__ import annotations
 
+import os
 import threading
 from types import TracebackType
 from typing import Protocol, TextIO
 
 WIDTH = 30
+
+# The worker pool forks while the bar's thread runs: a fork in the middle of
+# a write would leave the child a stderr whose lock no thread will release.
+# Writes hold this lock, and so does every fork (in the parent, around it).
+_WRITING = threading.Lock()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=_WRITING.acquire,
+        after_in_parent=_WRITING.release,
+        after_in_child=_WRITING.release,
+    )
 
 
 class Counts(Protocol):
@@ -76,8 +88,9 @@ class ProgressBar:
         self.drawn = max(self.drawn, len(text))
 
     def _write(self, text: str) -> None:
-        try:
-            self.stream.write(text)
-            self.stream.flush()
-        except (OSError, ValueError):  # a closed or broken terminal: no bar
-            self._stop.set()
+        with _WRITING:
+            try:
+                self.stream.write(text)
+                self.stream.flush()
+            except (OSError, ValueError):  # a closed or broken terminal: no bar
+                self._stop.set()
