@@ -148,3 +148,43 @@ def test_a_run_at_a_terminal_gets_a_bar_unless_quiet_or_interactive(
     CliRunner().invoke(cli, ["apply", "--check", "-q", str(tmp_path)])
     CliRunner().invoke(cli, ["apply", "-i", str(tmp_path)], input="")
     assert len(made) == 1
+
+
+def _on_a_terminal(args: list[str], env: dict[str, str]) -> str:
+    """stdout and stderr of ``rnnfix`` on a pseudo-terminal, read to the end."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rnnfix", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=slave,
+        env={**os.environ, **env},
+    )
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the child closed its side
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    proc.wait(timeout=120)
+    return b"".join(chunks).decode()
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
+def test_auto_colours_a_real_terminal_unless_no_color(tmp_path: Path) -> None:
+    (tmp_path / "buggy.py").write_text(BUGGY)
+    args = ["apply", "--diff", "--no-cache", "--select", "RNF002", str(tmp_path / "buggy.py")]
+    coloured = _on_a_terminal(args, {"NO_COLOR": "", "FORCE_COLOR": ""})
+    assert "\x1b[32m+model.train()" in coloured
+    plain = _on_a_terminal(args, {"NO_COLOR": "1", "FORCE_COLOR": ""})
+    assert "+model.train()" in plain and "\x1b[" not in plain
