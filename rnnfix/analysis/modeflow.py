@@ -55,7 +55,7 @@ from rnnfix.analysis.modestate import Facts, Mode, ModeFact, ModeState, is_prefi
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.optimizers import Optimizers
 from rnnfix.analysis.scopes import LOOPS, FileIndex, FuncNode, FunctionInfo, Resolved
-from rnnfix.analysis.syntax import walk_tree
+from rnnfix.analysis.syntax import walk_local, walk_tree
 from rnnfix.analysis.torchapi import (
     DATA_PARALLEL,
     MODULE_METHODS,
@@ -156,6 +156,12 @@ class ModeFlow:
         self._optimizers, self._not_optimizers = self._optimizer_names()
         self.wrappers = self._data_parallel_wrappers()
         self.optimizers = Optimizers(self)
+        # Receivers of a mode call that are not known models (an annotated
+        # parameter only evaluated, an object of an unknown class): their mode
+        # is tracked too, for rules that ask about them (RNF003). Not in
+        # summaries for the project index: there a tracked key would become a
+        # model of the caller's file.
+        self.switched = frozenset[str]() if summaries_only else self._switched_receivers()
         if not summaries_only:
             self._analyse()
 
@@ -168,6 +174,11 @@ class ModeFlow:
         (``self`` for ``self.trunk``): a mode call on it switches the model
         too, since ``Module.train`` recurses into children."""
         return self.is_model(key) or any(is_prefix(key, m) for m in self.models)
+
+    def tracks(self, key: str) -> bool:
+        """Whether a mode call on ``key`` changes what the flow knows: a model,
+        an object holding one, or any other receiver of a mode call."""
+        return key in self.switched or self.holds_model(key)
 
     def model_info(self, key: str) -> ModelInfo | None:
         """The info of ``key`` or of the model it is a submodule of."""
@@ -188,6 +199,40 @@ class ModeFlow:
         frame = run.before.get(stmt)
         key = self.canonical(model, scope)
         return ModeState(frame.lookup(key) if frame is not None else frozenset())
+
+    def entry_states(self, fn: FuncNode, model: str) -> list[tuple[ast.Call, ModeState]]:
+        """For each call of ``fn`` in this file, the modes ``model`` (in
+        ``fn``'s names) may be in just before it, in the caller's names: what
+        the entry state of ``fn`` joins. A call that does not pass the model
+        in a way the flow follows gives an unknown state."""
+        out: list[tuple[ast.Call, ModeState]] = []
+        for caller, call, res in self._static_sites.get(fn, []):
+            run = self._runs.get(caller)
+            frame = run.call_frames.get(call) if run is not None else None
+            mine = res.caller_key(self.canonical(model, fn))
+            if frame is None or mine is None:
+                state = ModeState(frozenset({ModeFact(Mode.UNKNOWN, fn)}))
+            else:
+                state = ModeState(frame.lookup(self.canonical(mine, caller)))
+            out.append((call, state))
+        return out
+
+    def switches_in(self, root: ast.AST, model: str) -> list[tuple[ast.Call, Mode]]:
+        """Mode calls in ``root``'s own code (not in nested functions) that
+        set ``model``'s mode: on ``model``, on an object it is an attribute of
+        (``Module.train`` recurses), or on ``model.module`` (a wrapper's only
+        child: every layer the wrapper runs). ``train(<expression>)`` on them
+        counts, as a switch to an unknown mode."""
+        out: list[tuple[ast.Call, Mode]] = []
+        for node in walk_local(root):
+            switch = module_mode_switch(node, lenient=True)
+            if switch is None:
+                continue
+            assert isinstance(node, ast.Call)
+            recv = mode_receiver(node, self.imports)
+            if recv is not None and (is_prefix(recv, model) or recv == f"{model}.module"):
+                out.append((node, switch.mode))
+        return out
 
     def aliases(
         self, scope: FuncNode | None, params: bool = False
@@ -686,6 +731,16 @@ class ModeFlow:
             )
             out.add(ModeFact(Mode.EVAL, fn, cause))
         return frozenset(out)
+
+    def _switched_receivers(self) -> frozenset[str]:
+        found: set[str] = set()
+        for node in walk_tree(self.tree):
+            if module_mode_switch(node) is not None:
+                assert isinstance(node, ast.Call)
+                recv = mode_receiver(node, self.imports)
+                if recv is not None:
+                    found.add(recv)
+        return frozenset(found)
 
     def _data_parallel_wrappers(self) -> frozenset[str]:
         """Paths assigned a DataParallel/DDP/FSDP wrapper somewhere in the file:
