@@ -434,6 +434,12 @@ def _snippet(ctx: FileContext, node: ast.AST) -> str:
 def _describe(ctx: FileContext, fact: ModeFact) -> str:
     origin = fact.origin
     if isinstance(origin, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if fact.cause is not None and isinstance(ctx.facts.parents.get(fact.cause), ast.ClassDef):
+            # A base class of another file of the run (object state).
+            return (
+                f"a method inherited from `{_snippet(ctx, fact.cause)}` (line "
+                f"{getattr(fact.cause, 'lineno', '?')}) before `{origin.name}` is called"
+            )
         if fact.cause is not None and hasattr(fact.cause, "lineno"):
             return (
                 f"`{_snippet(ctx, fact.cause)}` on line {fact.cause.lineno} "
