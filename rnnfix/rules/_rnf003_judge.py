@@ -400,13 +400,18 @@ class RegionJudge:
     def _settled(self, facts: frozenset[ModeFact], model: str) -> bool:
         if not facts:
             return False  # unreachable, or outside any scope the flow reads
+        switched = [f for f in facts if mode_switch(f.origin) is not None]
+        if any(f.mode is Mode.UNKNOWN or f.guard is not None for f in switched):
+            return True  # set under a condition or from a flag
+        # The author's ``eval()`` reaches here on some path: the other paths
+        # (a loop run zero times, an exception before it) are not ours to
+        # guard; a ``train()`` that reaches here is.
+        authored_eval = any(f.mode is Mode.EVAL for f in switched)
         entry: set[Func] = set()
         for f in facts:
-            if mode_switch(f.origin) is not None and (
-                f.mode is Mode.UNKNOWN or f.guard is not None
-            ):
-                return True
-            if f.mode is not Mode.EVAL:
+            if f.mode is Mode.EVAL:
+                continue
+            if f in switched or not authored_eval:
                 if not isinstance(f.origin, FUNCTIONS):
                     return False
                 entry.add(f.origin)
