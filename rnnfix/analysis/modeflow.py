@@ -223,7 +223,7 @@ class ModeFlow:
         set ``model``'s mode: on ``model``, on an object it is an attribute of
         (``Module.train`` recurses), or on ``model.module`` (a wrapper's only
         child: every layer the wrapper runs). ``train(<expression>)`` on them
-        counts, as a switch to an unknown mode."""
+        counts, as a switch to an unknown mode. In source order."""
         out: list[tuple[ast.Call, Mode]] = []
         for node in walk_local(root):
             switch = module_mode_switch(node, lenient=True)
@@ -233,7 +233,7 @@ class ModeFlow:
             recv = mode_receiver(node, self.imports)
             if recv is not None and (is_prefix(recv, model) or recv == f"{model}.module"):
                 out.append((node, switch.mode))
-        return out
+        return sorted(out, key=lambda item: _pos(item[0]))
 
     def aliases(
         self, scope: FuncNode | None, params: bool = False
@@ -693,9 +693,10 @@ class ModeFlow:
             result = frozenset(facts) if facts else unknown
             if not self._static_sites.get(fn):
                 result |= self._object_state(fn, key)
-            else:
-                # Called here, but also on instances in other files of the run:
-                # what runs there before it counts.
+            elif self._object_state(fn, key):
+                # Called here, but maybe also on instances in other files of
+                # the run (asked only when a method may leave the model in
+                # eval): what runs there before it counts.
                 before = self._run_predecessors(fn)
                 if before:
                     result |= self._object_state(fn, key, before)

@@ -341,8 +341,10 @@ class ProjectIndex:
     def method_order(self, file: str, class_name: str) -> tuple[Order, frozenset[str]]:
         """Which methods the other files of the run call on an instance of
         ``class_name`` of ``file`` before which (``objectuse.method_order``),
-        and the files that showed it. Only files whose text names the class
-        are parsed; summaries given as data (no files on disk) show nothing."""
+        and the files that name the class. Only files whose text names the class
+        are parsed; summaries given as data (no files on disk) show nothing.
+        The mode flow asks this only for a class with a public method that
+        may leave a model in eval and a training method called in its file."""
         key = (file, class_name)
         if key in self._orders:
             return self._orders[key]
@@ -351,24 +353,30 @@ class ProjectIndex:
         found: set[tuple[str, str]] = set()
         shown: set[str] = set()
         paths = self.files._paths if isinstance(self.files, LazySummaries) else {}
+        name = class_name.encode()
         for path in paths if cls is not None else ():
-            if path == file or not files_mention(self.files, path, class_name):
+            if path == file:
                 continue
-            order = self._order_in(path, paths[path], cls)
-            if order:
+            order = self._order_in(path, paths[path], name, cls)
+            if order is not None:
                 found |= order
                 shown.add(path)
         self._orders[key] = (frozenset(found), frozenset(shown))
         return self._orders[key]
 
-    def _order_in(self, path: str, disk: Path, cls: ClassSummary | None) -> Order:
+    def _order_in(
+        self, path: str, disk: Path, name: bytes, cls: ClassSummary | None
+    ) -> Order | None:
+        """None for a file that never names the class (not parsed)."""
         from rnnfix.analysis.objectuse import method_order
         from rnnfix.files import FileProblem, read_source
 
         try:
+            if name not in disk.read_bytes():
+                return None
             tree = ast.parse(read_source(disk)[1].text)
-        except (FileProblem, SyntaxError, ValueError):
-            return frozenset()
+        except (OSError, FileProblem, SyntaxError, ValueError):
+            return None
         view = ProjectView(self, path, tree)
         return method_order(tree, lambda expr: view.lookup(expr) is cls)
 
@@ -457,7 +465,7 @@ class ProjectView:
 
     def method_order(self, class_name: str) -> Order:
         """``ProjectIndex.method_order`` for a class of this file; the files
-        that show it are consulted (a result depends on them)."""
+        that name the class are consulted (a result depends on them)."""
         order, shown = self.index.method_order(self.path, class_name)
         self.consulted.update(shown)
         return order
