@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from rnnfix.analysis.gradctx import GradContexts, Handlers, LocalFunctions, gradient_uses
 from rnnfix.analysis.modestate import Mode, ModeFact, is_prefix
+from rnnfix.analysis.names import dotted
 from rnnfix.analysis.regions import (
     EvalRegion,
     in_training_iteration,
@@ -393,9 +394,24 @@ class RegionJudge:
         judge). A mode a wrapper's ``model.module`` switch set counts too."""
         flow = self.ctx.facts.modes
         return any(
-            self._settled(flow.mode_before(site, key).facts, key)
+            self._settled(self._through_rewraps(flow.mode_before(site, key).facts, key), key)
             for key in (model, f"{model}.module")
         )
+
+    def _through_rewraps(
+        self, facts: frozenset[ModeFact], model: str, depth: int = 0
+    ) -> frozenset[ModeFact]:
+        """``model = prepare(model, ...)`` (``accelerator.prepare``,
+        ``prepare_pippy``, a wrapper the flow does not know) gives back the
+        same modules, in the mode they had: read the mode from before it."""
+        out: set[ModeFact] = set()
+        for f in facts:
+            if depth < 3 and f.mode is Mode.UNKNOWN and _rewraps(f.origin, model):
+                before = self.ctx.facts.modes.mode_before(f.origin, model).facts
+                out |= self._through_rewraps(before, model, depth + 1)
+            else:
+                out.add(f)
+        return frozenset(out)
 
     def _settled(self, facts: frozenset[ModeFact], model: str) -> bool:
         if not facts:
@@ -608,6 +624,18 @@ def _binds(stmt: ast.stmt, name: str) -> bool:
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == name:
             return True
     return False
+
+
+def _rewraps(node: ast.AST, model: str) -> bool:
+    """``model = f(model, ...)``: a call given the model rebinds its name."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+        return False
+    value = node.value
+    return (
+        dotted(node.targets[0]) == model
+        and isinstance(value, ast.Call)
+        and any(dotted(a) == model for a in [*value.args, *(k.value for k in value.keywords)])
+    )
 
 
 def _wrapper_exprs(node: ast.AST) -> list[ast.expr]:
