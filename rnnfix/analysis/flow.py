@@ -279,7 +279,7 @@ class ScopeRun:
         restored = _restored(self, call, f)
         if restored is not None:
             recv = mode_receiver(call, self.flow.imports)
-            if recv is not None and self.flow.holds_model(recv):
+            if recv is not None and self.flow.tracks(recv):
                 f.set(
                     self.flow.mode_target(self.key(recv)), restored
                 )  # ``model.train(was)``: the mode it was saved in
@@ -287,7 +287,7 @@ class ScopeRun:
         switch = module_mode_switch(call)
         if switch is not None:
             recv = mode_receiver(call, self.flow.imports)
-            if recv is not None and self.flow.holds_model(recv):
+            if recv is not None and self.flow.tracks(recv):
                 f.set(self.flow.mode_target(self.key(recv)), self.fact(switch.mode, call))
             return
         res = self.flow.resolve(call, self.scope, ctor_target)
@@ -327,7 +327,7 @@ def _mode_read(run: ScopeRun, value: ast.AST | None) -> str | None:
     """``model.training`` -> ``model`` when it is a model."""
     if isinstance(value, ast.Attribute) and value.attr == "training":
         key = dotted(value.value)
-        if key is not None and run.flow.holds_model(key):
+        if key is not None and run.flow.tracks(key):
             return run.key(key)
     return None
 

@@ -54,8 +54,9 @@ from rnnfix.analysis.models import (
 from rnnfix.analysis.modestate import Facts, Mode, ModeFact, ModeState, is_prefix
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.optimizers import Optimizers
+from rnnfix.analysis.project import ClassSummary
 from rnnfix.analysis.scopes import LOOPS, FileIndex, FuncNode, FunctionInfo, Resolved
-from rnnfix.analysis.syntax import walk_tree
+from rnnfix.analysis.syntax import walk_local, walk_tree
 from rnnfix.analysis.torchapi import (
     DATA_PARALLEL,
     MODULE_METHODS,
@@ -64,7 +65,7 @@ from rnnfix.analysis.torchapi import (
 )
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.project import ExternalCall, ProjectView
+    from rnnfix.analysis.project import ExternalCall, FunctionSummary, ProjectView
     from rnnfix.context import FileContext
 
 __all__ = ["Mode", "ModeFact", "ModeFlow", "ModeState", "ModelInfo", "TrainingStep"]
@@ -156,6 +157,12 @@ class ModeFlow:
         self._optimizers, self._not_optimizers = self._optimizer_names()
         self.wrappers = self._data_parallel_wrappers()
         self.optimizers = Optimizers(self)
+        # Receivers of a mode call that are not known models (an annotated
+        # parameter only evaluated, an object of an unknown class): their mode
+        # is tracked too, for rules that ask about them (RNF003). Not in
+        # summaries for the project index: there a tracked key would become a
+        # model of the caller's file.
+        self.switched = frozenset[str]() if summaries_only else self._switched_receivers()
         if not summaries_only:
             self._analyse()
 
@@ -168,6 +175,11 @@ class ModeFlow:
         (``self`` for ``self.trunk``): a mode call on it switches the model
         too, since ``Module.train`` recurses into children."""
         return self.is_model(key) or any(is_prefix(key, m) for m in self.models)
+
+    def tracks(self, key: str) -> bool:
+        """Whether a mode call on ``key`` changes what the flow knows: a model,
+        an object holding one, or any other receiver of a mode call."""
+        return key in self.switched or self.holds_model(key)
 
     def model_info(self, key: str) -> ModelInfo | None:
         """The info of ``key`` or of the model it is a submodule of."""
@@ -188,6 +200,40 @@ class ModeFlow:
         frame = run.before.get(stmt)
         key = self.canonical(model, scope)
         return ModeState(frame.lookup(key) if frame is not None else frozenset())
+
+    def entry_states(self, fn: FuncNode, model: str) -> list[tuple[ast.Call, ModeState]]:
+        """For each call of ``fn`` in this file, the modes ``model`` (in
+        ``fn``'s names) may be in just before it, in the caller's names: what
+        the entry state of ``fn`` joins. A call that does not pass the model
+        in a way the flow follows gives an unknown state."""
+        out: list[tuple[ast.Call, ModeState]] = []
+        for caller, call, res in self._static_sites.get(fn, []):
+            run = self._runs.get(caller)
+            frame = run.call_frames.get(call) if run is not None else None
+            mine = res.caller_key(self.canonical(model, fn))
+            if frame is None or mine is None:
+                state = ModeState(frozenset({ModeFact(Mode.UNKNOWN, fn)}))
+            else:
+                state = ModeState(frame.lookup(self.canonical(mine, caller)))
+            out.append((call, state))
+        return out
+
+    def switches_in(self, root: ast.AST, model: str) -> list[tuple[ast.Call, Mode]]:
+        """Mode calls in ``root``'s own code (not in nested functions) that
+        set ``model``'s mode: on ``model``, on an object it is an attribute of
+        (``Module.train`` recurses), or on ``model.module`` (a wrapper's only
+        child: every layer the wrapper runs). ``train(<expression>)`` on them
+        counts, as a switch to an unknown mode. In source order."""
+        out: list[tuple[ast.Call, Mode]] = []
+        for node in walk_local(root):
+            switch = module_mode_switch(node, lenient=True)
+            if switch is None:
+                continue
+            assert isinstance(node, ast.Call)
+            recv = mode_receiver(node, self.imports)
+            if recv is not None and (is_prefix(recv, model) or recv == f"{model}.module"):
+                out.append((node, switch.mode))
+        return sorted(out, key=lambda item: _pos(item[0]))
 
     def aliases(
         self, scope: FuncNode | None, params: bool = False
@@ -647,17 +693,27 @@ class ModeFlow:
             result = frozenset(facts) if facts else unknown
             if not self._static_sites.get(fn):
                 result |= self._object_state(fn, key)
+            elif self._object_state(fn, key):
+                # Called here, but maybe also on instances in other files of
+                # the run (asked only when a method may leave the model in
+                # eval): what runs there before it counts.
+                before = self._run_predecessors(fn)
+                if before:
+                    result |= self._object_state(fn, key, before)
             cache[key] = result
             return result
 
         return lookup
 
-    def _object_state(self, fn: FuncNode, key: str) -> Facts:
+    def _object_state(self, fn: FuncNode, key: str, only: frozenset[str] | None = None) -> Facts:
         """A public method nobody in the file calls (an entry point such as
         ``fit()``) may run after any public method of its object: it is
         entered with ``self.<model>`` in the mode any of them (the
-        constructor included) may leave it in. Only eval matters: a
-        ``predict()`` that never restores train mode breaks the next ``fit()``."""
+        constructor included, and those inherited from a base of this file
+        or of another file of the run) may leave it in. Only eval matters: a
+        ``predict()`` that never restores train mode breaks the next
+        ``fit()``. ``only``: the methods that may run before it (what the
+        callers in other files of the run do)."""
         info = self.index.functions.get(fn)
         if info is None or info.cls is None or not info.is_method or not _public(fn.name):
             return frozenset()
@@ -668,24 +724,85 @@ class ModeFlow:
         if this != info.params[0] or not rest:
             return frozenset()
         out: set[ModeFact] = set()
-        for stmt in cls.body:
-            other = self.index.functions.get(stmt) if isinstance(stmt, FuncNode) else None
-            if other is None or not other.is_method or not _public(other.name):
+        for name, method in self._public_methods(cls).items():
+            if only is not None and name not in only:
                 continue
-            mine = f"{other.params[0]}.{rest}"
-            effect = self.summary(other).effects.get(mine)
-            if effect is None or Mode.EVAL not in effect.sets:
-                continue
-            cause: ast.AST = next(
-                (
-                    c.node
-                    for c in self.mode_calls
-                    if c.function is stmt and c.mode is Mode.EVAL and is_prefix(c.model, mine)
-                ),
-                stmt,
-            )
+            if isinstance(method, FuncNode):
+                other = self.index.functions.get(method)
+                if other is None or not other.is_method:
+                    continue
+                mine = f"{other.params[0]}.{rest}"
+                effect = self.summary(other).effects.get(mine)
+                if effect is None or Mode.EVAL not in effect.sets:
+                    continue
+                cause: ast.AST = next(
+                    (
+                        c.node
+                        for c in self.mode_calls
+                        if c.function is method and c.mode is Mode.EVAL and is_prefix(c.model, mine)
+                    ),
+                    method,
+                )
+            else:  # a base's method in another file: the base names it here
+                fs, cause = method
+                if not fs.is_method or not fs.params:
+                    continue
+                effect = fs.summary.effects.get(f"{fs.params[0]}.{rest}")
+                if effect is None or Mode.EVAL not in effect.sets:
+                    continue
             out.add(ModeFact(Mode.EVAL, fn, cause))
         return frozenset(out)
+
+    def _public_methods(
+        self, cls: ast.ClassDef
+    ) -> dict[str, FuncNode | tuple[FunctionSummary, ast.expr]]:
+        """The public methods of ``cls`` by name, with those it inherits from
+        its bases in this file and in other files of the run (those with the
+        base expression that names them here); the nearest definition wins."""
+        out: dict[str, FuncNode | tuple[FunctionSummary, ast.expr]] = {}
+        todo: list[ast.ClassDef] = [cls]
+        seen: set[str] = set()
+        while todo:
+            current = todo.pop(0)
+            if current.name in seen:
+                continue
+            seen.add(current.name)
+            for stmt in current.body:
+                if isinstance(stmt, FuncNode) and _public(stmt.name):
+                    out.setdefault(stmt.name, stmt)
+            for base in current.bases:
+                local = self.index.classes.get(base.id) if isinstance(base, ast.Name) else None
+                if local is not None:
+                    todo.append(local)
+                    continue
+                found = self.project.lookup(base) if self.project is not None else None
+                if isinstance(found, ClassSummary):
+                    for name, fs in found.methods.items():
+                        if _public(name):
+                            out.setdefault(name, (fs, base))
+        return out
+
+    def _run_predecessors(self, fn: FuncNode) -> frozenset[str]:
+        """The methods other files of the run may call on an instance of
+        ``fn``'s class before ``fn`` (``__init__`` for the constructor)."""
+        info = self.index.functions.get(fn)
+        if self.project is None or info is None or info.cls is None or not _public(fn.name):
+            return frozenset()
+        cls = info.cls
+        if self.parents.get(cls) is not self.tree:
+            return frozenset()  # only module-level classes can be imported
+        order = self.project.method_order(cls.name)
+        return frozenset(a for a, b in order if b == fn.name)
+
+    def _switched_receivers(self) -> frozenset[str]:
+        found: set[str] = set()
+        for node in walk_tree(self.tree):
+            if module_mode_switch(node) is not None:
+                assert isinstance(node, ast.Call)
+                recv = mode_receiver(node, self.imports)
+                if recv is not None:
+                    found.add(recv)
+        return frozenset(found)
 
     def _data_parallel_wrappers(self) -> frozenset[str]:
         """Paths assigned a DataParallel/DDP/FSDP wrapper somewhere in the file:

@@ -63,6 +63,7 @@ from rnnfix.analysis.torchapi import strip_self_returning
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modeflow import ModeFlow, Summary
+    from rnnfix.analysis.objectuse import Order
     from rnnfix.analysis.rnns import RnnSpec
     from rnnfix.analysis.scopes import FuncNode, FunctionInfo
 
@@ -237,6 +238,7 @@ class ProjectIndex:
         )
         self._resolved: dict[tuple[str, int, tuple[str, ...]], tuple[str, tuple[str, ...]] | None]
         self._resolved = {}
+        self._orders: dict[tuple[str, str], tuple[Order, frozenset[str]]] = {}
 
     @classmethod
     def build(cls, paths: Iterable[Path]) -> ProjectIndex:
@@ -336,6 +338,48 @@ class ProjectIndex:
             return None
         return self.member(found[0], found[1], consulted, depth + 1)
 
+    def method_order(self, file: str, class_name: str) -> tuple[Order, frozenset[str]]:
+        """Which methods the other files of the run call on an instance of
+        ``class_name`` of ``file`` before which (``objectuse.method_order``),
+        and the files that name the class. Only files whose text names the class
+        are parsed; summaries given as data (no files on disk) show nothing.
+        The mode flow asks this only for a class with a public method that
+        may leave a model in eval and a training method called in its file."""
+        key = (file, class_name)
+        if key in self._orders:
+            return self._orders[key]
+        module = self.files.get(file)
+        cls = module.classes.get(class_name) if module is not None else None
+        found: set[tuple[str, str]] = set()
+        shown: set[str] = set()
+        paths = self.files._paths if isinstance(self.files, LazySummaries) else {}
+        name = class_name.encode()
+        for path in paths if cls is not None else ():
+            if path == file:
+                continue
+            order = self._order_in(path, paths[path], name, cls)
+            if order is not None:
+                found |= order
+                shown.add(path)
+        self._orders[key] = (frozenset(found), frozenset(shown))
+        return self._orders[key]
+
+    def _order_in(
+        self, path: str, disk: Path, name: bytes, cls: ClassSummary | None
+    ) -> Order | None:
+        """None for a file that never names the class (not parsed)."""
+        from rnnfix.analysis.objectuse import method_order
+        from rnnfix.files import FileProblem, read_source
+
+        try:
+            if name not in disk.read_bytes():
+                return None
+            tree = ast.parse(read_source(disk)[1].text)
+        except (OSError, FileProblem, SyntaxError, ValueError):
+            return None
+        view = ProjectView(self, path, tree)
+        return method_order(tree, lambda expr: view.lookup(expr) is cls)
+
 
 def _ancestors(folder: str) -> list[str]:
     out = [folder]
@@ -418,6 +462,13 @@ class ProjectView:
             return None
         self.consulted.add(target[0])
         return target
+
+    def method_order(self, class_name: str) -> Order:
+        """``ProjectIndex.method_order`` for a class of this file; the files
+        that name the class are consulted (a result depends on them)."""
+        order, shown = self.index.method_order(self.path, class_name)
+        self.consulted.update(shown)
+        return order
 
     def imports_eval(self) -> bool:
         """Whether this file imports a function, a class or a module of the

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from rnnfix.analysis.gradctx import training_steps
-from rnnfix.analysis.modelrefs import mode_call
+from rnnfix.analysis.modestate import Mode
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.syntax import (
     FUNCTIONS,
@@ -37,6 +37,7 @@ from rnnfix.analysis.syntax import (
     walk_local,
     words,
 )
+from rnnfix.analysis.torchapi import module_mode_switch
 
 if TYPE_CHECKING:
     from rnnfix.context import FileContext
@@ -190,12 +191,12 @@ def _loop_signal(ctx: FileContext, loop: ast.stmt) -> Signal | None:
     evaluated: set[str] = set()
     for sibling in block[:index]:
         if isinstance(sibling, ast.Expr):
-            mc = mode_call(sibling.value)
-            if mc is not None:
-                if mc[1] == "eval":
-                    evaluated.add(mc[0])
+            switch = module_mode_switch(sibling.value)
+            if switch is not None and switch.target is not None:
+                if switch.mode is Mode.EVAL:
+                    evaluated.add(switch.target)
                 else:
-                    evaluated.discard(mc[0])
+                    evaluated.discard(switch.target)
     if evaluated and _calls_any(loop, evaluated):
         return "after-eval"
     return None
@@ -226,7 +227,7 @@ def _calls_any(loop: ast.stmt, models: set[str]) -> bool:
         if isinstance(n, ast.Call):
             text = dotted(n.func)
             if text and any(text == m or text.startswith(m + ".") for m in models):
-                if mode_call(n) is None:
+                if module_mode_switch(n) is None:
                     return True
     return False
 

@@ -13,9 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rnnfix.analysis.gradctx import GradContexts, Handlers, LocalFunctions, gradient_uses
-from rnnfix.analysis.modeflow import Mode as FlowMode
-from rnnfix.analysis.modelrefs import Mode, ModelIndex, mode_before, mode_calls_in
-from rnnfix.analysis.modestate import is_prefix
+from rnnfix.analysis.modestate import Mode, ModeFact, is_prefix
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.regions import (
     EvalRegion,
@@ -27,12 +25,12 @@ from rnnfix.analysis.syntax import (
     FUNCTIONS,
     body_without_docstring,
     enclosing_stmt,
-    parameters,
     scope_of,
     walk_all_local,
     walk_local,
     walk_tree,
 )
+from rnnfix.analysis.torchapi import mode_switch
 from rnnfix.analysis.valueflow import ValueFlow, written
 from rnnfix.edits import (
     AddDecorator,
@@ -43,6 +41,7 @@ from rnnfix.edits import (
     WrapInWith,
 )
 from rnnfix.rules._rnf003_escape import Escape, escapes
+from rnnfix.rules._rnf003_models import ModelIndex
 from rnnfix.rules._rnf003_modes import (
     DELIBERATE,
     in_module_method,
@@ -342,8 +341,9 @@ class RegionJudge:
         own_method = isinstance(func, FUNCTIONS) and in_module_method(self.ctx, func)
         # The author switches a model to eval in the region itself: the mode is
         # managed here, other things called (a softmax, a metric) are not ours.
+        flow = self.ctx.facts.modes
         managed = any(
-            mode == "eval" for m in calls for s in body for _, mode in mode_calls_in(s, m)
+            mode is Mode.EVAL for m in calls for s in body for _, mode in flow.switches_in(s, m)
         )
         for model, sites in sorted(calls.items(), key=lambda kv: _first(kv[1])):
             if not self.index.is_known_module(model) or is_stateless(self.ctx, model):
@@ -352,7 +352,7 @@ class RegionJudge:
                 continue
             if any(is_prefix(p, model) and p != model for p in calls):
                 continue  # the outermost model called here: its eval() covers this one
-            if any(self._mode_at(self._at(site, node), model) != "eval" for site in sites):
+            if not all(self._eval_at(self._at(site, node), model) for site in sites):
                 need.eval_models.append(model)
         if managed:
             need.eval_models = []
@@ -371,7 +371,7 @@ class RegionJudge:
                 need.eval_models.remove(model)  # Monte Carlo dropout and the like
             elif isinstance(leftover, ast.Call):
                 need.leftover[model] = leftover
-            elif any(mode != "eval" for s in body for _, mode in mode_calls_in(s, model)):
+            elif any(mode is not Mode.EVAL for s in body for _, mode in flow.switches_in(s, model)):
                 # ``train()`` inside the region: an ``eval()`` before it
                 # cannot hold there; a person has to decide.
                 need.no_fix = f"it switches `{model}` to train mode itself"
@@ -386,45 +386,61 @@ class RegionJudge:
         sites = self.index.model_calls(body).get(model, [])
         return leftover_train(self.ctx, node, body, model, [self._at(s, node) for s in sites])
 
-    def _mode_at(self, site: ast.AST, model: str) -> Mode:
-        # The mode flow follows helpers, callers and loops; the local reading
-        # knows a few things it may not (a loop's last statement-level switch).
-        # Either one proving eval is enough: a redundant ``eval()`` is noise.
-        if self.ctx.facts.modes.mode_before(site, model).modes == {FlowMode.EVAL}:
-            return "eval"
-        stmt = site if isinstance(site, ast.stmt) else enclosing_stmt(self.parents, site)
-        assert stmt is not None
-        mode, where = mode_before(self.ctx, stmt, model)
-        if mode == "unknown" and isinstance(where, FUNCTIONS):
-            return self._entry_mode(where, model)
-        if mode == "unknown" and isinstance(where, ast.Call):
-            # Set from a flag (``model.train(is_training)``) or under a
-            # condition: the author manages the mode here; not ours to judge.
-            return "eval"
-        return mode
+    def _eval_at(self, site: ast.AST, model: str) -> bool:
+        """Whether ``model`` needs no ``eval()`` at ``site``, as the mode flow
+        (``ctx.facts.modes``) reads it there: every mode it may be in is
+        eval, or one of them comes from a switch the author made under a
+        condition or from a flag (the mode is managed here; not ours to
+        judge). A mode a wrapper's ``model.module`` switch set counts too."""
+        flow = self.ctx.facts.modes
+        return any(
+            self._settled(self._through_rewraps(flow.mode_before(site, key).facts, key), key)
+            for key in (model, f"{model}.module")
+        )
 
-    def _entry_mode(self, func: Func, model: str) -> Mode:
-        """ "eval" when every call of ``func`` in this file passes the model
-        already in eval mode; one level of callers, read syntactically."""
-        sites = self.local.call_sites(func)
-        if not sites:
-            return "unknown"
-        params = parameters(func)
-        root, _, rest = model.partition(".")
-        for site in sites:
-            text = model
-            if root in params and root not in ("self", "cls"):
-                arg = _argument(site, func, params, root)
-                base = dotted(arg) if arg is not None else None
-                if base is None:
-                    return "unknown"
-                text = f"{base}.{rest}" if rest else base
-            stmt = enclosing_stmt(self.parents, site)
-            if "eval" in self._around(site):
-                continue  # called inside the project's own eval context
-            if stmt is None or mode_before(self.ctx, stmt, text)[0] != "eval":
-                return "unknown"
-        return "eval"
+    def _through_rewraps(
+        self, facts: frozenset[ModeFact], model: str, depth: int = 0
+    ) -> frozenset[ModeFact]:
+        """``model = prepare(model, ...)`` (``accelerator.prepare``,
+        ``prepare_pippy``, a wrapper the flow does not know) gives back the
+        same modules, in the mode they had: read the mode from before it."""
+        out: set[ModeFact] = set()
+        for f in facts:
+            if depth < 3 and f.mode is Mode.UNKNOWN and _rewraps(f.origin, model):
+                before = self.ctx.facts.modes.mode_before(f.origin, model).facts
+                out |= self._through_rewraps(before, model, depth + 1)
+            else:
+                out.add(f)
+        return frozenset(out)
+
+    def _settled(self, facts: frozenset[ModeFact], model: str) -> bool:
+        if not facts:
+            return False  # unreachable, or outside any scope the flow reads
+        switched = [f for f in facts if mode_switch(f.origin) is not None]
+        if any(f.mode is Mode.UNKNOWN or f.guard is not None for f in switched):
+            return True  # set under a condition or from a flag
+        # The author's ``eval()`` reaches here on some path: the other paths
+        # (a loop run zero times, an exception before it) are not ours to
+        # guard; a ``train()`` that reaches here is.
+        authored_eval = any(f.mode is Mode.EVAL for f in switched)
+        entry: set[Func] = set()
+        for f in facts:
+            if f.mode is Mode.EVAL:
+                continue
+            if f in switched or not authored_eval:
+                if not isinstance(f.origin, FUNCTIONS):
+                    return False
+                entry.add(f.origin)
+        return all(self._entry_eval(fn, model) for fn in entry)
+
+    def _entry_eval(self, func: Func, model: str) -> bool:
+        """Every call of ``func`` in this file passes ``model`` in eval mode
+        (as the flow reads the caller there), or runs inside the project's
+        own eval context (a ``with`` or decorator that switches to eval)."""
+        found = self.ctx.facts.modes.entry_states(func, model)
+        return bool(found) and all(
+            "eval" in self._around(call) or state.modes == {Mode.EVAL} for call, state in found
+        )
 
     def _around(self, site: ast.AST) -> frozenset[str]:
         """What the context managers and decorators around a call site, up to
@@ -610,18 +626,16 @@ def _binds(stmt: ast.stmt, name: str) -> bool:
     return False
 
 
-def _argument(site: ast.Call, func: Func, params: list[str], name: str) -> ast.expr | None:
-    for k in site.keywords:
-        if k.arg == name:
-            return k.value
-    index = params.index(name)
-    if params and params[0] in ("self", "cls") and isinstance(site.func, ast.Attribute):
-        index -= 1  # bound method: ``self`` is not in the argument list
-    if 0 <= index < len(site.args) and not any(
-        isinstance(a, ast.Starred) for a in site.args[: index + 1]
-    ):
-        return site.args[index]
-    return None
+def _rewraps(node: ast.AST, model: str) -> bool:
+    """``model = f(model, ...)``: a call given the model rebinds its name."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+        return False
+    value = node.value
+    return (
+        dotted(node.targets[0]) == model
+        and isinstance(value, ast.Call)
+        and any(dotted(a) == model for a in [*value.args, *(k.value for k in value.keywords)])
+    )
 
 
 def _wrapper_exprs(node: ast.AST) -> list[ast.expr]:

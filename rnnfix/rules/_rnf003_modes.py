@@ -13,11 +13,12 @@ from __future__ import annotations
 import ast
 
 from rnnfix.analysis.gradctx import GradContexts, training_steps
-from rnnfix.analysis.modelrefs import ModelIndex, mode_before, mode_calls_in
+from rnnfix.analysis.modestate import Mode
 from rnnfix.analysis.regions import phase_names
 from rnnfix.analysis.syntax import FUNCTIONS, enclosing_stmt, scope_of, words
 from rnnfix.analysis.torchapi import module_mode_switch
 from rnnfix.edits import AddImport, Edit, ReplaceExpression, WrapInWith
+from rnnfix.rules._rnf003_models import ModelIndex
 from rnnfix.rules.base import FileContext, Finding, Fix
 
 Func = ast.FunctionDef | ast.AsyncFunctionDef
@@ -99,27 +100,36 @@ def leftover_train(
     deliberate = isinstance(func, FUNCTIONS) and bool(
         set(words(func.name)) & _DELIBERATE_TRAIN_WORDS
     )
+    flow = ctx.facts.modes
     trains = {
         id(call): call
         for s in body
-        for call, mode in mode_calls_in(s, model)
-        if mode == "train" and _plain_train(ctx, call, model)
+        for call, mode in flow.switches_in(s, model)
+        if mode is Mode.TRAIN and _plain_train(ctx, call, model)
     }
     if not trains:
         return None
     found: ast.Call | None = None
     for site in sites:
-        stmt = site if isinstance(site, ast.stmt) else enclosing_stmt(ctx.facts.parents, site)
-        if stmt is None:
-            return None
-        mode, where = mode_before(ctx, stmt, model)
-        if mode != "train" or id(where) not in trains:
+        where = set_by(ctx, site, model)
+        if where is None or id(where) not in trains:
             return None
         if found is not None and where is not found:
             return None
         found = trains[id(where)]
         deliberate = deliberate or _repeated_forward(ctx, site, node)
     return DELIBERATE if deliberate else found
+
+
+def set_by(ctx: FileContext, site: ast.AST, model: str) -> ast.AST | None:
+    """The one unconditional mode call or statement the mode flow says
+    ``model``'s mode comes from just before ``site``; None when it may come
+    from several (a branch, a loop's back edge, the callers)."""
+    facts = ctx.facts.modes.mode_before(site, model).facts
+    origins = {f.origin for f in facts}
+    if len(origins) != 1 or any(f.guard is not None for f in facts):
+        return None
+    return next(iter(origins))
 
 
 def _plain_train(ctx: FileContext, call: ast.Call, model: str) -> bool:
@@ -180,11 +190,13 @@ def phase_loop_finding(ctx: FileContext, index: ModelIndex, loop: ast.stmt) -> F
     forwards: list[ast.Call] = []
     train_text = ctx.segment(train_node)
     for model, sites in calls.items():
-        switches = list(mode_calls_in(loop, model))
+        switches = ctx.facts.modes.switches_in(loop, model)
         if not switches or not index.is_known_module(model):
             continue
         if any(
-            mode != "train" or not _plain_train(ctx, c, model) or not _unconditional(ctx, c, loop)
+            mode is not Mode.TRAIN
+            or not _plain_train(ctx, c, model)
+            or not _unconditional(ctx, c, loop)
             for c, mode in switches
         ):
             return None  # the author sets the mode per phase somewhere

@@ -54,6 +54,13 @@ iteration, or at the start of a training function whose callers leave the model 
 mode. Each model the step uses gets its own `train()` (`encoder` and `decoder`); models
 used only under `torch.no_grad()` (a target network) get none.
 
+A public training method of a plain class (`fit()` of an estimator or agent) is entered
+with its object's models in any mode the class's public methods, inherited ones
+included, may leave them in, when nothing in its file calls it; when its file does call
+it, in the mode that what other files of the run call on an instance before it leaves
+(`clf.predict(x)` then `clf.fit(loader)`, in sequence or in a loop). A `predict()` that
+leaves `self.net` in eval gets `self.net.train()` at the start of `fit()`.
+
 A backward that runs in eval mode on purpose (saliency, adversarial examples) and feeds
 no optimizer step is not a training step: RNF004 covers it.
 
@@ -434,6 +441,12 @@ def _snippet(ctx: FileContext, node: ast.AST) -> str:
 def _describe(ctx: FileContext, fact: ModeFact) -> str:
     origin = fact.origin
     if isinstance(origin, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if fact.cause is not None and isinstance(ctx.facts.parents.get(fact.cause), ast.ClassDef):
+            # A base class of another file of the run (object state).
+            return (
+                f"a method inherited from `{_snippet(ctx, fact.cause)}` (line "
+                f"{getattr(fact.cause, 'lineno', '?')}) before `{origin.name}` is called"
+            )
         if fact.cause is not None and hasattr(fact.cause, "lineno"):
             return (
                 f"`{_snippet(ctx, fact.cause)}` on line {fact.cause.lineno} "

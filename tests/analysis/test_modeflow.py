@@ -281,3 +281,53 @@ def test_mode_switch_parses_every_spelling_once() -> None:
     assert parse("m.train(phase == 'train')") == ("unknown", True)
     assert parse("booster.train(params)") == ("unknown", False)
     assert parse("m.eval(x)") is None and parse("m.train(a, b)") is None
+
+
+def test_mode_of_any_receiver_of_a_mode_call_is_tracked() -> None:
+    # ``model`` is only annotated and evaluated: not a model by the flow's
+    # evidence, but its mode calls are still followed (RNF003 asks).
+    mf, tree = flow(
+        """
+        from torch import nn
+        def evaluate(model: nn.Module, loader):
+            model.eval()
+            for x in loader:
+                model(x)
+        """
+    )
+    assert modes(mf, tree, "model(x)", "model") == {Mode.EVAL}
+
+
+def test_entry_states_are_each_callers_mode() -> None:
+    mf, tree = flow(
+        """
+        from torch import nn
+        net = nn.Linear(2, 1)
+        def evaluate(model):
+            return model(x)
+        net.eval()
+        evaluate(net)
+        net.train()
+        evaluate(model=net)
+        """
+    )
+    fn = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
+    found = [(ast.unparse(call), set(state.modes)) for call, state in mf.entry_states(fn, "model")]
+    assert found == [("evaluate(net)", {Mode.EVAL}), ("evaluate(model=net)", {Mode.TRAIN})]
+
+
+def test_switches_in_a_region() -> None:
+    mf, tree = flow(
+        """
+        from torch import nn
+        net = nn.Linear(2, 1)
+        for x in loader:
+            net.module.train()
+            net.train(flag_value)
+            self.eval()
+            other.eval()
+        """
+    )
+    loop = next(n for n in ast.walk(tree) if isinstance(n, ast.For))
+    found = [(ast.unparse(c), m) for c, m in mf.switches_in(loop, "net")]
+    assert found == [("net.module.train()", Mode.TRAIN), ("net.train(flag_value)", Mode.UNKNOWN)]

@@ -1,44 +1,29 @@
-"""RNF003's view of the models: which paths it evaluates, where they run a
-forward, and their mode just before a statement, read syntactically.
+"""RNF003's view of the models: which paths it evaluates and where they run
+a forward. Their modes are the mode flow's (``ctx.facts.modes``), which
+tracks every receiver of a mode call too.
 
 ``ModelIndex`` is a query on the mode flow's models (``rnnfix.analysis.models``):
 they are models here too, and so is any path with a mode call
 (``.eval()``, ``.train()``, ``.train(False)``) in the file or a parameter
 annotated as an ``nn.Module``. ``is_known_module`` is the stricter question
 asked before inserting ``eval()``. Forwards are ``models.forward_path``'s.
-
-``SyntacticModes.mode_before`` is a local, intraprocedural reading used until
-(and alongside) the mode flow of ``rnnfix.analysis.modeflow``: it says "eval"
-only when a ``.eval()`` on the model provably runs before the statement.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from rnnfix.analysis.models import built_class
 from rnnfix.analysis.modestate import is_prefix
 from rnnfix.analysis.names import dotted
-from rnnfix.analysis.syntax import FUNCTIONS, LOOPS, block_of, walk_local, walk_tree
+from rnnfix.analysis.syntax import walk_local, walk_tree
 from rnnfix.analysis.torchapi import module_mode_switch, strip_self_returning
 
 if TYPE_CHECKING:
     from rnnfix.context import FileContext
-
-Mode = Literal["train", "eval", "unknown"]
-
-
-def mode_call(node: ast.AST, lenient: bool = False) -> tuple[str, Mode] | None:
-    """(receiver text, mode) of a torch module's mode call; see ``module_mode_switch``."""
-    switch = module_mode_switch(node, lenient)
-    target = switch.target if switch is not None else None
-    if switch is None or target is None:
-        return None
-    return target, switch.mode.value
-
 
 # Methods only a module has: what a forward returns (tensors) never has them.
 _MODULE_ONLY_METHODS = frozenset(
@@ -80,9 +65,9 @@ class ModelIndex:
         found: set[str] = set()
         annotated: set[str] = set()
         for n in walk_tree(self.ctx.tree):
-            mc = mode_call(n)
-            if mc is not None:
-                found.add(mc[0])
+            switch = module_mode_switch(n)
+            if switch is not None and switch.target is not None:
+                found.add(switch.target)
             elif isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
                 if self.builds_module(n.value):
                     targets = n.targets if isinstance(n, ast.Assign) else [n.target]
@@ -156,79 +141,3 @@ class ModelIndex:
                     if m is not None:
                         out.setdefault(m, []).append(n)
         return out
-
-
-def mode_calls_in(root: ast.AST, model: str) -> Iterator[tuple[ast.Call, Mode]]:
-    """Mode calls on ``model`` or on an object it is an attribute of
-    (``self.eval()`` switches ``self.trunk``: ``Module.train`` recurses). One
-    on ``model.module`` counts too: on a DataParallel/DDP wrapper it sets the
-    mode of every layer the wrapper runs (RNF002 reports the stale wrapper
-    flag, not RNF003)."""
-    for n in walk_local(root):
-        mc = mode_call(n, lenient=True)
-        if mc is not None and (is_prefix(mc[0], model) or mc[0] == f"{model}.module"):
-            assert isinstance(n, ast.Call)
-            yield n, mc[1]
-
-
-def mode_before(ctx: FileContext, stmt: ast.stmt, model: str) -> tuple[Mode, ast.AST]:
-    """The model's mode just before ``stmt`` within its function, and where
-    the reading stopped: the mode call found, or the function / module when
-    the mode comes from outside (then the mode is "unknown")."""
-    parents = ctx.facts.parents
-    cur: ast.AST = stmt
-    while True:
-        found = block_of(parents, cur)
-        if found is None:
-            parent = parents.get(cur)
-            if parent is None or isinstance(parent, (*FUNCTIONS, ast.Module)):
-                return "unknown", parent or cur
-            cur = parent  # e.g. an except handler, a match case
-            continue
-        block, index = found
-        for sibling in reversed(block[:index]):
-            last = _last_mode(sibling, model)
-            if last is not None:
-                call, mode = last
-                direct = isinstance(sibling, ast.Expr) and sibling.value is call
-                # The last statement-level switch in a loop or ``with`` body
-                # holds after it (assuming the loop runs at least once).
-                top = _top_stmt(parents, call, sibling)
-                in_loop_body = (
-                    isinstance(sibling, (*LOOPS, ast.With, ast.AsyncWith))
-                    and any(s is top for s in sibling.body)
-                    and isinstance(top, ast.Expr)
-                    and top.value is call
-                )
-                if direct or in_loop_body:
-                    return mode, call
-                return "unknown", call  # set under a condition
-        parent = parents[cur]
-        if isinstance(parent, (*FUNCTIONS, ast.Module)):
-            return "unknown", parent
-        if isinstance(parent, LOOPS) and any(s is cur for s in parent.body):
-            # The previous iteration's end feeds this one.
-            later = parent.body[index + 1 :] if block is parent.body else []
-            for s in later:
-                if any(mode != "eval" for _, mode in mode_calls_in(s, model)):
-                    return "train", s
-        cur = parent
-
-
-def _last_mode(stmt: ast.stmt, model: str) -> tuple[ast.Call, Mode] | None:
-    found = None
-    for call, mode in mode_calls_in(stmt, model):
-        if found is None or (call.lineno, call.col_offset) > (
-            found[0].lineno,
-            found[0].col_offset,
-        ):
-            found = (call, mode)
-    return found
-
-
-def _top_stmt(parents: dict[ast.AST, ast.AST], node: ast.AST, container: ast.AST) -> ast.AST:
-    """The child statement of ``container`` that holds ``node``."""
-    cur = node
-    while parents.get(cur) is not container:
-        cur = parents[cur]
-    return cur
