@@ -29,11 +29,13 @@ class Phase(enum.IntEnum):
 class ModelState:
     """What the sanitizer knows about one model."""
 
-    __slots__ = ("phase", "stepped", "_param_ids", "_nested", "_nested_generation")
+    __slots__ = ("phase", "stepped", "bug_seen", "_param_ids", "_nested", "_nested_generation")
 
     def __init__(self) -> None:
         self.phase = Phase.IDLE
         self.stepped = False
+        #: An optimizer step updated it while it was in eval mode.
+        self.bug_seen = False
         self._param_ids: frozenset[int] | None = None
         self._nested = False
         self._nested_generation = -1
@@ -91,13 +93,15 @@ class ModelTracker:
             for other in list(self.models.keys())
         )
 
-    def cycle_complete(self) -> list[str] | None:
-        """Names of the trained top-level models if all completed a cycle, else None."""
+    def cycle_complete(self, allow_bugs: bool = False) -> list[str] | None:
+        """Names of the trained top-level models if all completed a cycle, else
+        None. ``allow_bugs``: a model seen stepping in eval mode counts as done
+        (``verify --fix`` has seen what it needs)."""
         done = []
         for model, state in list(self.models.items()):
-            if not state.stepped or self.is_nested(model, state):
+            if self.is_nested(model, state) or not (state.stepped or state.bug_seen):
                 continue
-            if state.phase != Phase.COMPLETE:
+            if state.phase != Phase.COMPLETE and not (allow_bugs and state.bug_seen):
                 return None
             done.append(type(model).__name__)
         return done or None
