@@ -146,7 +146,10 @@ class Planner:
         if not prov.call:
             return "no frame of user code called the model"
         if not prov.user_call:
-            return f"library code calls the model (user code: {format_chain(prov.call)})"
+            return (
+                "code rnnfix cannot edit (a library, generated code) calls the model; "
+                f"user code around it: {format_chain(prov.call)}"
+            )
         if not prov.eval_site:
             return (
                 f"no eval()/train(False) call put {prov.model} in eval mode while the run "

@@ -32,10 +32,8 @@ def evidence(record: Record, command: tuple[str, ...]) -> str:
     who = ", ".join(record.processes) or "the command"
     parts = [f"run-time evidence from `{shlex.join(command)}` ({who})"]
     if prov is not None and prov.call:
-        parts.append(
-            f"{record.subject} in {prov.model} ran forward in eval mode, called at "
-            f"{format_chain(prov.call)}"
-        )
+        what = record.subject if prov.rnn_path == "" else f"{record.subject} in {prov.model}"
+        parts.append(f"{what} ran forward in eval mode, called at {format_chain(prov.call)}")
     elif record.forward:
         parts.append(f"{record.subject} ran forward in eval mode at {format_chain(record.forward)}")
     if prov is not None and prov.eval_site:
