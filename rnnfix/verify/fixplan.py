@@ -157,6 +157,8 @@ class Planner:
             )
         deliberate = self._deliberate(record, prov)
         if deliberate is not None:
+            if not record.optimizers and not prov.input_grad:
+                return f"{deliberate}: not fixed"
             if not self.settings.rnn_only:
                 return f"{deliberate}: RNF004's case, fixed only with --rnn-only"
             if self.settings.rnn_only_strategy == "cudnn-off":
@@ -167,7 +169,15 @@ class Planner:
     def _deliberate(self, record: Record, prov: Provenance) -> str | None:
         """Why the eval-mode gradient looks deliberate, or None for a training bug."""
         if not record.optimizers:
-            return "no optimizer updates this RNN: a gradient meant to run in eval mode"
+            if prov.input_grad:
+                return (
+                    "no optimizer updates this RNN and the gradient is taken with respect to "
+                    "the model's input: a gradient meant to run in eval mode"
+                )
+            return (
+                "no optimizer updates this RNN and nothing shows the gradient is meant for "
+                "eval mode either"
+            )
         if prov.nothing_evaluated and self._same_iteration(prov):
             return (
                 "eval() is followed by training with nothing evaluated in between: "

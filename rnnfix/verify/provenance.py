@@ -26,7 +26,7 @@ import json
 import linecache
 import os
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import CodeType, FrameType
 from typing import Any
 
@@ -99,13 +99,33 @@ def capture(
     if not called:
         return None
     rnn = called[0][0]
-    model, caller = called[-1]
+    model, caller, arguments = called[-1]
     found = log.last_eval(rnn)
     key = (site, found[1].serial if found is not None else 0, id(model))
     if key in cache:
         return cache[key]
-    cache[key] = provenance = _provenance(found, rnn, model, caller, module_type, dropout, log)
+    provenance = _provenance(found, rnn, model, caller, module_type, dropout, log)
+    if _requires_grad(arguments):
+        provenance = replace(provenance, input_grad=True)
+    cache[key] = provenance
     return provenance
+
+
+def _requires_grad(arguments: tuple[object, object]) -> bool:
+    """A tensor among the call's arguments (one level into lists, tuples and
+    dicts) requires grad."""
+    args, kwargs = arguments
+    values = [*(args if isinstance(args, tuple) else ())]
+    values += list(kwargs.values()) if isinstance(kwargs, dict) else []
+    items: list[object] = []
+    for value in values:
+        if isinstance(value, dict):
+            items.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            items.extend(value)
+        else:
+            items.append(value)
+    return any(getattr(item, "requires_grad", False) is True for item in items)
 
 
 def _provenance(
@@ -144,20 +164,23 @@ def _provenance(
 
 def _called_modules(
     start: FrameType | None, module_type: type
-) -> list[tuple[Any, FrameType | None]]:
+) -> list[tuple[Any, FrameType | None, tuple[object, object]]]:
     """Modules being called on the stack, innermost first, each with the frame
-    that called it (past torch's own ``__call__`` frames)."""
-    out: list[tuple[Any, FrameType | None]] = []
+    that called it (past torch's own ``__call__`` frames) and the call's
+    ``(args, kwargs)``."""
+    out: list[tuple[Any, FrameType | None, tuple[object, object]]] = []
     frame = start
     while frame is not None:
         code = frame.f_code
         if code.co_name in _CALL_IMPL and code.co_filename.endswith(_MODULE_FILE):
-            module = frame.f_locals.get("self")
+            local = frame.f_locals
+            module = local.get("self")
             if isinstance(module, module_type):
+                arguments = (local.get("args", ()), local.get("kwargs", {}))
                 if out and out[-1][0] is module:
-                    out[-1] = (module, frame.f_back)
+                    out[-1] = (module, frame.f_back, arguments)
                 else:
-                    out.append((module, frame.f_back))
+                    out.append((module, frame.f_back, arguments))
         frame = frame.f_back
     return out
 

@@ -93,6 +93,10 @@ class Provenance:
     #: No eval-mode RNN forward ran between the ``eval()`` and this forward:
     #: nothing was evaluated (frozen-BatchNorm fine-tuning looks like this).
     nothing_evaluated: bool = False
+    #: A tensor passed to the called module requires grad: a gradient with
+    #: respect to the input (saliency, adversarial examples, a critic scoring
+    #: an actor's output), not training data.
+    input_grad: bool = False
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -114,6 +118,7 @@ class Provenance:
             rnn_dropout=bool(data.get("rnn_dropout", False)),
             user_call=bool(data.get("user_call", True)),
             nothing_evaluated=bool(data.get("nothing_evaluated", False)),
+            input_grad=bool(data.get("input_grad", False)),
         )
 
 

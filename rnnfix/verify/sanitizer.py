@@ -116,6 +116,9 @@ _DROPOUT_KERNELS = {
 #: cudnn_enabled)``, and the name of the flag argument.
 _NORM_KERNELS = {"batch_norm": "training", "instance_norm": "use_input_stats"}
 _METADATA_KEY = "rnnfix.verify"
+#: Named as a record's optimizer when no optimizer holds the RNN's weights
+#: but they changed between two of its forwards: a hand-written update.
+MANUAL_UPDATE = "an update by hand (no torch.optim optimizer)"
 _CUDNN_NODE_PREFIXES = ("CudnnRnnBackward", "MiopenRnnBackward")
 
 
@@ -157,6 +160,10 @@ class _Sanitizer:
     optimizers: weakref.WeakSet[Any] = field(default_factory=weakref.WeakSet)
     #: Parameter ids of the RNN of each cuDNN record, to name its optimizers.
     violation_params: dict[tuple[object, ...], frozenset[int]] = field(default_factory=dict)
+    #: A checksum of an RNN's first weight at its last eval-mode forward with
+    #: grad, for RNNs no optimizer holds: a change means code updates the
+    #: weights by hand (``p.data.add_(p.grad, alpha=-lr)``), i.e. trains.
+    fingerprints: dict[frozenset[int], float] = field(default_factory=dict)
 
 
 _active: _Sanitizer | None = None
@@ -183,6 +190,7 @@ class _ForwardState:
         "site_counted",
         "provenance",
         "param_ids",
+        "updated_by_hand",
         "__weakref__",
     )
 
@@ -191,6 +199,7 @@ class _ForwardState:
     ) -> None:
         self.provenance: Provenance | None = None
         self.param_ids: frozenset[int] = frozenset()
+        self.updated_by_hand = False
         self.rnn = rnn
         self.train = train
         self.checked_by = checked_by  # "" when backward through it is fine
@@ -441,8 +450,13 @@ def _take_provenance(san: _Sanitizer, state: _ForwardState, args: tuple[Any, ...
     )
     packed = len(args) > 3 and not isinstance(args[3], bool)
     weights = args[3 if packed else 2] if len(args) > 3 else ()
-    if isinstance(weights, (list, tuple)):
+    if isinstance(weights, (list, tuple)) and weights:
         state.param_ids = frozenset(id(w) for w in weights)
+        if not _optimizers_of(san, state.param_ids):
+            checksum = float(weights[0].detach().sum())
+            before = san.fingerprints.get(state.param_ids)
+            san.fingerprints[state.param_ids] = checksum
+            state.updated_by_hand = before is not None and before != checksum
 
 
 def _optimizers_of(san: _Sanitizer, param_ids: frozenset[int]) -> tuple[str, ...]:
@@ -505,7 +519,8 @@ def _on_violation(san: _Sanitizer, state: _ForwardState) -> None:
         backward=backward,
         subject=state.rnn,
         checked_by=state.checked_by,
-        optimizers=_optimizers_of(san, state.param_ids),
+        optimizers=_optimizers_of(san, state.param_ids)
+        or ((MANUAL_UPDATE,) if state.updated_by_hand else ()),
         provenance=state.provenance,
     )
     if state.param_ids:

@@ -88,7 +88,8 @@ def test_static_analysis_misses_these(tmp_path: Path) -> None:
 
     for name in ("registry.py", "trainer_callback.py", "other_package.py"):
         source = (FIX / name).read_text()
-        assert rnnfix.fix(source)[0] == source
+        result = rnnfix.fix(source)
+        assert not result.changed and not result.initial, name
 
 
 def test_correct_script_is_left_byte_identical(tmp_path: Path) -> None:
@@ -187,3 +188,15 @@ def test_cli_diff_needs_fix() -> None:
     result = CliRunner().invoke(cli, ["verify", "--diff", "train.py"])
     assert result.exit_code == 2
     assert "--diff needs --fix" in result.output
+
+
+def test_records_of_every_process_merge_into_one_fix(tmp_path: Path) -> None:
+    script = _copy(tmp_path, "spawn_ranks.py")
+    report = _fix(tmp_path, script)
+    assert [o.status for o in report.outcomes] == ["proven"], report
+    fix = report.outcomes[0].fix
+    processes = {p for r in fix.records for p in r.processes}
+    assert {"rank 0", "rank 1"} <= processes
+    assert _added((FIX / "spawn_ranks.py").read_text(), script.read_text()) == [
+        "        model.train()"
+    ]
