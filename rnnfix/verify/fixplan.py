@@ -276,7 +276,7 @@ class Planner:
         if not _anchorable(src.ctx, anchor):
             return f"{where}: the statement does not start its own line"
         refs = prov.refs[frame] if frame < len(prov.refs) else ()
-        expr = _receiver(refs, scope, src.ctx.tree, anchor)
+        expr = _receiver(refs, scope, src.ctx, anchor)
         if expr is None:
             return (
                 f"{where}: no expression naming {prov.model} there is bound before that "
@@ -312,7 +312,7 @@ class Planner:
         src, scope, step, _ = found
         if not _anchorable(src.ctx, step) or isinstance(step, (ast.If, *LOOPS, ast.With)):
             return f"{site}: the forward is not a simple statement"
-        expr = _receiver(prov.refs[0] if prov.refs else (), scope, src.ctx.tree, step)
+        expr = _receiver(prov.refs[0] if prov.refs else (), scope, src.ctx, step)
         if expr is None:
             return f"{site}: no expression naming {prov.model} is bound there"
         code = f"{_member(expr, prov.rnn_path)}.train()"
@@ -380,11 +380,11 @@ class Planner:
 
 
 def _receiver(
-    refs: Sequence[str], scope: FuncNode | None, tree: ast.Module, anchor: ast.stmt
+    refs: Sequence[str], scope: FuncNode | None, ctx: FileContext, anchor: ast.stmt
 ) -> str | None:
     """The first expression naming the model that is bound at ``anchor``."""
     for expr in refs:
-        if _bound_before(expr, scope, tree, anchor):
+        if _bound_before(expr, scope, ctx.tree, anchor, ctx.facts.parents):
             return expr
     return None
 
@@ -470,9 +470,16 @@ def _member(expr: str, path: str | None) -> str:
     return out
 
 
-def _bound_before(expr: str, scope: FuncNode | None, tree: ast.Module, anchor: ast.stmt) -> bool:
-    """Every binding of ``expr``'s first name in ``scope`` comes before
-    ``anchor``: the name holds the model when the inserted line runs."""
+def _bound_before(
+    expr: str,
+    scope: FuncNode | None,
+    tree: ast.Module,
+    anchor: ast.stmt,
+    parents: dict[ast.AST, ast.AST],
+) -> bool:
+    """``expr``'s first name holds what the run saw when the inserted line
+    runs: a parameter, a global the scope never binds, or a name bound before
+    ``anchor`` and not rebound later in a loop that repeats ``anchor``."""
     match = _NAME.match(expr)
     if match is None:
         return False
@@ -484,27 +491,50 @@ def _bound_before(expr: str, scope: FuncNode | None, tree: ast.Module, anchor: a
         params += [a for a in (args.vararg, args.kwarg) if a is not None]
         if any(a.arg == name for a in params):
             return True
+    loops = [n for n in _ancestors(anchor, parents, root) if isinstance(n, LOOPS)]
+    before = after = False
     for node in walk_local(root):
-        if node is root:
+        if node is root or not _binds(node, name):
             continue
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound_here = node.name == name
-        elif isinstance(node, ast.Name):
-            bound_here = node.id == name and isinstance(node.ctx, (ast.Store, ast.Del))
-        elif isinstance(node, ast.alias):
-            bound_here = (node.asname or node.name.split(".")[0]) == name
-        elif isinstance(node, ast.ExceptHandler):
-            bound_here = node.name == name
+        where = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+        if where < (anchor.lineno, anchor.col_offset):
+            before = True
+        elif any(loop in _ancestors(node, parents, root) for loop in loops):
+            return False  # rebound later in an iteration that the inserted line repeats
         else:
-            continue
-        if bound_here and (node.lineno, node.col_offset) >= (anchor.lineno, anchor.col_offset):
-            return False
-    return True
+            after = True
+    if before:
+        return True
+    # Never bound in a function: a global (or closure) name, as the run saw it.
+    return not after and isinstance(root, (ast.FunctionDef, ast.AsyncFunctionDef))
+
+
+def _binds(node: ast.AST, name: str) -> bool:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name == name
+    if isinstance(node, ast.Name):
+        return node.id == name and isinstance(node.ctx, (ast.Store, ast.Del))
+    if isinstance(node, ast.alias):
+        return (node.asname or node.name.split(".")[0]) == name
+    if isinstance(node, ast.ExceptHandler):
+        return node.name == name
+    return False
+
+
+def _ancestors(node: ast.AST, parents: dict[ast.AST, ast.AST], root: ast.AST) -> list[ast.AST]:
+    out = []
+    cur = parents.get(node)
+    while cur is not None and cur is not root:
+        out.append(cur)
+        cur = parents.get(cur)
+    return out
 
 
 def _where(ctx: FileContext, anchor: ast.stmt) -> str:
     parent = ctx.facts.parents.get(anchor)
-    if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and parent.body[0] is anchor:
+    if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+        function_head(parent) is anchor
+    ):
         return f"at the start of `{parent.name}`"
     if isinstance(parent, LOOPS) and parent.body[0] is anchor:
         return f"at the head of the loop on line {parent.lineno}"
