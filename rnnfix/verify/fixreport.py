@@ -41,7 +41,7 @@ def evidence(record: Record, command: tuple[str, ...]) -> str:
     if record.backward:
         parts.append(f"backward at {format_chain(record.backward)}")
     if record.optimizers:
-        parts.append(f"updated by {', '.join(record.optimizers)}")
+        parts.append(f"optimizer: {', '.join(record.optimizers)}")
     return "; ".join(parts)
 
 

@@ -118,7 +118,7 @@ _NORM_KERNELS = {"batch_norm": "training", "instance_norm": "use_input_stats"}
 _METADATA_KEY = "rnnfix.verify"
 #: Named as a record's optimizer when no optimizer holds the RNN's weights
 #: but they changed between two of its forwards: a hand-written update.
-MANUAL_UPDATE = "an update by hand (no torch.optim optimizer)"
+MANUAL_UPDATE = "none, the weights are updated by hand"
 _CUDNN_NODE_PREFIXES = ("CudnnRnnBackward", "MiopenRnnBackward")
 
 
