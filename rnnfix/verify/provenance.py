@@ -100,10 +100,12 @@ def capture(
         return None
     rnn = called[0][0]
     model, caller, arguments = called[-1]
-    found = log.last_eval(rnn)
-    key = (site, found[1].serial if found is not None else 0, id(model))
+    # Any eval() since the last capture may change the answer; until then a
+    # call site's provenance stands (one stack walk per forward, no search).
+    key = (site, log.serial, id(model), id(rnn))
     if key in cache:
         return cache[key]
+    found = log.last_eval(rnn)
     provenance = _provenance(found, rnn, model, caller, module_type, dropout, log)
     if _requires_grad(arguments):
         provenance = replace(provenance, input_grad=True)

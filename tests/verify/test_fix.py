@@ -200,3 +200,12 @@ def test_records_of_every_process_merge_into_one_fix(tmp_path: Path) -> None:
     assert _added((FIX / "spawn_ranks.py").read_text(), script.read_text()) == [
         "        model.train()"
     ]
+
+
+def test_frozen_batchnorm_finetuning_is_not_undone(tmp_path: Path) -> None:
+    script = _copy(tmp_path, "frozen_finetune.py")
+    data = script.read_bytes()
+    report = _fix(tmp_path, script)
+    assert report.outcomes == []
+    assert "frozen-BatchNorm fine-tuning" in report.unfixed[0].reason
+    assert script.read_bytes() == data
