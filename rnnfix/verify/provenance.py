@@ -65,6 +65,14 @@ class ModeLog:
         if training:
             self.entries.pop(module, None)
             return
+        # Past the module's own train()/eval() overrides: the site is the
+        # user's ``model.eval()``, not ``super().train(mode)`` in the class.
+        while (
+            frame is not None
+            and frame.f_code.co_name in ("train", "eval")
+            and frame.f_locals.get("self") is module
+        ):
+            frame = frame.f_back
         self.serial += 1
         self.entries[module] = EvalEntry(
             self.serial, user_frames(frame, CHAIN_FRAMES), self.eval_forwards

@@ -92,3 +92,19 @@ def test_uncaught_cudnn_error_is_recorded_from_bookkeeping() -> None:
         verify.uninstall()
         verify.clear_records()
     assert sys.excepthook is hook
+
+
+class Overriding(Net):
+    def train(self, mode: bool = True) -> Overriding:
+        super().train(mode)
+        return self
+
+
+def test_eval_site_is_the_users_call_not_the_override(sanitizer: Any) -> None:
+    net = Overriding()
+    net.eval()  # the eval site
+    net(torch.randn(5, 2, 3)).sum().backward()
+    prov = _cudnn(sanitizer.records()).provenance
+    assert prov is not None
+    assert prov.eval_site[0].function == "test_eval_site_is_the_users_call_not_the_override"
+    assert prov.eval_site[0].line == prov.call[0].line - 1
