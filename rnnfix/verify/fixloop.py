@@ -122,7 +122,7 @@ def verify_fix(
     report = FixReport(tuple(command), written=write)
     current = run(seen=True)
     report.runs.append(current)
-    baseline_failed = not current.finished
+    baseline = current
     reported: set[tuple[object, ...]] = set()
     for _round in range(max_rounds):
         plan = Planner(root, settings).plan(current.records)
@@ -140,7 +140,7 @@ def verify_fix(
             break
         proof = run(seen=False)
         report.runs.append(proof)
-        kept = _judge(plan.fixes, originals, texts, current, proof, baseline_failed, report, root)
+        kept = _judge(plan.fixes, originals, texts, current, proof, baseline, report, root)
         masked = [
             r for r in proof.records if r.kind == CUDNN_BACKWARD_IN_EVAL and r.severity == "error"
         ]
@@ -210,7 +210,7 @@ def _judge(
     texts: dict[Path, str],
     before: VerifyResult,
     proof: VerifyResult,
-    baseline_failed: bool,
+    baseline: VerifyResult,
     report: FixReport,
     root: Path,
 ) -> bool:
@@ -227,7 +227,7 @@ def _judge(
         and r.key() not in seen_before
     ]
     explained = any(r.kind == CUDNN_BACKWARD_IN_EVAL and r.key() not in seen_before for r in after)
-    failed = not proof.finished and not baseline_failed and not explained
+    failed = not proof.finished and not explained and not _fails_alike(baseline, proof)
     round_reason = ""
     if failed:
         round_reason = f"the proving run failed ({'; '.join(proof.failures())})"
@@ -258,6 +258,20 @@ def _judge(
             report.outcomes.append(FixOutcome(fix, "proven"))
             kept = True
     return kept
+
+
+def _fails_alike(baseline: VerifyResult, proof: VerifyResult) -> bool:
+    """The first run failed the same way for a reason that is not a mode bug
+    (a missing file at the end of the script): not the edits' doing. A first
+    run that died of cuDNN's error excuses nothing: that is what was fixed."""
+    if baseline.finished or baseline.timed_out or proof.timed_out:
+        return False
+    died_of_cudnn = any(
+        r.kind == CUDNN_BACKWARD_IN_EVAL
+        and (r.checked_by in ("cudnn", "miopen") or baseline.mode == "raise")
+        for r in baseline.records
+    )
+    return not died_of_cudnn and baseline.returncode == proof.returncode
 
 
 def _line_maps(originals: dict[Path, bytes], texts: dict[Path, str]) -> dict[str, LineMap]:

@@ -209,3 +209,16 @@ def test_frozen_batchnorm_finetuning_is_not_undone(tmp_path: Path) -> None:
     assert report.outcomes == []
     assert "frozen-BatchNorm fine-tuning" in report.unfixed[0].reason
     assert script.read_bytes() == data
+
+
+def test_fix_that_breaks_the_run_is_rolled_back_gpu_simulated(tmp_path: Path) -> None:
+    """The first run dies of the (emulated) cuDNN error, as on a GPU; the fix
+    makes it die of something else: that is no excuse, the file goes back."""
+    script = _copy(tmp_path, "train_needs_mode.py")
+    data = script.read_bytes()
+    report = _fix(tmp_path, script, mode="raise")
+    assert not report.runs[0].finished
+    assert [o.status for o in report.outcomes] == ["rolled back"]
+    assert "the proving run failed" in report.outcomes[0].why
+    assert "TypeError" in (report.runs[1].stderr or "")
+    assert script.read_bytes() == data
