@@ -41,7 +41,7 @@ from rnnfix.analysis.scopes import LOOPS, FuncNode
 from rnnfix.analysis.syntax import walk_local
 from rnnfix.context import FileContext
 from rnnfix.edits import Edit, InsertStatements, WrapInWith
-from rnnfix.files import DecodedSource, FileProblem, read_source
+from rnnfix.files import FileProblem, read_source
 from rnnfix.rules.rnf004_backward_in_eval_through_rnn import (
     _common_block,
     _module_level_alias,
@@ -84,15 +84,10 @@ class Plan:
     fixes: list[PlannedFix] = field(default_factory=list)
     unfixed: list[Unfixed] = field(default_factory=list)
 
-    def files(self) -> list[Path]:
-        return sorted({f.path for f in self.fixes})
-
 
 @dataclass
 class _Source:
     path: Path
-    data: bytes
-    decoded: DecodedSource
     ctx: FileContext
 
 
@@ -126,7 +121,7 @@ class Planner:
         if known is not None:
             return known
         try:
-            data, decoded = read_source(path)
+            _data, decoded = read_source(path)
             tree = ast.parse(decoded.text)
         except FileProblem as exc:
             found: _Source | str = f"{file}: {exc}"
@@ -134,7 +129,7 @@ class Planner:
             found = f"{file}: does not parse ({exc})"
         else:
             ctx = FileContext(decoded.text, tree, self.settings, str(path))
-            found = _Source(path, data, decoded, ctx)
+            found = _Source(path, ctx)
         self._sources[path] = found
         return found
 

@@ -38,6 +38,15 @@ Dropout and BatchNorm (never raised)
     ``eval()`` (warning), anything else deliberate (info). Other calls cost a
     flag check or two, no stack walk.
 
+For ``verify --fix``
+    the ``nn.Module.train`` wrapper keeps the last ``eval()`` call site per
+    module (``provenance.ModeLog``); an eval-mode forward with grad enabled
+    takes its provenance (``provenance.capture``) and the ids of the RNN's
+    weights, so its record can name the optimizers that update them
+    (``Optimizer.__init__`` is wrapped: every optimizer is known before its
+    first step). When real cuDNN raises and no hook recorded it, the wrapped
+    ``sys.excepthook`` records the error from the live forward states.
+
 Not reachable: TorchScript RNNs and code that bound
 ``torch._C._VariableFunctions.lstm`` before installation.
 
