@@ -148,8 +148,12 @@ class Record:
     provenance: Provenance | None = None
 
     def key(self) -> tuple[object, ...]:
-        """Identity for deduplication: same kind, subject and code paths."""
-        return (self.kind, self.subject, self.forward, self.backward)
+        """Identity for deduplication: same kind, subject and code paths, and
+        for a record with provenance the same model (two models of a registry
+        trained at one call site are two bugs, each with its own fix)."""
+        prov = self.provenance
+        who = prov.refs[0][0] if prov is not None and prov.refs and prov.refs[0] else ""
+        return (self.kind, self.subject, self.forward, self.backward, who)
 
     def where(self) -> str:
         """Short location text: ``backward at a.py:3; forward at b.py:9 <- a.py:2``."""

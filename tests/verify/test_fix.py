@@ -53,27 +53,36 @@ def _added(before: str, after: str) -> list[str]:
     ("name", "inserted", "before_line"),
     [
         # bugs static analysis cannot prove (``rnnfix apply`` leaves them)
-        ("registry.py", '        MODELS["tagger"].train()', "        for x, y in data:"),
-        ("trainer_callback.py", "            self.model.train()", "            for x, y in data:"),
-        ("other_package.py", "    net.train()", "    for x, y in data:"),
+        ("registry.py", ['        MODELS["tagger"].train()'], "        for x, y in data:"),
+        (
+            "trainer_callback.py",
+            ["            self.model.train()"],
+            "            for x, y in data:",
+        ),
+        ("other_package.py", ["    net.train()"], "    for x, y in data:"),
+        (
+            "registry_loop.py",
+            ['            self.models["a"].train()', '            self.models["b"].train()'],
+            "            for x in data:",
+        ),
         # eval() at the end of the function: the next call trains in eval mode
-        ("run_epoch.py", "    model.train()", "    for x, y in data:"),
+        ("run_epoch.py", ["    model.train()"], "    for x, y in data:"),
     ],
 )
 def test_fixes_proves_and_is_idempotent(
-    tmp_path: Path, name: str, inserted: str, before_line: str
+    tmp_path: Path, name: str, inserted: list[str], before_line: str
 ) -> None:
     script = _copy(tmp_path, name)
     before = script.read_text()
     report = _fix(tmp_path, script)
-    assert [o.status for o in report.outcomes] == ["proven"], report.outcomes
+    assert [o.status for o in report.outcomes] == ["proven"] * len(inserted), report.outcomes
     assert report.unfixed == []
     assert report.exit_code == 0
     assert len(report.runs) == 2 and report.runs[1].ok
     after = script.read_text()
-    assert _added(before, after) == [inserted]
+    assert _added(before, after) == inserted
     lines = after.splitlines()
-    assert lines[lines.index(inserted) + 1] == before_line
+    assert lines[lines.index(inserted[-1]) + 1] == before_line
     fix = report.outcomes[0].fix
     assert fix.records and fix.records[0].optimizers  # evidence: which optimizer stepped it
     # Idempotent: the fixed script runs clean, nothing is written.
@@ -86,7 +95,7 @@ def test_fixes_proves_and_is_idempotent(
 def test_static_analysis_misses_these(tmp_path: Path) -> None:
     import rnnfix
 
-    for name in ("registry.py", "trainer_callback.py", "other_package.py"):
+    for name in ("registry.py", "trainer_callback.py", "other_package.py", "registry_loop.py"):
         source = (FIX / name).read_text()
         result = rnnfix.fix(source)
         assert not result.changed and not result.initial, name
