@@ -461,7 +461,8 @@ def _take_provenance(san: _Sanitizer, state: _ForwardState, args: tuple[Any, ...
     weights = args[3 if packed else 2] if len(args) > 3 else ()
     if isinstance(weights, (list, tuple)) and weights:
         state.param_ids = frozenset(id(w) for w in weights)
-        if not _optimizers_of(san, state.param_ids):
+        # Only while recording for --fix: a reduction per forward (a sync on CUDA).
+        if san.stop_when_seen and not _optimizers_of(san, state.param_ids):
             checksum = float(weights[0].detach().sum())
             before = san.fingerprints.get(state.param_ids)
             san.fingerprints[state.param_ids] = checksum
