@@ -184,3 +184,21 @@ def test_duplicate_records_make_one_fix(tmp_path: Path) -> None:
     plan = Planner(tmp_path, Settings()).plan([a, b])
     assert len(plan.fixes) == 1 and len(plan.fixes[0].records) == 2
     assert isinstance(plan.fixes[0].edits[0], InsertStatements)
+
+
+def test_evaluate_then_train_puts_train_before_the_training_loop(tmp_path: Path) -> None:
+    source = textwrap.dedent(
+        """\
+        def main(model, data):
+            baseline = evaluate(model, data)
+            print(baseline)
+            for x in data:
+                model(x).sum().backward()
+        """
+    )
+    record = _record(
+        "train.py", [(5, "main"), (9, "<module>")], [(20, "evaluate"), (2, "main")], [("model",)]
+    )
+    fixed, description = _plan(tmp_path, source, record)
+    assert "    print(baseline)\n    model.train()\n    for x in data:" in fixed
+    assert description == "insert `model.train()` before line 4"
