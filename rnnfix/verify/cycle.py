@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -69,11 +70,18 @@ class ModelTracker:
         self.models: weakref.WeakKeyDictionary[Module, ModelState] = weakref.WeakKeyDictionary()
         self._generation = 0
 
-    def on_mode_call(self, model: Module, training: bool) -> None:
+    def on_mode_call(
+        self, model: Module, training: bool, trained_before: Callable[[Module], bool] | None = None
+    ) -> None:
+        """``trained_before``: asked when ``model`` is first seen, whether an
+        optimizer already stepped it (a model first switched by its
+        validation's ``eval()`` has trained: its cycle has begun)."""
         state = self.models.get(model)
         if state is None:
             state = self.models[model] = ModelState()
             self._generation += 1  # nesting may have changed
+            if trained_before is not None and trained_before(model):
+                state.on_step()
         state.on_mode(training)
 
     def is_nested(self, model: Module, state: ModelState) -> bool:

@@ -123,9 +123,10 @@ def verify_fix(
     current = run(seen=True)
     report.runs.append(current)
     baseline = current
+    records = list(current.records)
     reported: set[tuple[object, ...]] = set()
     for _round in range(max_rounds):
-        plan = Planner(root, settings).plan(current.records)
+        plan = Planner(root, settings).plan(records)
         for item in plan.unfixed:
             if item.record.key() not in reported:
                 reported.add(item.record.key())
@@ -140,13 +141,15 @@ def verify_fix(
             break
         proof = run(seen=False)
         report.runs.append(proof)
-        kept = _judge(plan.fixes, originals, texts, current, proof, baseline, report, root)
-        masked = [
-            r for r in proof.records if r.kind == CUDNN_BACKWARD_IN_EVAL and r.severity == "error"
-        ]
-        if not kept or not masked:
+        every_file_kept, new = _judge(
+            plan.fixes, originals, texts, current, proof, baseline, report, root
+        )
+        masked = [r for r in new if r.kind == CUDNN_BACKWARD_IN_EVAL and r.severity == "error"]
+        # Another round only on files as the proving run saw them: after a
+        # rollback its line numbers no longer match the files.
+        if not every_file_kept or not masked:
             break
-        current = proof  # bugs the first ones hid: another round
+        current, records = proof, masked  # bugs the first ones hid
     return report
 
 
@@ -213,11 +216,14 @@ def _judge(
     baseline: VerifyResult,
     report: FixReport,
     root: Path,
-) -> bool:
-    """Keep or roll back each written file; True if any fix was kept."""
+) -> tuple[bool, list[Record]]:
+    """Keep or roll back each written file. Returns whether every file was
+    kept, and the proving run's records the run before did not show (as the
+    proving run wrote them)."""
     maps = _line_maps(originals, texts)
     seen_before = {r.key() for r in before.records}
     after = [_mapped(r, maps, root) for r in proof.records]
+    new = [r for r, m in zip(proof.records, after, strict=True) if m.key() not in seen_before]
     after_keys = {r.key() for r in after}
     caused = [
         r
@@ -248,7 +254,6 @@ def _judge(
     for path in reasons:
         restore_bytes(path, originals[path])
         rolled.add(path)
-    kept = False
     for fix in fixes:
         if fix.path not in originals:
             continue
@@ -256,8 +261,7 @@ def _judge(
             report.outcomes.append(FixOutcome(fix, "rolled back", reasons[fix.path]))
         else:
             report.outcomes.append(FixOutcome(fix, "proven"))
-            kept = True
-    return kept
+    return not rolled, new
 
 
 def _fails_alike(baseline: VerifyResult, proof: VerifyResult) -> bool:

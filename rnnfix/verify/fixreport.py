@@ -61,11 +61,7 @@ def format_fix_text(report: FixReport) -> str:
     lines = [f"rnnfix verify --fix: {', '.join(head)}"]
     for i, run in enumerate(report.runs):
         label = "recorded" if i == 0 else "proving run"
-        seen = len(run.errors)
-        lines.append(
-            f"  {label}: {run.how()}; {seen} mode bug(s) seen"
-            + ("" if run.finished else f"; {'; '.join(run.failures())}")
-        )
+        lines.append(f"  {label}: {run.how()}; {'; '.join(run.failures()) or 'clean'}")
     if report.diff:
         lines.append(report.diff.rstrip("\n"))
     for outcome in report.outcomes:

@@ -165,8 +165,17 @@ class _Sanitizer:
     #: The last ``eval()`` per module, for ``verify --fix``.
     mode_log: ModeLog = field(default_factory=ModeLog)
     provenance_cache: dict[tuple[object, ...], Provenance | None] = field(default_factory=dict)
-    #: Every optimizer built so far, weakly held.
+    #: Every optimizer built so far, and those that took a step, weakly held.
     optimizers: weakref.WeakSet[Any] = field(default_factory=weakref.WeakSet)
+    stepped: weakref.WeakSet[Any] = field(default_factory=weakref.WeakSet)
+
+    def stepped_before(self, model: Any) -> bool:
+        """An optimizer that has stepped holds parameters of ``model``."""
+        if not self.stepped:
+            return False
+        ids = {id(p) for p in model.parameters()}
+        return any(not ids.isdisjoint(_optimizer_param_ids(o)) for o in list(self.stepped))
+
     #: Parameter ids of the RNN of each cuDNN record, to name its optimizers.
     violation_params: dict[tuple[object, ...], frozenset[int]] = field(default_factory=dict)
     #: A checksum of an RNN's first weight at its last eval-mode forward with
@@ -878,7 +887,7 @@ def _patch_module_train(san: _Sanitizer) -> None:
         finally:
             current.train_depth -= 1
         try:
-            current.tracker.on_mode_call(self, bool(mode))
+            current.tracker.on_mode_call(self, bool(mode), current.stepped_before)
             current.mode_log.on_mode_call(self, bool(mode), sys._getframe(1))
         except Exception as exc:  # noqa: BLE001 - our bug must not break training
             _internal_error(current, exc)
@@ -970,6 +979,7 @@ def _before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
 def _check_step(san: _Sanitizer, optimizer: Any) -> None:
     san.recorder.optimizer_steps += 1
     san.optimizers.add(optimizer)
+    san.stepped.add(optimizer)
     if san.violation_params:
         _name_optimizer(san, optimizer)
     tracker = san.tracker

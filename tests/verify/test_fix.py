@@ -231,3 +231,16 @@ def test_fix_that_breaks_the_run_is_rolled_back_gpu_simulated(tmp_path: Path) ->
     assert "the proving run failed" in report.outcomes[0].why
     assert "TypeError" in (report.runs[1].stderr or "")
     assert script.read_bytes() == data
+
+
+def test_a_bug_hidden_by_the_first_error_gets_a_second_round(tmp_path: Path) -> None:
+    """GPU simulated: the run stops at the first error; the proving run shows
+    the next one, which a second round fixes and proves."""
+    script = _copy(tmp_path, "two_models.py")
+    before = script.read_text()
+    report = _fix(tmp_path, script, mode="raise")
+    assert [o.status for o in report.outcomes] == ["proven", "proven"], report.outcomes
+    assert len(report.runs) == 3 and report.runs[-1].ok
+    # The second round's train() goes before the loop's first statement,
+    # which the first round's now is.
+    assert _added(before, script.read_text()) == ["    critic.train()", "    encoder.train()"]
