@@ -32,7 +32,11 @@ def evidence(record: Record, command: tuple[str, ...]) -> str:
     who = ", ".join(record.processes) or "the command"
     parts = [f"run-time evidence from `{shlex.join(command)}` ({who})"]
     if prov is not None and prov.call:
-        what = record.subject if prov.rnn_path == "" else f"{record.subject} in {prov.model}"
+        what = record.subject
+        if prov.rnn_path:
+            what = f"{record.subject} `{prov.rnn_path}` of {prov.model}"
+        elif prov.rnn_path is None:
+            what = f"{record.subject} in {prov.model}"
         parts.append(f"{what} ran forward in eval mode, called at {format_chain(prov.call)}")
     elif record.forward:
         parts.append(f"{record.subject} ran forward in eval mode at {format_chain(record.forward)}")
