@@ -168,6 +168,12 @@ class _Sanitizer:
     #: Every optimizer built so far, and those that took a step, weakly held.
     optimizers: weakref.WeakSet[Any] = field(default_factory=weakref.WeakSet)
     stepped: weakref.WeakSet[Any] = field(default_factory=weakref.WeakSet)
+    #: Parameter ids of the RNN of each cuDNN record, to name its optimizers.
+    violation_params: dict[tuple[object, ...], frozenset[int]] = field(default_factory=dict)
+    #: A checksum of an RNN's first weight at its last eval-mode forward with
+    #: grad, for RNNs no optimizer holds: a change means code updates the
+    #: weights by hand (``p.data.add_(p.grad, alpha=-lr)``), i.e. trains.
+    fingerprints: dict[frozenset[int], float] = field(default_factory=dict)
 
     def stepped_before(self, model: Any) -> bool:
         """An optimizer that has stepped holds parameters of ``model``."""
@@ -175,13 +181,6 @@ class _Sanitizer:
             return False
         ids = {id(p) for p in model.parameters()}
         return any(not ids.isdisjoint(_optimizer_param_ids(o)) for o in list(self.stepped))
-
-    #: Parameter ids of the RNN of each cuDNN record, to name its optimizers.
-    violation_params: dict[tuple[object, ...], frozenset[int]] = field(default_factory=dict)
-    #: A checksum of an RNN's first weight at its last eval-mode forward with
-    #: grad, for RNNs no optimizer holds: a change means code updates the
-    #: weights by hand (``p.data.add_(p.grad, alpha=-lr)``), i.e. trains.
-    fingerprints: dict[frozenset[int], float] = field(default_factory=dict)
 
 
 _active: _Sanitizer | None = None
