@@ -457,14 +457,17 @@ def _take_provenance(san: _Sanitizer, state: _ForwardState, args: tuple[Any, ...
     the RNN's weights (to name the optimizers that update them)."""
     from torch import nn
 
-    state.provenance = capture(
-        sys._getframe(3),  # the RNN module's forward (kernel <- wrapper <- _after_rnn)
-        san.mode_log,
-        nn.Module,
-        state.dropout_changes_output,
-        san.provenance_cache,
-        state.forward,
-    )
+    try:
+        state.provenance = capture(
+            sys._getframe(3),  # the RNN module's forward (kernel <- wrapper <- _after_rnn)
+            san.mode_log,
+            nn.Module,
+            state.dropout_changes_output,
+            san.provenance_cache,
+            state.forward,
+        )
+    except Exception:  # noqa: BLE001 - only --fix needs it: the check itself goes on
+        state.provenance = None
     packed = len(args) > 3 and not isinstance(args[3], bool)
     weights = args[3 if packed else 2] if len(args) > 3 else ()
     if isinstance(weights, (list, tuple)) and weights:
