@@ -41,6 +41,12 @@ What it records (``Record.kind``, severity):
   module's; training itself is unaffected.
 - ``clean-cycle`` (info) and ``sanitizer-error`` (error, exit status 2).
 
+For ``verify --fix`` a ``cudnn-backward-in-eval`` record also carries its
+``provenance`` (the module user code called, the user frames from that call
+outwards with the expressions naming the module in each, the ``eval()`` that
+left it in eval mode; :mod:`rnnfix.verify.provenance`) and ``optimizers``
+(the optimizers whose parameters include the RNN's weights).
+
 Errors fail a run; warnings fail it only under ``--strict``; infos never. None
 but the cuDNN error is ever raised, and a warning keeps ``--until-clean-cycle``
 from stopping.

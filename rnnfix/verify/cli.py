@@ -19,9 +19,12 @@ Examples:
   rnnfix verify train.py -- --epochs 1
   rnnfix verify -m pkg.train -- --epochs 1
   rnnfix verify --until-clean-cycle -- torchrun --nproc_per_node=2 train.py
+  rnnfix verify --fix train.py -- --epochs 2     # run, fix, run again, keep what is proven
+  rnnfix verify --fix --diff train.py            # show the fixes, write nothing
 
-Exit status: 0 clean and finished, 1 mode bugs seen or the command failed,
-2 usage or internal error.
+Exit status: 0 clean and finished (--fix: every bug seen fixed and proven),
+1 mode bugs seen or the command failed (--fix: something reported, rolled
+back, or only shown by --diff), 2 usage or internal error.
 """
 
 
@@ -60,6 +63,27 @@ Exit status: 0 clean and finished, 1 mode bugs seen or the command failed,
     default=None,
     help="Python that runs SCRIPT or -m MODULE [default: this one].",
 )
+@click.option(
+    "--fix",
+    is_flag=True,
+    help="Record the run's mode bugs, fix them in the source (placed as `rnnfix apply` "
+    "places RNF001's train()), run again, and roll back every file whose fixes the "
+    "second run does not prove. Stops the first run once every model was seen.",
+)
+@click.option("--diff", is_flag=True, help="With --fix: print the fixes as a diff, write nothing.")
+@click.option(
+    "--rnn-only/--no-rnn-only",
+    default=False,
+    help="With --fix: also fix gradients meant to run in eval mode (RNF004): the RNN "
+    "alone in train mode, or cuDNN off with --rnn-only-strategy cudnn-off.",
+)
+@click.option(
+    "--rnn-only-strategy",
+    type=click.Choice(["rnn-train", "cudnn-off"]),
+    default="rnn-train",
+    show_default=True,
+    help="With --fix --rnn-only: how RNF004's case is fixed.",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[SCRIPT] [--] [ARGS]...")
 def verify_command(
     module: str | None,
@@ -69,6 +93,10 @@ def verify_command(
     strict: bool,
     as_json: bool,
     python: str | None,
+    fix: bool,
+    diff: bool,
+    rnn_only: bool,
+    rnn_only_strategy: str,
     command: tuple[str, ...],
 ) -> None:
     """Run a training script under the runtime mode sanitizer and judge it.
@@ -79,6 +107,9 @@ def verify_command(
     CPU the sanitizer raises cuDNN's "cudnn RNN backward can only be called in
     training mode" where a GPU would; with CUDA, real cuDNN checks and the
     sanitizer records.
+
+    With --fix, each recorded mode bug becomes a source edit, proven by a
+    second run; see the README's "Verify" section.
     """
     if module is not None:
         words = list(command[1:] if command[:1] == ("--",) else command)
@@ -91,6 +122,12 @@ def verify_command(
     if runs_own_python and python is None and importlib.util.find_spec("torch") is None:
         click.echo(TORCH_MISSING, err=True)
         sys.exit(2)
+    if diff and not fix:
+        raise click.UsageError("--diff needs --fix")
+    if fix:
+        _run_fix(
+            argv, timeout, as_json, write=not diff, rnn_only=rnn_only, strategy=rnn_only_strategy
+        )
     result = run_verify(
         argv,
         timeout=timeout,
@@ -101,6 +138,27 @@ def verify_command(
     )
     click.echo(format_json(result) if as_json else format_text(result))
     sys.exit(result.exit_code)
+
+
+def _run_fix(
+    argv: list[str], timeout: float, as_json: bool, *, write: bool, rnn_only: bool, strategy: str
+) -> None:
+    from rnnfix.settings import Settings
+    from rnnfix.verify.fixloop import verify_fix
+    from rnnfix.verify.fixreport import format_fix_json, format_fix_text
+
+    settings = Settings(
+        rnn_only=rnn_only, rnn_only_strategy="cudnn-off" if strategy == "cudnn-off" else "rnn-train"
+    )
+    report = verify_fix(
+        argv,
+        settings=settings,
+        timeout=timeout,
+        write=write,
+        stdout=_stderr_fd() if as_json else None,
+    )
+    click.echo(format_fix_json(report) if as_json else format_fix_text(report))
+    sys.exit(report.exit_code)
 
 
 def _stderr_fd() -> IO[Any] | int | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -29,11 +30,13 @@ class Phase(enum.IntEnum):
 class ModelState:
     """What the sanitizer knows about one model."""
 
-    __slots__ = ("phase", "stepped", "_param_ids", "_nested", "_nested_generation")
+    __slots__ = ("phase", "stepped", "bug_seen", "_param_ids", "_nested", "_nested_generation")
 
     def __init__(self) -> None:
         self.phase = Phase.IDLE
         self.stepped = False
+        #: An optimizer step updated it while it was in eval mode.
+        self.bug_seen = False
         self._param_ids: frozenset[int] | None = None
         self._nested = False
         self._nested_generation = -1
@@ -67,11 +70,18 @@ class ModelTracker:
         self.models: weakref.WeakKeyDictionary[Module, ModelState] = weakref.WeakKeyDictionary()
         self._generation = 0
 
-    def on_mode_call(self, model: Module, training: bool) -> None:
+    def on_mode_call(
+        self, model: Module, training: bool, trained_before: Callable[[Module], bool] | None = None
+    ) -> None:
+        """``trained_before``: asked when ``model`` is first seen, whether an
+        optimizer already stepped it (a model first switched by its
+        validation's ``eval()`` has trained: its cycle has begun)."""
         state = self.models.get(model)
         if state is None:
             state = self.models[model] = ModelState()
             self._generation += 1  # nesting may have changed
+            if trained_before is not None and trained_before(model):
+                state.on_step()
         state.on_mode(training)
 
     def is_nested(self, model: Module, state: ModelState) -> bool:
@@ -91,13 +101,15 @@ class ModelTracker:
             for other in list(self.models.keys())
         )
 
-    def cycle_complete(self) -> list[str] | None:
-        """Names of the trained top-level models if all completed a cycle, else None."""
+    def cycle_complete(self, allow_bugs: bool = False) -> list[str] | None:
+        """Names of the trained top-level models if all completed a cycle, else
+        None. ``allow_bugs``: a model seen stepping in eval mode counts as done
+        (``verify --fix`` has seen what it needs)."""
         done = []
         for model, state in list(self.models.items()):
-            if not state.stepped or self.is_nested(model, state):
+            if self.is_nested(model, state) or not (state.stepped or state.bug_seen):
                 continue
-            if state.phase != Phase.COMPLETE:
+            if state.phase != Phase.COMPLETE and not (allow_bugs and state.bug_seen):
                 return None
             done.append(type(model).__name__)
         return done or None

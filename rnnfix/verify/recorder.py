@@ -39,6 +39,9 @@ class Recorder:
             seen = self._records.get(record.key())
             if seen is not None:
                 seen.count += record.count
+                extra = [o for o in record.optimizers if o not in seen.optimizers]
+                if extra:
+                    seen.optimizers = (*seen.optimizers, *extra)
                 return False
             self._records[record.key()] = record
         if flush:

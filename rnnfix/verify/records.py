@@ -59,6 +59,69 @@ class Site:
         return f"{self.file}:{self.line}"
 
 
+@dataclass(frozen=True)
+class Provenance:
+    """How the user's code reached an eval-mode forward, for ``verify --fix``.
+
+    Taken at forward time from the live stack: the module the user's code
+    called (the outermost module call around the RNN), the user frames from
+    that call outwards with, per frame, the expressions that name the module
+    there (checked against the live object, never evaluated), and the user
+    frames of the ``eval()``/``train(False)`` that last put it (or a module
+    around or inside it) in eval mode.
+    """
+
+    #: Class name of the module the user's code called.
+    model: str
+    #: User frames from the call of that module outwards, innermost first.
+    call: tuple[Site, ...]
+    #: Per frame of ``call``: expressions naming the module in that frame.
+    refs: tuple[tuple[str, ...], ...]
+    #: User frames of the ``eval()`` call, innermost first; empty: unknown.
+    eval_site: tuple[Site, ...] = ()
+    #: The module ``eval()`` was called on, relative to the called module:
+    #: ``""`` for the module itself or a module around it, ``"encoder"`` for
+    #: ``model.encoder.eval()``.
+    eval_path: str = ""
+    #: The RNN relative to the called module (``""``: it is the RNN); None
+    #: when it is not one of its submodules.
+    rnn_path: str | None = ""
+    #: The RNN's inter-layer dropout changes its output in train mode.
+    rnn_dropout: bool = False
+    #: The called module is itself user code's call target (not library code).
+    user_call: bool = True
+    #: No eval-mode RNN forward ran between the ``eval()`` and this forward:
+    #: nothing was evaluated (frozen-BatchNorm fine-tuning looks like this).
+    nothing_evaluated: bool = False
+    #: A tensor passed to the called module requires grad: a gradient with
+    #: respect to the input (saliency, adversarial examples, a critic scoring
+    #: an actor's output), not training data.
+    input_grad: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["call"] = [asdict(s) for s in self.call]
+        data["eval_site"] = [asdict(s) for s in self.eval_site]
+        data["refs"] = [list(r) for r in self.refs]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Provenance:
+        rnn_path = data.get("rnn_path", "")
+        return cls(
+            model=str(data.get("model", "")),
+            call=tuple(Site(**s) for s in data.get("call", ())),
+            refs=tuple(tuple(str(e) for e in r) for r in data.get("refs", ())),
+            eval_site=tuple(Site(**s) for s in data.get("eval_site", ())),
+            eval_path=str(data.get("eval_path", "")),
+            rnn_path=None if rnn_path is None else str(rnn_path),
+            rnn_dropout=bool(data.get("rnn_dropout", False)),
+            user_call=bool(data.get("user_call", True)),
+            nothing_evaluated=bool(data.get("nothing_evaluated", False)),
+            input_grad=bool(data.get("input_grad", False)),
+        )
+
+
 @dataclass
 class Record:
     """One finding, deduplicated: ``count`` says how often it happened."""
@@ -78,10 +141,19 @@ class Record:
     count: int = 1
     #: Distributed ranks (``RANK`` env var) or pids that saw it.
     processes: tuple[str, ...] = ()
+    #: Optimizers (class names) whose parameters include the subject's: for a
+    #: cuDNN record, the RNN's weights; for an optimizer step, the one stepping.
+    optimizers: tuple[str, ...] = ()
+    #: What ``verify --fix`` needs to turn the record into an edit.
+    provenance: Provenance | None = None
 
     def key(self) -> tuple[object, ...]:
-        """Identity for deduplication: same kind, subject and code paths."""
-        return (self.kind, self.subject, self.forward, self.backward)
+        """Identity for deduplication: same kind, subject and code paths, and
+        for a record with provenance the same model (two models of a registry
+        trained at one call site are two bugs, each with its own fix)."""
+        prov = self.provenance
+        who = prov.refs[0][0] if prov is not None and prov.refs and prov.refs[0] else ""
+        return (self.kind, self.subject, self.forward, self.backward, who)
 
     def where(self) -> str:
         """Short location text: ``backward at a.py:3; forward at b.py:9 <- a.py:2``."""
@@ -98,6 +170,8 @@ class Record:
         data["forward"] = [asdict(s) for s in self.forward]
         data["backward"] = [asdict(s) for s in self.backward]
         data["processes"] = list(self.processes)
+        data["optimizers"] = list(self.optimizers)
+        data["provenance"] = self.provenance.to_json() if self.provenance else None
         return data
 
     @classmethod
@@ -112,6 +186,8 @@ class Record:
             checked_by=str(data.get("checked_by", "")),
             count=int(data.get("count", 1)),
             processes=tuple(str(p) for p in data.get("processes", ())),
+            optimizers=tuple(str(o) for o in data.get("optimizers", ())),
+            provenance=Provenance.from_json(prov) if (prov := data.get("provenance")) else None,
         )
 
 
@@ -198,5 +274,9 @@ def merge_records(reports: list[ProcessReport]) -> list[Record]:
                 seen.count += rec.count
                 if who not in seen.processes:
                     seen.processes = (*seen.processes, who)
+                extra = [o for o in rec.optimizers if o not in seen.optimizers]
+                seen.optimizers = (*seen.optimizers, *extra)
+                if seen.provenance is None:
+                    seen.provenance = rec.provenance
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(merged.values(), key=lambda r: order.get(r.severity, 3))

@@ -65,6 +65,7 @@ def sanitizer_env(
     mode: str = "raise",
     until_clean_cycle: bool = False,
     base: Mapping[str, str] | None = None,
+    stop_when_seen: bool = False,
 ) -> dict[str, str]:
     """The environment that activates the sanitizer in every child process."""
     env = dict(os.environ if base is None else base)
@@ -72,7 +73,9 @@ def sanitizer_env(
     env["PYTHONPATH"] = str(BOOTSTRAP_DIR) + (os.pathsep + path if path else "")
     env["RNNFIX_VERIFY_MODE"] = mode
     env["RNNFIX_VERIFY_REPORT"] = str(report_dir)
-    env["RNNFIX_VERIFY_UNTIL_CLEAN_CYCLE"] = "1" if until_clean_cycle else "0"
+    # "seen" (verify --fix): a model seen training in eval mode counts as done.
+    cycle = ("seen" if stop_when_seen else "1") if until_clean_cycle else "0"
+    env["RNNFIX_VERIFY_UNTIL_CLEAN_CYCLE"] = cycle
     return env
 
 
@@ -87,19 +90,26 @@ def run_verify(
     env: Mapping[str, str] | None = None,
     capture: bool = False,
     stdout: IO[Any] | int | None = None,
+    stop_when_seen: bool = False,
 ) -> VerifyResult:
     """Run ``command`` under the sanitizer and judge it.
 
     ``capture``: keep the command's output in the result instead of letting
     it through. ``stdout``: where the command's stdout goes otherwise (the
-    CLI sends it to stderr under ``--json``). Never raises for the command's
+    CLI sends it to stderr under ``--json``). ``stop_when_seen`` (with
+    ``until_clean_cycle``): stop once every model's mode bug has been seen, as
+    ``verify --fix`` needs. Never raises for the command's
     own failures, nor when it cannot be started (``launch_error``).
     """
     argv = list(command)
     with tempfile.TemporaryDirectory(prefix="rnnfix-verify-") as tmp:
         report_dir = Path(tmp)
         child_env = sanitizer_env(
-            report_dir, mode=mode, until_clean_cycle=until_clean_cycle, base=env
+            report_dir,
+            mode=mode,
+            until_clean_cycle=until_clean_cycle,
+            base=env,
+            stop_when_seen=stop_when_seen,
         )
         started = time.monotonic()
         launch_error = None

@@ -38,6 +38,15 @@ Dropout and BatchNorm (never raised)
     ``eval()`` (warning), anything else deliberate (info). Other calls cost a
     flag check or two, no stack walk.
 
+For ``verify --fix``
+    the ``nn.Module.train`` wrapper keeps the last ``eval()`` call site per
+    module (``provenance.ModeLog``); an eval-mode forward with grad enabled
+    takes its provenance (``provenance.capture``) and the ids of the RNN's
+    weights, so its record can name the optimizers that update them
+    (``Optimizer.__init__`` is wrapped: every optimizer is known before its
+    first step). When real cuDNN raises and no hook recorded it, the wrapped
+    ``sys.excepthook`` records the error from the live forward states.
+
 Not reachable: TorchScript RNNs and code that bound
 ``torch._C._VariableFunctions.lstm`` before installation.
 
@@ -59,6 +68,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from rnnfix.verify import messages
 from rnnfix.verify.cycle import ModelTracker
+from rnnfix.verify.provenance import ModeLog, capture
 from rnnfix.verify.recorder import Recorder
 from rnnfix.verify.records import (
     BATCHNORM_RECALIBRATION,
@@ -70,6 +80,7 @@ from rnnfix.verify.records import (
     SANITIZER_ERROR,
     VALIDATION_FORWARD,
     WRAPPER_MODE_MISMATCH,
+    Provenance,
     Record,
     Severity,
     Site,
@@ -114,6 +125,9 @@ _DROPOUT_KERNELS = {
 #: cudnn_enabled)``, and the name of the flag argument.
 _NORM_KERNELS = {"batch_norm": "training", "instance_norm": "use_input_stats"}
 _METADATA_KEY = "rnnfix.verify"
+#: Named as a record's optimizer when no optimizer holds the RNN's weights
+#: but they changed between two of its forwards: a hand-written update.
+MANUAL_UPDATE = "none, the weights are updated by hand"
 _CUDNN_NODE_PREFIXES = ("CudnnRnnBackward", "MiopenRnnBackward")
 
 
@@ -145,6 +159,28 @@ class _Sanitizer:
     #: Train-mode forward call sites (user frames) and how many of their
     #: forwards reached a backward. See :data:`_PROVEN_AFTER`.
     train_sites: dict[RawFrames, int] = field(default_factory=dict)
+    #: ``until_clean_cycle`` for ``verify --fix``: stop once every trained
+    #: model has completed a cycle or has been seen training in eval mode.
+    stop_when_seen: bool = False
+    #: The last ``eval()`` per module, for ``verify --fix``.
+    mode_log: ModeLog = field(default_factory=ModeLog)
+    provenance_cache: dict[tuple[object, ...], Provenance | None] = field(default_factory=dict)
+    #: Every optimizer built so far, and those that took a step, weakly held.
+    optimizers: weakref.WeakSet[Any] = field(default_factory=weakref.WeakSet)
+    stepped: weakref.WeakSet[Any] = field(default_factory=weakref.WeakSet)
+    #: Parameter ids of the RNN of each cuDNN record, to name its optimizers.
+    violation_params: dict[tuple[object, ...], frozenset[int]] = field(default_factory=dict)
+    #: A checksum of an RNN's first weight at its last eval-mode forward with
+    #: grad, for RNNs no optimizer holds: a change means code updates the
+    #: weights by hand (``p.data.add_(p.grad, alpha=-lr)``), i.e. trains.
+    fingerprints: dict[frozenset[int], float] = field(default_factory=dict)
+
+    def stepped_before(self, model: Any) -> bool:
+        """An optimizer that has stepped holds parameters of ``model``."""
+        if not self.stepped:
+            return False
+        ids = {id(p) for p in model.parameters()}
+        return any(not ids.isdisjoint(_optimizer_param_ids(o)) for o in list(self.stepped))
 
 
 _active: _Sanitizer | None = None
@@ -169,12 +205,18 @@ class _ForwardState:
         "serial",
         "last_violation_serial",
         "site_counted",
+        "provenance",
+        "param_ids",
+        "updated_by_hand",
         "__weakref__",
     )
 
     def __init__(
         self, rnn: str, train: bool, checked_by: str, forward: RawFrames, dropout: bool
     ) -> None:
+        self.provenance: Provenance | None = None
+        self.param_ids: frozenset[int] = frozenset()
+        self.updated_by_hand = False
         self.rnn = rnn
         self.train = train
         self.checked_by = checked_by  # "" when backward through it is fine
@@ -217,6 +259,7 @@ def install(
     *,
     report_dir: Path | str | None = None,
     until_clean_cycle: bool = False,
+    stop_when_seen: bool = False,
 ) -> None:
     """Install the sanitizer in this process (idempotent: reinstalls with the
     new settings).
@@ -227,6 +270,8 @@ def install(
     it). ``until_clean_cycle``: exit the process with status 0 via
     ``os._exit`` right after the optimizer step that completes a clean cycle
     (see :mod:`rnnfix.verify.cycle`), after flushing the report and stdio.
+    ``stop_when_seen`` (with ``until_clean_cycle``, for ``verify --fix``):
+    a model seen taking an optimizer step in eval mode counts as done too.
     ``os._exit`` rather than ``SystemExit`` because user ``finally`` blocks
     and framework handlers would otherwise keep running the job.
     """
@@ -238,6 +283,7 @@ def install(
 
     directory = Path(report_dir) if report_dir is not None else None
     san = _Sanitizer(mode, until_clean_cycle, Recorder(mode, directory))
+    san.stop_when_seen = stop_when_seen and until_clean_cycle
     _active = san
     try:
         _patch_kernels(san)
@@ -246,6 +292,7 @@ def install(
         _patch_module_train(san)
         _patch_wrappers(san)
         _hook_optimizers(san)
+        _patch_excepthook(san)
     except BaseException:
         uninstall()
         raise
@@ -371,6 +418,8 @@ def _after_rnn(
         return
     train, dropout, num_layers = parsed
     dropout_changes_output = dropout > 0 and num_layers > 1
+    if not train:
+        san.mode_log.eval_forwards += 1
     x = args[0] if args else kwargs.get("input", kwargs.get("data"))
     is_cuda = isinstance(x, torch.Tensor) and x.is_cuda
     if is_cuda:
@@ -394,10 +443,51 @@ def _after_rnn(
         elif _cudnn_would_run(x):
             checked_by = "emulated"
     state = _ForwardState(rnn, train, checked_by, frames, dropout_changes_output)
+    if not train:
+        _take_provenance(san, state, args)
     for node in nodes:
         node.register_prehook(state.on_backward)
         node.metadata[_METADATA_KEY] = state
     san.live.add(state)
+
+
+def _take_provenance(san: _Sanitizer, state: _ForwardState, args: tuple[Any, ...]) -> None:
+    """What ``verify --fix`` needs if a backward reaches this forward: the
+    module user code called, how it named it, the ``eval()`` behind it, and
+    the RNN's weights (to name the optimizers that update them)."""
+    from torch import nn
+
+    try:
+        state.provenance = capture(
+            sys._getframe(3),  # the RNN module's forward (kernel <- wrapper <- _after_rnn)
+            san.mode_log,
+            nn.Module,
+            state.dropout_changes_output,
+            san.provenance_cache,
+            state.forward,
+        )
+    except Exception:  # noqa: BLE001 - only --fix needs it: the check itself goes on
+        state.provenance = None
+    packed = len(args) > 3 and not isinstance(args[3], bool)
+    weights = args[3 if packed else 2] if len(args) > 3 else ()
+    if isinstance(weights, (list, tuple)) and weights:
+        state.param_ids = frozenset(id(w) for w in weights)
+        # Only while recording for --fix: a reduction per forward (a sync on CUDA).
+        if san.stop_when_seen and not _optimizers_of(san, state.param_ids):
+            checksum = float(weights[0].detach().sum())
+            before = san.fingerprints.get(state.param_ids)
+            san.fingerprints[state.param_ids] = checksum
+            state.updated_by_hand = before is not None and before != checksum
+
+
+def _optimizers_of(san: _Sanitizer, param_ids: frozenset[int]) -> tuple[str, ...]:
+    names: list[str] = []
+    for optimizer in list(san.optimizers):
+        if param_ids and not param_ids.isdisjoint(_optimizer_param_ids(optimizer)):
+            name = type(optimizer).__name__
+            if name not in names:
+                names.append(name)
+    return tuple(names)
 
 
 def _output_nodes(result: tuple[Any, ...]) -> list[Any]:
@@ -450,7 +540,12 @@ def _on_violation(san: _Sanitizer, state: _ForwardState) -> None:
         backward=backward,
         subject=state.rnn,
         checked_by=state.checked_by,
+        optimizers=_optimizers_of(san, state.param_ids)
+        or ((MANUAL_UPDATE,) if state.updated_by_hand else ()),
+        provenance=state.provenance,
     )
+    if state.param_ids:
+        san.violation_params.setdefault(record.key(), state.param_ids)
     san.recorder.add(record, flush=True)
     if san.mode == "raise" and state.checked_by == "emulated":
         error = RuntimeError(messages.CUDNN_ERROR)
@@ -794,7 +889,8 @@ def _patch_module_train(san: _Sanitizer) -> None:
         finally:
             current.train_depth -= 1
         try:
-            current.tracker.on_mode_call(self, bool(mode))
+            current.tracker.on_mode_call(self, bool(mode), current.stepped_before)
+            current.mode_log.on_mode_call(self, bool(mode), sys._getframe(1))
         except Exception as exc:  # noqa: BLE001 - our bug must not break training
             _internal_error(current, exc)
         return result
@@ -842,6 +938,18 @@ def _hook_optimizers(san: _Sanitizer) -> None:
 
     san.handles.append(optimizer_module.register_optimizer_step_pre_hook(_before_step))
     san.handles.append(optimizer_module.register_optimizer_step_post_hook(_after_step))
+    original = optimizer_module.Optimizer.__init__
+
+    # Every optimizer, known before its first step: a backward that fails
+    # (real cuDNN raises) still says which optimizer would have stepped.
+    @functools.wraps(original)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        current = _active
+        if current is not None:
+            current.optimizers.add(self)
+
+    _set(san, optimizer_module.Optimizer, "__init__", __init__)
 
 
 def _effective_training(model: Any) -> bool:
@@ -872,6 +980,10 @@ def _before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
 
 def _check_step(san: _Sanitizer, optimizer: Any) -> None:
     san.recorder.optimizer_steps += 1
+    san.optimizers.add(optimizer)
+    san.stepped.add(optimizer)
+    if san.violation_params:
+        _name_optimizer(san, optimizer)
     tracker = san.tracker
     if not tracker.models:
         return
@@ -888,6 +1000,8 @@ def _check_step(san: _Sanitizer, optimizer: Any) -> None:
             state.on_step()
             continue
         nested = tracker.nested_in_training(model)
+        if not nested:
+            state.bug_seen = True
         san.recorder.add(
             Record(
                 kind=OPTIMIZER_STEP_IN_EVAL,
@@ -895,8 +1009,27 @@ def _check_step(san: _Sanitizer, optimizer: Any) -> None:
                 message=messages.optimizer_step_in_eval(type(model).__name__, nested),
                 backward=user_sites(),
                 subject=type(model).__name__,
+                optimizers=(type(optimizer).__name__,),
             )
         )
+
+
+def _name_optimizer(san: _Sanitizer, optimizer: Any) -> None:
+    """Add ``optimizer`` to the cuDNN records whose RNN it updates."""
+    name = type(optimizer).__name__
+    updated: set[int] | None = None
+    changed = False
+    for record in san.recorder.records():
+        ids = san.violation_params.get(record.key())
+        if ids is None or name in record.optimizers:
+            continue
+        if updated is None:
+            updated = _optimizer_param_ids(optimizer)
+        if not ids.isdisjoint(updated):
+            record.optimizers = (*record.optimizers, name)
+            changed = True
+    if changed:
+        san.recorder.flush()
 
 
 def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -904,11 +1037,17 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
     if san is None or not san.until_clean_cycle:
         return
     try:
-        models = san.tracker.cycle_complete()
+        models = san.tracker.cycle_complete(allow_bugs=san.stop_when_seen)
     except Exception as exc:  # noqa: BLE001 - our bug must not break training
         _internal_error(san, exc)
         return
-    if models is None or san.recorder.has_problems():
+    if models is None:
+        return
+    if san.stop_when_seen:
+        # verify --fix: every model's bug (or clean cycle) has been seen.
+        _sweep(san, san.backward_serial)
+        _stop_cleanly(san, models)
+    if san.recorder.has_problems():
         return
     # Forwards that the last backward did not reach are validation forwards
     # whose graph is still alive; judge them now rather than never.
@@ -959,6 +1098,58 @@ def _after_fork_in_child() -> None:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _patch_excepthook(san: _Sanitizer) -> None:
+    """Real cuDNN raises in backward. Its node pre-hook has recorded the
+    violation already when the sanitizer saw the forward; this catches the
+    rest (a forward it could not judge), naming the forward from the
+    sanitizer's bookkeeping: the live eval-mode forward states."""
+    _set(san, sys, "excepthook", _excepthook_wrapper(sys.excepthook))
+
+
+def _excepthook_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+    def excepthook(kind: type[BaseException], value: BaseException, tb: Any) -> Any:
+        san = _active
+        if san is not None:
+            try:
+                record_uncaught_cudnn_error(san, value, tb)
+            except Exception as exc:  # noqa: BLE001 - the user's error comes first
+                _internal_error(san, exc)
+        return original(kind, value, tb)
+
+    return excepthook
+
+
+def record_uncaught_cudnn_error(san: _Sanitizer, error: BaseException, tb: Any) -> bool:
+    """Record cuDNN's (or MIOpen's) error raised by a backward no record
+    explains yet. True if it recorded one."""
+    text = str(error)
+    if messages.CUDNN_ERROR not in text and messages.MIOPEN_ERROR not in text:
+        return False
+    if any(r.kind == CUDNN_BACKWARD_IN_EVAL for r in san.recorder.records()):
+        return False  # the node pre-hook saw it: the record has the whole story
+    frame = None
+    while tb is not None:
+        frame = tb.tb_frame
+        tb = tb.tb_next
+    candidates = [s for s in list(san.live) if not s.train and not s.reached]
+    state = max(candidates, key=lambda s: s.serial, default=None)
+    checked_by = "miopen" if messages.MIOPEN_ERROR in text else "cudnn"
+    san.recorder.add(
+        Record(
+            kind=CUDNN_BACKWARD_IN_EVAL,
+            severity="error",
+            message=messages.cudnn_backward_in_eval(state.rnn if state else "RNN", checked_by),
+            forward=to_sites(state.forward) if state else (),
+            backward=user_sites(frame) if frame is not None else (),
+            subject=state.rnn if state else "RNN",
+            checked_by=checked_by,
+            optimizers=_optimizers_of(san, state.param_ids) if state else (),
+            provenance=state.provenance if state else None,
+        )
+    )
+    return True
 
 
 def _internal_error(san: _Sanitizer, exc: Exception) -> None:

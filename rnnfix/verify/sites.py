@@ -62,8 +62,8 @@ def _classify(code: CodeType) -> int:
 RawFrames = tuple[tuple[str, int, str], ...]
 
 
-def user_frames(start: FrameType | None = None) -> RawFrames:
-    """User frames from ``start`` (default: the caller) outwards.
+def user_frames(start: FrameType | None = None, limit: int = MAX_FRAMES) -> RawFrames:
+    """User frames from ``start`` (default: the caller) outwards, at most ``limit``.
 
     Third-party library frames (site-packages) are kept only when no frame of
     the user's own code is on the stack, so a model inside ``transformers``
@@ -83,12 +83,27 @@ def user_frames(start: FrameType | None = None) -> RawFrames:
         kind, name, _ = known
         if kind == 0:
             users.append((name, frame.f_lineno, code.co_name))
-            if len(users) >= MAX_FRAMES:
+            if len(users) >= limit:
                 break
-        elif kind == 1 and not users and len(libraries) < MAX_FRAMES:
+        elif kind == 1 and not users and len(libraries) < limit:
             libraries.append((name, frame.f_lineno, code.co_name))
         frame = frame.f_back
     return tuple(users or libraries)
+
+
+def frame_kind(code: CodeType) -> int:
+    """0 user code, 1 a third-party library (site-packages), 2 internal
+    (torch, the standard library, rnnfix, generated code)."""
+    if not _internal_dirs:
+        _init_dirs()
+    known = _kind_cache.get(id(code))
+    if known is None:
+        known = _kind_cache[id(code)] = (_classify(code), _display(code.co_filename), code)
+    return known[0]
+
+
+def display_name(filename: str) -> str:
+    return _display(filename)
 
 
 def to_sites(frames: RawFrames) -> tuple[Site, ...]:

@@ -57,3 +57,22 @@ def test_sanitizer_verdict_matches_cudnn(script: str, cudnn_fails: bool) -> None
         [cpu_record] = [r for r in on_cpu.errors if r.kind == "cudnn-backward-in-eval"]
         assert gpu_record.forward == cpu_record.forward
         assert gpu_record.backward == cpu_record.backward
+
+
+def test_fix_on_real_cudnn(tmp_path: Path) -> None:
+    """Real cuDNN raises at the first eval-mode backward and ends the run:
+    the record the sanitizer took before the raise is enough to fix it, and
+    the proving run on CUDA passes."""
+    from rnnfix.verify.fixloop import verify_fix
+
+    script = tmp_path / "buggy_loop.py"
+    script.write_bytes((FIXTURES / "buggy_loop.py").read_bytes())
+    report = verify_fix(
+        [sys.executable, script.name, "--device", "cuda"], cwd=tmp_path, capture=True, timeout=300
+    )
+    first = report.runs[0]
+    assert not first.finished and CUDNN_ERROR in (first.stderr or "")
+    assert first.errors and first.errors[0].checked_by == "cudnn"
+    assert [o.status for o in report.outcomes] == ["proven"]
+    assert "        model.train()\n        for x, y in data:" in script.read_text()
+    assert report.runs[-1].ok

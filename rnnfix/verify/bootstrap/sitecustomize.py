@@ -50,11 +50,13 @@ def _install() -> None:
     from rnnfix.verify import sanitizer
 
     mode = os.environ.get("RNNFIX_VERIFY_MODE", "raise")
+    cycle = os.environ.get("RNNFIX_VERIFY_UNTIL_CLEAN_CYCLE")
     try:
         sanitizer.install(
             "record" if mode == "record" else "raise",
             report_dir=os.environ.get("RNNFIX_VERIFY_REPORT") or None,
-            until_clean_cycle=os.environ.get("RNNFIX_VERIFY_UNTIL_CLEAN_CYCLE") == "1",
+            until_clean_cycle=cycle in ("1", "seen"),
+            stop_when_seen=cycle == "seen",
         )
     except Exception:  # noqa: BLE001 - report, never break the user's program
         _report_failure()
