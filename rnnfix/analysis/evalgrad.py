@@ -56,13 +56,17 @@ class EvalBackward:
 
     sink: ast.Call  # the ``.backward()`` / ``autograd.grad`` call
     model: str  # dotted text as written
-    eval_call: ast.Call
-    eval_stmt: ast.stmt
+    # The scope's own ``M.eval()``; None when the eval mode comes from elsewhere
+    # (a helper, a caller, the object's state: ``rnnfix.analysis.evalgrad_calls``).
+    eval_call: ast.Call | None
+    eval_stmt: ast.stmt | None
     rnns: tuple[RnnSpec, ...]
     forwards: tuple[ast.AST, ...]  # uses of the model between eval() and the sink
     scope: ast.AST  # the function, or the module
     rnn_train_done: bool  # every RNN was already put back in train mode
     cudnn_off_done: bool  # the forward(s) and the backward run with cuDNN off
+    origin: str | None = None  # where an eval from elsewhere comes from, for the message
+    anchor: ast.stmt | None = None  # the statement of the first forward (eval from elsewhere)
 
 
 class EvalGradAnalysis:
@@ -348,6 +352,8 @@ class EvalGradAnalysis:
         # One level of callers in this file: ``saliency(model, x)``.
         index = params.index(arg) if arg in params else None
         is_method = bool(params) and params[0].arg in ("self", "cls")
+        # A constructor's callers call its class: ``FGSM(model)`` for ``__init__``.
+        cls = self.parents.get(func) if func.name == "__init__" and is_method else None
         found: list[RnnSpec] = []
         for call in walk_tree(self.tree):
             if not isinstance(call, ast.Call):
@@ -356,11 +362,13 @@ class EvalGradAnalysis:
             callee_name = callee.id if isinstance(callee, ast.Name) else None
             if isinstance(callee, ast.Attribute) and is_method:
                 callee_name = callee.attr
-            if callee_name != func.name:
+            constructs = isinstance(cls, ast.ClassDef) and callee_name == cls.name
+            if callee_name != func.name and not constructs:
                 continue
             value: ast.expr | None = None
             if index is not None:
-                pos = index - (1 if is_method and isinstance(callee, ast.Attribute) else 0)
+                bound = is_method and (isinstance(callee, ast.Attribute) or constructs)
+                pos = index - (1 if bound else 0)
                 if 0 <= pos < len(call.args) and not isinstance(call.args[pos], ast.Starred):
                     value = call.args[pos]
             for k in call.keywords:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator, Sequence
+from typing import Literal
 
 from rnnfix.analysis.evalgrad import EvalBackward, EvalGradAnalysis, global_cudnn_off, key
+from rnnfix.analysis.evalgrad_calls import regions_across_calls
 from rnnfix.analysis.rnns import RnnSpec
 from rnnfix.edits import AddImport, Edit, InsertStatements, WrapInWith
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
@@ -117,7 +119,7 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
         src = ctx.source
-        if "backward" not in src and "autograd" not in src:
+        if "backward" not in src and "autograd" not in src and "captum" not in src:
             return
         if not any(k in src for k in ("LSTM", "GRU", "RNN")) and not (
             ctx.project is not None and _imports_rnn_class(ctx)
@@ -128,9 +130,10 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
             return  # no cuDNN anywhere: RNF005's business
         analysis = facts.evalgrad
         modes = facts.modes
+        local = analysis.regions()
         regions = [
             r
-            for r in analysis.regions()
+            for r in [*local, *regions_across_calls(ctx, analysis, local)]
             if not (r.rnn_train_done or r.cudnn_off_done)
             # The mode flow follows helpers (``reset(model)`` calling
             # ``model.train()``) that the syntactic region cannot see.
@@ -147,10 +150,15 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
         regions: Sequence[EvalBackward],
     ) -> Finding:
         model = region.model
+        where = (
+            f"`.eval()` on line {region.eval_call.lineno}"
+            if region.eval_call is not None
+            else region.origin
+        )
         message = (
             f"{_sink_text(ctx, region.sink)} computes a gradient through "
             f"{_rnns_text(model, region.rnns)} while `{model}` is in eval mode "
-            f"(`.eval()` on line {region.eval_call.lineno}); on a GPU cuDNN fails with {_ERROR}"
+            f"({where}); on a GPU cuDNN fails with {_ERROR}"
         )
         inexact = [s for s in region.rnns if not s.train_mode_exact]
         settings = ctx.settings
@@ -179,7 +187,8 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
                 return ctx.finding(self.code, region.sink, message + reason)
             fix = rnn_train_fix(ctx, analysis, region)
             if fix is None:
-                reason = "; not fixed: the `.eval()` call does not stand alone on its line"
+                what = "`.eval()` call" if region.eval_call is not None else "forward"
+                reason = f"; not fixed: the {what} does not stand alone on its line"
                 return ctx.finding(self.code, region.sink, message + reason)
             return ctx.finding(self.code, region.sink, message, fix)
         group = [r for r in regions if same_region(r, region)]
@@ -197,7 +206,12 @@ def _imports_rnn_class(ctx: FileContext) -> bool:
 
 
 def same_region(a: EvalBackward, b: EvalBackward) -> bool:
-    return a.scope is b.scope and a.model == b.model and a.eval_call is b.eval_call
+    return (
+        a.scope is b.scope
+        and a.model == b.model
+        and a.eval_call is b.eval_call
+        and (a.eval_call is not None or a.anchor is b.anchor)
+    )
 
 
 def rnn_train_blocker(ctx: FileContext, region: EvalBackward) -> str | None:
@@ -219,7 +233,15 @@ def rnn_train_blocker(ctx: FileContext, region: EvalBackward) -> str | None:
 
 def rnn_train_fix(ctx: FileContext, analysis: EvalGradAnalysis, region: EvalBackward) -> Fix | None:
     stmt = region.eval_stmt
-    if not isinstance(stmt, (ast.Expr, ast.Assign)) or not alone_on_lines(analysis, stmt, stmt):
+    where: Literal["before", "after"] = "after"
+    if stmt is None:
+        # Eval mode from elsewhere: train the RNNs where the gradient code is,
+        # before the statement that runs its first forward.
+        span = _common_block(analysis, [region.forwards[0], region.sink])
+        stmt, where = (span[0] if span is not None else None), "before"
+        if stmt is None or not alone_on_lines(analysis, stmt, stmt):
+            return None
+    elif not isinstance(stmt, (ast.Expr, ast.Assign)) or not alone_on_lines(analysis, stmt, stmt):
         return None
     model = region.model
     edits: list[Edit] = []
@@ -239,7 +261,7 @@ def rnn_train_fix(ctx: FileContext, analysis: EvalGradAnalysis, region: EvalBack
             f"        {var}.train()",
         )
         description = f"put every RNN of `{model}` in train mode"
-    edits.insert(0, InsertStatements(ctx.pos(stmt), code, where="after"))
+    edits.insert(0, InsertStatements(ctx.pos(stmt), code, where=where))
     return Fix(tuple(edits), safe=True, description=description)
 
 

@@ -1,0 +1,232 @@
+"""Gradient code reached by an eval mode that another function set.
+
+``EvalGradAnalysis`` finds a region whose ``model.eval()`` sits in the same
+function as the backward. Often it does not: an accuracy check
+(``evaluate(model, loader)``, in this file or another file of the run) leaves
+the model in eval before attribution code; a ``generate()`` method calls
+``self.eval()``; an attack class puts its model in eval in ``__init__`` and
+takes input gradients in ``attack()``; a caller puts the model in eval before
+calling ``saliency(model, x)``. The mode flow (``ModeFlow.mode_before``) knows
+these through its summaries (helpers of this file and of the run, callers'
+states, an object's state across its public methods); this module asks it.
+
+A region here is gradient code (``backward()``, ``torch.autograd.grad``, a
+captum gradient attribution) after a forward of ``M`` in one scope, where
+
+- every forward of ``M`` before it may run in eval and none in train mode,
+  and each eval comes from outside the scope's own mode calls (the scope's
+  own ``M.eval()`` is ``EvalGradAnalysis``'s, which has already decided);
+- the gradient is about an input (``rnnfix.analysis.gradcode``): a captum
+  attribution, ``autograd.grad`` with respect to a non-parameter, an input
+  that requires grad or whose ``.grad`` is read. Precision first: a plain
+  ``loss.backward()`` after a helper's eval is more often a training step
+  (RNF001's business) than gradient code;
+- no optimizer step that may update ``M`` runs in the scope or after it;
+- ``M`` holds a cuDNN RNN.
+
+Fixes go where the gradient code is: before the statement of its first
+forward (``rnn-train``), or around the forward and the backward (``cudnn-off``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from rnnfix.analysis.evalgrad import EvalBackward, EvalGradAnalysis, _mode_call, end_key, key
+from rnnfix.analysis.gradcode import attribution, forward_model, input_gradient
+from rnnfix.analysis.modestate import Mode, ModeFact, is_prefix
+from rnnfix.analysis.names import dotted
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.modeflow import ModeFlow
+    from rnnfix.analysis.scopes import FuncNode
+    from rnnfix.context import FileContext
+
+
+def regions_across_calls(
+    ctx: FileContext, analysis: EvalGradAnalysis, local: list[EvalBackward]
+) -> list[EvalBackward]:
+    modes = ctx.facts.modes
+    taken = {(id(r.sink), r.model) for r in local}
+    out: list[EvalBackward] = []
+    for scope in modes._scope_nodes():
+        if modes.in_lightning_module(scope):
+            continue
+        out.extend(r for r in _scope(ctx, analysis, modes, scope) if (id(r.sink), r.model) not in taken)
+    return out
+
+
+def _scope(
+    ctx: FileContext, analysis: EvalGradAnalysis, modes: ModeFlow, scope: FuncNode | None
+) -> Iterator[EvalBackward]:
+    imports = ctx.facts.imports
+    nodes = modes.index.scope_nodes(scope)
+    calls = sorted((n for n in nodes if isinstance(n, ast.Call)), key=key)
+    sinks: list[tuple[ast.Call, str | None]] = []  # (sink, captum's model)
+    for call in calls:
+        found = attribution(call, imports, analysis._assigned_values)
+        if found is not None:
+            model = forward_model(found.forward_func, modes.is_model)
+            if model is not None:
+                sinks.append((call, model))
+        elif analysis._is_sink(call):
+            sinks.append((call, None))
+    if not sinks:
+        return
+    forwards = [
+        c for c in modes.model_calls if c.function is scope and c.grad_enabled is not False
+    ]
+    steps = [c for c in calls if modes.step_kind(c) == "optimizer_step"]
+    feeding = {id(s.node) for s in modes.training_steps if s.feeds_optimizer_step}
+    params = _parameter_names(nodes)
+    first: dict[str, EvalBackward] = {}  # per model, the scope's first region
+    for sink, captum_model in sinks:
+        if id(sink) in feeding:
+            continue
+        if captum_model is not None:
+            by_model = {captum_model: [sink]}
+        else:
+            by_model = {}
+            for c in forwards:
+                if end_key(c.node) <= key(sink):
+                    by_model.setdefault(c.model, []).append(c.node)
+        for model, fwds in by_model.items():
+            region = _region(ctx, analysis, modes, scope, calls, steps, params, sink, model, fwds)
+            if region is None:
+                continue
+            # Later gradient code of the same model that the first region's
+            # statement runs before shares its fix (one ``train()``, one block).
+            earlier = first.setdefault(model, region)
+            if earlier is not region and earlier.anchor is not None:
+                if _runs_before(analysis, earlier.anchor, sink):
+                    region = replace(region, anchor=earlier.anchor, forwards=earlier.forwards)
+            yield region
+
+
+def _region(
+    ctx: FileContext,
+    analysis: EvalGradAnalysis,
+    modes: ModeFlow,
+    scope: FuncNode | None,
+    calls: list[ast.Call],
+    steps: list[ast.Call],
+    params: set[str],
+    sink: ast.Call,
+    model: str,
+    fwds: list[ast.Call],
+) -> EvalBackward | None:
+    # The scope's own whole-model mode calls before the sink: the local
+    # analysis's case (an eval), or provably not eval (a train).
+    own = [
+        c
+        for c in calls
+        if key(c) < key(sink)
+        and (m := _mode_call(c)) is not None
+        and is_prefix(m[0], model)
+    ]
+    if own:
+        return None
+    facts: set[ModeFact] = set()
+    for f in fwds:
+        facts |= modes.mode_before(f, model).facts
+    found = {f.mode for f in facts}
+    if Mode.EVAL not in found or Mode.TRAIN in found:
+        return None
+    if any(analysis.step_may_update(s, model) for s in steps):
+        return None
+
+    def is_param(text: str) -> bool:
+        return text.split(".")[0] in params or modes.holds_model(text)
+
+    if not input_gradient(modes.index.scope_nodes(scope), sink, ctx.facts.imports, is_param):
+        if not _is_attribution(ctx, analysis, sink):
+            return None
+    rnns = analysis.of_object(model, fwds[0])
+    if not rnns:
+        return None
+    anchor = _anchor(analysis, fwds[0], sink)
+    if anchor is None:
+        return None
+    origin = min(
+        (f for f in facts if f.mode is Mode.EVAL),
+        key=lambda f: key(f.cause or f.origin) if hasattr(f.cause or f.origin, "lineno") else (0, 0),
+    )
+    hi = end_key(sink)
+    trains = [(m[0], c) for c in calls if (m := _mode_call(c)) is not None and m[1] == "train"]
+    lo = key(scope) if scope is not None else (0, 0)
+    return EvalBackward(
+        sink=sink,
+        model=model,
+        eval_call=None,
+        eval_stmt=None,
+        rnns=rnns,
+        forwards=tuple(fwds),
+        scope=scope if scope is not None else ctx.tree,
+        rnn_train_done=analysis._rnn_train_done(model, rnns, trains, calls, lo, hi)
+        or (
+            all(s.path for s in rnns)
+            and all(
+                modes.mode_before(fwds[0], f"{model}.{s.path}").provably_train for s in rnns
+            )
+        ),
+        cudnn_off_done=analysis._switched_off(fwds[0], sink)
+        or all(analysis._under_cudnn_off(n) for n in (*fwds, sink)),
+        origin=_origin_text(ctx, modes, origin),
+        anchor=anchor,
+    )
+
+
+def _anchor(analysis: EvalGradAnalysis, forward: ast.AST, sink: ast.Call) -> ast.stmt | None:
+    """The statement around ``forward`` in the innermost block that also runs
+    ``sink`` after it (or holds it): where the gradient code starts."""
+    stmt = analysis.statement(forward)
+    while stmt is not None:
+        if _runs_before(analysis, stmt, sink):
+            return stmt
+        parent = analysis.parents.get(stmt)
+        if parent is None or isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        stmt = analysis.statement(parent)
+    return None
+
+
+def _runs_before(analysis: EvalGradAnalysis, stmt: ast.stmt, sink: ast.Call) -> bool:
+    return any(n is sink for n in ast.walk(stmt)) or analysis._encloses(stmt, sink)
+
+
+def _is_attribution(ctx: FileContext, analysis: EvalGradAnalysis, sink: ast.Call) -> bool:
+    return attribution(sink, ctx.facts.imports, analysis._assigned_values) is not None
+
+
+def _parameter_names(nodes: list[ast.AST]) -> set[str]:
+    """Names a loop binds to parameters: ``for p in model.parameters()``,
+    ``for name, p in net.named_parameters()``."""
+    out: set[str] = set()
+    for node in nodes:
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            it = node.iter
+            if (
+                isinstance(it, ast.Call)
+                and isinstance(it.func, ast.Attribute)
+                and it.func.attr in ("parameters", "named_parameters")
+            ):
+                out.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+    return out
+
+
+def _origin_text(ctx: FileContext, modes: ModeFlow, fact: ModeFact) -> str:
+    """Where the eval mode comes from, for the message."""
+    node = fact.cause if fact.cause is not None else fact.origin
+    if not isinstance(node, ast.Call):
+        return "as its callers leave it"
+    if _mode_call(node) is not None:
+        where = modes.scope_of(node)
+        inside = f" in `{where.name}()`" if where is not None else ""
+        return f"`.eval()` on line {node.lineno}{inside}"
+    name = dotted(node.func) or ctx.segment(node.func)
+    if len(name) > 40:
+        name = name.rsplit(".", 1)[-1]
+    return f"left there by `{name}(...)` on line {node.lineno}"
