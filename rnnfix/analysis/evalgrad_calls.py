@@ -35,8 +35,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from rnnfix.analysis.evalgrad import EvalBackward, EvalGradAnalysis, _mode_call, end_key, key
-from rnnfix.analysis.gradcode import attribution, forward_model, input_gradient
+from rnnfix.analysis.evalgrad import EvalBackward, EvalGradAnalysis, end_key, key, mode_call
+from rnnfix.analysis.gradcode import attribution, forward_model, input_gradient, parameter_names
 from rnnfix.analysis.modestate import Mode, ModeFact, is_prefix
 from rnnfix.analysis.names import dotted
 
@@ -52,10 +52,12 @@ def regions_across_calls(
     modes = ctx.facts.modes
     taken = {(id(r.sink), r.model) for r in local}
     out: list[EvalBackward] = []
-    for scope in modes._scope_nodes():
+    for scope in [None, *modes.index.functions]:
         if modes.in_lightning_module(scope):
             continue
-        out.extend(r for r in _scope(ctx, analysis, modes, scope) if (id(r.sink), r.model) not in taken)
+        out.extend(
+            r for r in _scope(ctx, analysis, modes, scope) if (id(r.sink), r.model) not in taken
+        )
     return out
 
 
@@ -67,21 +69,19 @@ def _scope(
     calls = sorted((n for n in nodes if isinstance(n, ast.Call)), key=key)
     sinks: list[tuple[ast.Call, str | None]] = []  # (sink, captum's model)
     for call in calls:
-        found = attribution(call, imports, analysis._assigned_values)
+        found = attribution(call, imports, analysis.assigned_values)
         if found is not None:
             model = forward_model(found.forward_func, modes.is_model)
             if model is not None:
                 sinks.append((call, model))
-        elif analysis._is_sink(call):
+        elif analysis.is_sink(call):
             sinks.append((call, None))
     if not sinks:
         return
-    forwards = [
-        c for c in modes.model_calls if c.function is scope and c.grad_enabled is not False
-    ]
+    forwards = [c for c in modes.model_calls if c.function is scope and c.grad_enabled is not False]
     steps = [c for c in calls if modes.step_kind(c) == "optimizer_step"]
     feeding = {id(s.node) for s in modes.training_steps if s.feeds_optimizer_step}
-    params = _parameter_names(nodes)
+    params = parameter_names(nodes)
     first: dict[str, EvalBackward] = {}  # per model, the scope's first region
     for sink, captum_model in sinks:
         if id(sink) in feeding:
@@ -123,9 +123,7 @@ def _region(
     own = [
         c
         for c in calls
-        if key(c) < key(sink)
-        and (m := _mode_call(c)) is not None
-        and is_prefix(m[0], model)
+        if key(c) < key(sink) and (m := mode_call(c)) is not None and is_prefix(m[0], model)
     ]
     if own:
         return None
@@ -150,12 +148,9 @@ def _region(
     anchor = _anchor(analysis, fwds[0], sink)
     if anchor is None:
         return None
-    origin = min(
-        (f for f in facts if f.mode is Mode.EVAL),
-        key=lambda f: key(f.cause or f.origin) if hasattr(f.cause or f.origin, "lineno") else (0, 0),
-    )
+    origin = min((f for f in facts if f.mode is Mode.EVAL), key=_fact_position)
     hi = end_key(sink)
-    trains = [(m[0], c) for c in calls if (m := _mode_call(c)) is not None and m[1] == "train"]
+    trains = [(m[0], c) for c in calls if (m := mode_call(c)) is not None and m[1] == "train"]
     lo = key(scope) if scope is not None else (0, 0)
     return EvalBackward(
         sink=sink,
@@ -165,15 +160,13 @@ def _region(
         rnns=rnns,
         forwards=tuple(fwds),
         scope=scope if scope is not None else ctx.tree,
-        rnn_train_done=analysis._rnn_train_done(model, rnns, trains, calls, lo, hi)
+        rnn_train_done=analysis.rnn_train_done(model, rnns, trains, calls, lo, hi)
         or (
             all(s.path for s in rnns)
-            and all(
-                modes.mode_before(fwds[0], f"{model}.{s.path}").provably_train for s in rnns
-            )
+            and all(modes.mode_before(fwds[0], f"{model}.{s.path}").provably_train for s in rnns)
         ),
-        cudnn_off_done=analysis._switched_off(fwds[0], sink)
-        or all(analysis._under_cudnn_off(n) for n in (*fwds, sink)),
+        cudnn_off_done=analysis.switched_off(fwds[0], sink)
+        or all(analysis.under_cudnn_off(n) for n in (*fwds, sink)),
         origin=_origin_text(ctx, modes, origin),
         anchor=anchor,
     )
@@ -194,27 +187,16 @@ def _anchor(analysis: EvalGradAnalysis, forward: ast.AST, sink: ast.Call) -> ast
 
 
 def _runs_before(analysis: EvalGradAnalysis, stmt: ast.stmt, sink: ast.Call) -> bool:
-    return any(n is sink for n in ast.walk(stmt)) or analysis._encloses(stmt, sink)
+    return any(n is sink for n in ast.walk(stmt)) or analysis.encloses(stmt, sink)
 
 
 def _is_attribution(ctx: FileContext, analysis: EvalGradAnalysis, sink: ast.Call) -> bool:
-    return attribution(sink, ctx.facts.imports, analysis._assigned_values) is not None
+    return attribution(sink, ctx.facts.imports, analysis.assigned_values) is not None
 
 
-def _parameter_names(nodes: list[ast.AST]) -> set[str]:
-    """Names a loop binds to parameters: ``for p in model.parameters()``,
-    ``for name, p in net.named_parameters()``."""
-    out: set[str] = set()
-    for node in nodes:
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-            it = node.iter
-            if (
-                isinstance(it, ast.Call)
-                and isinstance(it.func, ast.Attribute)
-                and it.func.attr in ("parameters", "named_parameters")
-            ):
-                out.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
-    return out
+def _fact_position(fact: ModeFact) -> tuple[int, int]:
+    node = fact.cause if fact.cause is not None else fact.origin
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 
 
 def _origin_text(ctx: FileContext, modes: ModeFlow, fact: ModeFact) -> str:
@@ -222,7 +204,7 @@ def _origin_text(ctx: FileContext, modes: ModeFlow, fact: ModeFact) -> str:
     node = fact.cause if fact.cause is not None else fact.origin
     if not isinstance(node, ast.Call):
         return "as its callers leave it"
-    if _mode_call(node) is not None:
+    if mode_call(node) is not None:
         where = modes.scope_of(node)
         inside = f" in `{where.name}()`" if where is not None else ""
         return f"`.eval()` on line {node.lineno}{inside}"

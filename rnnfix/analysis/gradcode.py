@@ -188,3 +188,19 @@ def _parameters(expr: ast.expr, is_param: Callable[[str], bool]) -> bool:
         return False
     last = text.rsplit(".", 1)[-1].lower()
     return is_param(text) or "param" in last or "weight" in last or last == "bias"
+
+
+def parameter_names(nodes: list[ast.AST]) -> set[str]:
+    """Names a loop binds to parameters: ``for p in model.parameters()``,
+    ``for name, p in net.named_parameters()``."""
+    out: set[str] = set()
+    for node in nodes:
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            it = node.iter
+            if (
+                isinstance(it, ast.Call)
+                and isinstance(it.func, ast.Attribute)
+                and it.func.attr in ("parameters", "named_parameters")
+            ):
+                out.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+    return out

@@ -9,7 +9,8 @@ from typing import Literal
 from rnnfix.analysis.evalgrad import EvalBackward, EvalGradAnalysis, global_cudnn_off, key
 from rnnfix.analysis.evalgrad_calls import regions_across_calls
 from rnnfix.analysis.rnns import RnnSpec
-from rnnfix.edits import AddImport, Edit, InsertStatements, WrapInWith
+from rnnfix.analysis.trainworkaround import TrainForGradient, train_for_gradient
+from rnnfix.edits import AddImport, Edit, InsertStatements, ReplaceExpression, WrapInWith
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
 
 _ERROR = '"cudnn RNN backward can only be called in training mode"'
@@ -141,6 +142,41 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
         ]
         for region in regions:
             yield self._finding(ctx, analysis, region, regions)
+        if ".train(" in src:
+            for found in train_for_gradient(ctx, analysis):
+                yield self._train_finding(ctx, found)
+
+    def _train_finding(self, ctx: FileContext, found: TrainForGradient) -> Finding:
+        """The whole model put in train mode for gradient code (a workaround for
+        cuDNN's check): suggest eval + RNN-only train mode. Unsafe: the author
+        chose ``train()``, and the gradient changes (for the better)."""
+        model = found.model
+        rnns = _rnns_text(model, found.rnns)
+        message = (
+            f"`{model}.train()` puts all of `{model}` in train mode for the gradient of "
+            f"{_sink_text(ctx, found.sink)} on line {found.sink.lineno}: any dropout in it is "
+            "active and any BatchNorm uses and updates batch statistics while the gradient "
+            f"is taken; cuDNN's RNN backward needs only {rnns} in train mode"
+        )
+        blocked = None
+        for target, method in [(model, "eval"), *((t, "train") for t in _rnn_targets(found))]:
+            check = ctx.facts.receivers.check(target, method)  # type: ignore[arg-type]
+            if check.override:
+                blocked = check.reason
+                break
+        if blocked is not None:
+            return ctx.finding(self.code, found.train_call, message + f"; not fixed: {blocked}")
+        code, imports, what = _rnn_train_code(ctx, model, found.rnns, found.scope)
+        edits: tuple[Edit, ...] = (
+            ReplaceExpression(
+                ctx.pos(found.train_call), ctx.end_pos(found.train_call), f"{model}.eval()"
+            ),
+            InsertStatements(ctx.pos(found.train_stmt), code, where="after"),
+            *imports,
+        )
+        fix = Fix(edits, safe=False, description=f"keep `{model}` in eval and {what}")
+        message += f": use `{model}.eval()` and {what}"
+        return ctx.finding(self.code, found.train_call, message, fix)
 
     def _finding(
         self,
@@ -243,26 +279,37 @@ def rnn_train_fix(ctx: FileContext, analysis: EvalGradAnalysis, region: EvalBack
             return None
     elif not isinstance(stmt, (ast.Expr, ast.Assign)) or not alone_on_lines(analysis, stmt, stmt):
         return None
-    model = region.model
-    edits: list[Edit] = []
-    if all(s.nameable and s.path for s in region.rnns):
-        paths = sorted({s.path for s in region.rnns})
+    code, imports, description = _rnn_train_code(ctx, region.model, region.rnns, region.scope)
+    edits = (InsertStatements(ctx.pos(stmt), code, where=where), *imports)
+    return Fix(edits, safe=True, description=description)
+
+
+def _rnn_targets(found: TrainForGradient) -> list[str]:
+    if all(s.nameable and s.path for s in found.rnns):
+        return sorted({f"{found.model}.{s.path}" for s in found.rnns})
+    return [found.model]
+
+
+def _rnn_train_code(
+    ctx: FileContext, model: str, rnns: Sequence[RnnSpec], scope: ast.AST
+) -> tuple[tuple[str, ...], tuple[Edit, ...], str]:
+    """Statements that put ``model``'s RNNs (only) in train mode, the imports
+    they need, and what they do in words."""
+    if all(s.nameable and s.path for s in rnns):
+        paths = sorted({s.path for s in rnns})
         # ``enc`` already covers ``enc.lstm``.
         paths = [p for p in paths if not any(p.startswith(q + ".") for q in paths)]
         code = tuple(f"{model}.{p}.train()" for p in paths)
         description = "put " + ", ".join(f"`{model}.{p}`" for p in paths) + " in train mode"
-    else:
-        torch, imports = _torch(ctx)
-        edits.extend(imports)
-        var = _fresh_name(region.scope, "module")
-        code = (
-            f"for {var} in {model}.modules():\n"
-            f"    if isinstance({var}, {torch}.nn.RNNBase):\n"
-            f"        {var}.train()",
-        )
-        description = f"put every RNN of `{model}` in train mode"
-    edits.insert(0, InsertStatements(ctx.pos(stmt), code, where=where))
-    return Fix(tuple(edits), safe=True, description=description)
+        return code, (), description
+    torch, imports = _torch(ctx)
+    var = _fresh_name(scope, "module")
+    code = (
+        f"for {var} in {model}.modules():\n"
+        f"    if isinstance({var}, {torch}.nn.RNNBase):\n"
+        f"        {var}.train()",
+    )
+    return code, imports, f"put every RNN of `{model}` in train mode"
 
 
 def cudnn_off_edits(
