@@ -91,10 +91,22 @@ def _scope(
         else:
             by_model = {}
             for c in forwards:
-                if end_key(c.node) <= key(sink):
+                if c.node is not sink and end_key(c.node) <= end_key(sink):
                     by_model.setdefault(c.model, []).append(c.node)
         for model, fwds in by_model.items():
-            region = _region(ctx, analysis, modes, scope, calls, steps, params, sink, model, fwds)
+            region = _region(
+                ctx,
+                analysis,
+                modes,
+                scope,
+                calls,
+                steps,
+                params,
+                sink,
+                model,
+                fwds,
+                captum=captum_model is not None,
+            )
             if region is None:
                 continue
             # Later gradient code of the same model that the first region's
@@ -117,15 +129,17 @@ def _region(
     sink: ast.Call,
     model: str,
     fwds: list[ast.Call],
+    captum: bool,
 ) -> EvalBackward | None:
-    # The scope's own whole-model mode calls before the sink: the local
-    # analysis's case (an eval), or provably not eval (a train).
+    # The scope's own whole-model mode calls before a backward: the local
+    # analysis's case (an eval), or provably not eval (a train). It does not
+    # read captum's ``attribute``: the flow decides those alone.
     own = [
         c
         for c in calls
         if key(c) < key(sink) and (m := mode_call(c)) is not None and is_prefix(m[0], model)
     ]
-    if own:
+    if own and not captum:
         return None
     facts: set[ModeFact] = set()
     for f in fwds:
@@ -139,9 +153,9 @@ def _region(
     def is_param(text: str) -> bool:
         return text.split(".")[0] in params or modes.holds_model(text)
 
-    if not input_gradient(modes.index.scope_nodes(scope), sink, ctx.facts.imports, is_param):
-        if not _is_attribution(ctx, analysis, sink):
-            return None
+    nodes = modes.index.scope_nodes(scope)
+    if not captum and not input_gradient(nodes, sink, ctx.facts.imports, is_param):
+        return None
     rnns = analysis.of_object(model, fwds[0])
     if not rnns:
         return None
@@ -167,7 +181,7 @@ def _region(
         ),
         cudnn_off_done=analysis.switched_off(fwds[0], sink)
         or all(analysis.under_cudnn_off(n) for n in (*fwds, sink)),
-        origin=_origin_text(ctx, modes, origin),
+        origin=_origin_text(ctx, modes, origin, scope),
         anchor=anchor,
     )
 
@@ -190,23 +204,19 @@ def _runs_before(analysis: EvalGradAnalysis, stmt: ast.stmt, sink: ast.Call) -> 
     return any(n is sink for n in ast.walk(stmt)) or analysis.encloses(stmt, sink)
 
 
-def _is_attribution(ctx: FileContext, analysis: EvalGradAnalysis, sink: ast.Call) -> bool:
-    return attribution(sink, ctx.facts.imports, analysis.assigned_values) is not None
-
-
 def _fact_position(fact: ModeFact) -> tuple[int, int]:
     node = fact.cause if fact.cause is not None else fact.origin
     return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 
 
-def _origin_text(ctx: FileContext, modes: ModeFlow, fact: ModeFact) -> str:
+def _origin_text(ctx: FileContext, modes: ModeFlow, fact: ModeFact, scope: FuncNode | None) -> str:
     """Where the eval mode comes from, for the message."""
     node = fact.cause if fact.cause is not None else fact.origin
     if not isinstance(node, ast.Call):
         return "as its callers leave it"
     if mode_call(node) is not None:
         where = modes.scope_of(node)
-        inside = f" in `{where.name}()`" if where is not None else ""
+        inside = f" in `{where.name}()`" if where is not None and where is not scope else ""
         return f"`.eval()` on line {node.lineno}{inside}"
     name = dotted(node.func) or ctx.segment(node.func)
     if len(name) > 40:
