@@ -24,11 +24,30 @@ class BackwardInEvalThroughRnn(Rule):
     docs = """
 ## What it does
 Finds a gradient computed on purpose while a model is in eval mode —
-`backward()` or `torch.autograd.grad(...)` after `model.eval()` and a forward
-through the model, with no optimizer step that updates the model in the same
-function — where the model contains an `nn.LSTM`, `nn.GRU` or `nn.RNN`.
-Saliency maps and attribution, adversarial examples (FGSM, PGD), test-time
-optimisation, and an RL actor update through an eval-mode critic look like this.
+`backward()`, `torch.autograd.grad(...)` or a captum gradient attribution
+(`Saliency(model).attribute(x)`, `IntegratedGradients`, `DeepLift`,
+`GradientShap`, `InputXGradient`, `LayerIntegratedGradients`, `NoiseTunnel`
+around one of them..., resolved through the file's imports) after
+`model.eval()` and a forward through the model, with no optimizer step that
+updates the model — where the model contains an `nn.LSTM`, `nn.GRU` or
+`nn.RNN`. Saliency maps and attribution, adversarial examples (FGSM, PGD),
+test-time optimisation, and an RL actor update through an eval-mode critic
+look like this.
+
+The `eval()` may sit elsewhere: an accuracy helper that leaves the model in
+eval (in this file or another file of the run), a `generate()` method that
+calls `self.eval()`, an attack class whose `__init__` puts its model in eval,
+a caller that puts the model in eval before calling the gradient helper. The
+mode flow follows these (the summaries RNF001 uses). Across calls, only
+gradient code about an input is reported: captum, `autograd.grad` with
+respect to a non-parameter, or an input that requires grad or whose `.grad`
+is read after the backward; a plain `loss.backward()` there is more often a
+training step (RNF001).
+
+It also reports a whole `model.train()` put before such gradient code on an
+input (no optimizer step that updates the model, no dropout/BatchNorm put
+back in eval by hand): the usual way around cuDNN's error, which also runs
+dropout and BatchNorm in training mode while the gradient is taken.
 
 The RNNs are found in the model's class definition in the same file (nested
 submodules, `nn.Sequential`/`nn.ModuleList`, base classes and data-parallel
@@ -43,7 +62,8 @@ called in training mode". The decision is taken at *forward* time, so calling
 code runs, which is why it is found late.
 
 `model.train()` is not the answer: it also switches dropout and BatchNorm to
-training behaviour and changes the gradient you wanted.
+training behaviour and changes the gradient you wanted (and BatchNorm's
+running statistics are updated by the attack's or attribution's forwards).
 
 ## Example
 ```python
@@ -110,6 +130,17 @@ as a safe fix.
   (other threads see it) and every cuDNN operation in the block falls back to
   a slower kernel. It is offered when the forward and the backward sit in one
   block of statements.
+
+When the eval mode comes from another function, the `rnn-train` fix goes
+where the gradient code is: before the statement that runs its first forward
+(in a helper whose caller put the model in eval, inside the helper; the
+RNNs then stay in train mode for the caller, which changes nothing for an
+RNN without inter-layer dropout).
+
+The `model.train()` finding's fix (`model.eval()` and train mode for the
+RNNs only) is unsafe, applied with `--unsafe-fixes` (`--rnn-only` is not
+needed): the author chose `train()`, and the gradient changes — to the eval
+model's gradient, which is what an attack or an attribution is meant to take.
 
 Not reported: a region whose forward and backward already run under
 `cudnn.flags(enabled=False)`, or whose RNNs were already put in train mode; a
