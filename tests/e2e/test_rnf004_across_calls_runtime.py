@@ -84,7 +84,8 @@ def attack(model, x, y):
 torch.manual_seed(0)
 model = Classifier().to(DEVICE)
 STATS = model.bn.running_mean.clone()
-RESULT = attack(model, torch.randn(4, 7, 6, device=DEVICE), torch.tensor([0, 1, 2, 0], device=DEVICE))
+x, y = torch.randn(4, 7, 6, device=DEVICE), torch.tensor([0, 1, 2, 0], device=DEVICE)
+RESULT = attack(model, x, y)
 STATS_CHANGED = not torch.equal(STATS, model.bn.running_mean)
 """
 
