@@ -163,14 +163,26 @@ def _region(
     if anchor is None:
         return None
     origin = min((f for f in facts if f.mode is Mode.EVAL), key=_fact_position)
+    # One call of this scope that runs before the gradient code on every path
+    # (``accuracy(model, loader)``, captum's own ``model.eval()``) put the model
+    # in eval: the RNN-only ``train()`` goes right after it, as for a local
+    # ``eval()``, once for all the gradient code it reaches.
+    evals = {f.origin for f in facts if f.mode is Mode.EVAL}
+    source = next(iter(evals)) if len(evals) == 1 else None
+    after: ast.stmt | None = None
+    if isinstance(source, ast.Call) and modes.scope_of(source) is scope:
+        stmt = analysis.statement(source)
+        if stmt is not None and analysis.encloses(stmt, sink):
+            after = stmt
+    own_eval = source if isinstance(source, ast.Call) and mode_call(source) else None
     hi = end_key(sink)
     trains = [(m[0], c) for c in calls if (m := mode_call(c)) is not None and m[1] == "train"]
-    lo = key(scope) if scope is not None else (0, 0)
+    lo = end_key(after) if after is not None else key(scope) if scope is not None else (0, 0)
     return EvalBackward(
         sink=sink,
         model=model,
-        eval_call=None,
-        eval_stmt=None,
+        eval_call=own_eval if after is not None else None,
+        eval_stmt=after,
         rnns=rnns,
         forwards=tuple(fwds),
         scope=scope if scope is not None else ctx.tree,

@@ -132,10 +132,12 @@ as a safe fix.
   block of statements.
 
 When the eval mode comes from another function, the `rnn-train` fix goes
-where the gradient code is: before the statement that runs its first forward
-(in a helper whose caller put the model in eval, inside the helper; the
-RNNs then stay in train mode for the caller, which changes nothing for an
-RNN without inter-layer dropout).
+into the function of the gradient code: right after the call that left the
+model in eval (`accuracy(model, loader)`) when that call runs before the
+gradient code on every path, else before the statement that runs the gradient
+code's first forward (in a helper whose caller put the model in eval, inside
+the helper; the RNNs then stay in train mode for the caller, which changes
+nothing for an RNN without inter-layer dropout).
 
 The `model.train()` finding's fix (`model.eval()` and train mode for the
 RNNs only) is unsafe, applied with `--unsafe-fixes` (`--rnn-only` is not
@@ -301,14 +303,16 @@ def rnn_train_blocker(ctx: FileContext, region: EvalBackward) -> str | None:
 def rnn_train_fix(ctx: FileContext, analysis: EvalGradAnalysis, region: EvalBackward) -> Fix | None:
     stmt = region.eval_stmt
     where: Literal["before", "after"] = "after"
-    if stmt is None:
-        # Eval mode from elsewhere: train the RNNs where the gradient code is,
+    simple = isinstance(stmt, (ast.Expr, ast.Assign)) and alone_on_lines(analysis, stmt, stmt)
+    if stmt is None or (not simple and region.eval_call is None):
+        # Eval mode from elsewhere (a caller, the object's state, a helper
+        # called in an ``if``): train the RNNs where the gradient code is,
         # before the statement that runs its first forward.
         span = _common_block(analysis, [region.forwards[0], region.sink])
         stmt, where = (span[0] if span is not None else None), "before"
         if stmt is None or not alone_on_lines(analysis, stmt, stmt):
             return None
-    elif not isinstance(stmt, (ast.Expr, ast.Assign)) or not alone_on_lines(analysis, stmt, stmt):
+    elif not simple:
         return None
     code, imports, description = _rnn_train_code(ctx, region.model, region.rnns, region.scope)
     edits = (InsertStatements(ctx.pos(stmt), code, where=where), *imports)
