@@ -31,7 +31,7 @@ forward (``rnn-train``), or around the forward and the backward (``cudnn-off``).
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -71,7 +71,7 @@ def _scope(
     for call in calls:
         found = attribution(call, imports, analysis.assigned_values)
         if found is not None:
-            model = forward_model(found.forward_func, modes.is_model)
+            model = forward_model(found.forward_func, modes.is_model, local_functions(modes, scope))
             if model is not None:
                 sinks.append((call, model))
         elif analysis.is_sink(call):
@@ -234,3 +234,15 @@ def _origin_text(ctx: FileContext, modes: ModeFlow, fact: ModeFact, scope: FuncN
     if len(name) > 40:
         name = name.rsplit(".", 1)[-1]
     return f"left there by `{name}(...)` on line {node.lineno}"
+
+
+def local_functions(
+    modes: ModeFlow, scope: FuncNode | None
+) -> Callable[[str], ast.FunctionDef | ast.AsyncFunctionDef | None]:
+    """A name's function of this file as seen from ``scope`` (not a method)."""
+
+    def lookup(name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        info = modes.index.lookup_function(name, scope)
+        return info.node if info is not None and not info.is_method else None
+
+    return lookup

@@ -117,23 +117,36 @@ def _built_with(
     return found[0]
 
 
-def forward_model(forward_func: ast.expr, is_model: Callable[[str], bool]) -> str | None:
+def forward_model(
+    forward_func: ast.expr,
+    is_model: Callable[[str], bool],
+    function: Callable[[str], ast.FunctionDef | ast.AsyncFunctionDef | None],
+) -> str | None:
     """The model a captum method runs: ``model``, ``model.forward``, or the one
-    model a ``lambda`` calls."""
+    model a ``lambda`` or a function of the file (``def forward_fn(x): return
+    model(x)[0]``, found by ``function(name)``) calls."""
     text = dotted(forward_func)
     if text is not None:
         if text.endswith(".forward"):
             text = text[: -len(".forward")]
-        return text if is_model(text) else None
+        if is_model(text):
+            return text
+        found = function(text) if "." not in text else None
+        return _one_model(found.body, is_model) if found is not None else None
     if isinstance(forward_func, ast.Lambda):
-        called = {
-            dotted(n.func)
-            for n in ast.walk(forward_func.body)
-            if isinstance(n, ast.Call) and dotted(n.func) is not None
-        }
-        models = {c for c in called if c is not None and is_model(c)}
-        return models.pop() if len(models) == 1 else None
+        return _one_model([forward_func.body], is_model)
     return None
+
+
+def _one_model(body: Iterable[ast.AST], is_model: Callable[[str], bool]) -> str | None:
+    """The one model the code of ``body`` calls; None for none or several."""
+    models = {
+        text
+        for node in body
+        for n in ast.walk(node)
+        if isinstance(n, ast.Call) and (text := dotted(n.func)) is not None and is_model(text)
+    }
+    return models.pop() if len(models) == 1 else None
 
 
 def input_gradient(

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.evalgrad import EvalGradAnalysis, end_key, key, mode_call
+from rnnfix.analysis.evalgrad_calls import local_functions
 from rnnfix.analysis.gradcode import attribution, forward_model, input_gradient, parameter_names
 from rnnfix.analysis.rnns import RnnSpec
 from rnnfix.analysis.torchapi import mode_switch
@@ -73,7 +74,14 @@ def _scope(
     for call in calls:
         found = attribution(call, imports, analysis.assigned_values)
         if found is not None:
-            sinks.append((call, forward_model(found.forward_func, modes.is_model)))
+            sinks.append(
+                (
+                    call,
+                    forward_model(
+                        found.forward_func, modes.is_model, local_functions(modes, scope)
+                    ),
+                )
+            )
         elif analysis.is_sink(call):
             sinks.append((call, None))
     if not sinks:
