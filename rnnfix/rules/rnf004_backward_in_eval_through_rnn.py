@@ -19,7 +19,7 @@ _ERROR = '"cudnn RNN backward can only be called in training mode"'
 class BackwardInEvalThroughRnn(Rule):
     code = "RNF004"
     name = "backward-in-eval-through-rnn"
-    summary = "Gradient through an eval-mode LSTM/GRU/RNN (fails under cuDNN)"
+    summary = "Gradient through an eval-mode LSTM/GRU/RNN (fails on cuDNN), or train() to dodge it"
     fix_safety = "opt-in"
     docs = """
 ## What it does
