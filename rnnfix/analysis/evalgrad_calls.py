@@ -228,8 +228,12 @@ def _origin_text(ctx: FileContext, modes: ModeFlow, fact: ModeFact, scope: FuncN
         return "as its callers leave it"
     if mode_call(node) is not None:
         where = modes.scope_of(node)
-        inside = f" in `{where.name}()`" if where is not None and where is not scope else ""
-        return f"`.eval()` on line {node.lineno}{inside}"
+        if where is None or where is scope:
+            return f"`.eval()` on line {node.lineno}"
+        if scope is not None and not any(caller is where for caller, _ in modes.callers(scope)):
+            # The object's state: another public method of the class left it so.
+            return f"after `{where.name}()` runs: `.eval()` on line {node.lineno}"
+        return f"`.eval()` on line {node.lineno} in `{where.name}()`"
     name = dotted(node.func) or ctx.segment(node.func)
     if len(name) > 40:
         name = name.rsplit(".", 1)[-1]
