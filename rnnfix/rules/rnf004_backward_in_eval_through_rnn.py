@@ -8,6 +8,7 @@ from typing import Literal
 
 from rnnfix.analysis.evalgrad import EvalBackward, EvalGradAnalysis, global_cudnn_off, key
 from rnnfix.analysis.evalgrad_calls import regions_across_calls
+from rnnfix.analysis.receivers import Method
 from rnnfix.analysis.rnns import RnnSpec
 from rnnfix.analysis.trainworkaround import TrainForGradient, train_for_gradient
 from rnnfix.edits import AddImport, Edit, InsertStatements, ReplaceExpression, WrapInWith
@@ -192,8 +193,10 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
             f"is taken; cuDNN's RNN backward needs only {rnns} in train mode"
         )
         blocked = None
-        for target, method in [(model, "eval"), *((t, "train") for t in _rnn_targets(found))]:
-            check = ctx.facts.receivers.check(target, method)  # type: ignore[arg-type]
+        calls: list[tuple[str, Method]] = [(model, "eval")]
+        calls += [(t, "train") for t in _rnn_targets(found)]
+        for target, method in calls:
+            check = ctx.facts.receivers.check(target, method)
             if check.override:
                 blocked = check.reason
                 break
