@@ -50,7 +50,8 @@ input (no optimizer step that updates the model, no dropout/BatchNorm put
 back in eval by hand): the usual way around cuDNN's error, which also runs
 dropout and BatchNorm in training mode while the gradient is taken.
 
-The RNNs are found in the model's class definition in the same file (nested
+The RNNs are found in the model's class definition, in this file or in
+another file of the run (nested
 submodules, `nn.Sequential`/`nn.ModuleList`, base classes and data-parallel
 wrappers included). `nn.LSTMCell`, `nn.GRUCell` and `nn.RNNCell` do not use
 cuDNN's RNN kernel and do not count.
@@ -82,6 +83,13 @@ model.eval()
 model.lstm.train()
 score = model(x)[:, target].sum()
 score.backward()
+```
+For a whole `model.train()` put there to get past the error:
+```python
+model.eval()
+model.lstm.train()
+x.requires_grad_()
+F.cross_entropy(model(x), y).backward()
 ```
 When the RNN submodules cannot be named statically (inside `nn.Sequential`,
 a `ModuleList`), the fix inserts a loop over `model.modules()` that puts every
