@@ -67,7 +67,8 @@ def _scope(
     imports = ctx.facts.imports
     nodes = modes.index.scope_nodes(scope)
     calls = sorted((n for n in nodes if isinstance(n, ast.Call)), key=key)
-    sinks: list[tuple[ast.Call, str | None]] = []  # (sink, captum's model)
+    # (sink, the model it runs when one call is forward and backward)
+    sinks: list[tuple[ast.Call, str | None]] = []
     for call in calls:
         found = attribution(call, imports, analysis.assigned_values)
         if found is not None:
@@ -76,6 +77,14 @@ def _scope(
                 sinks.append((call, model))
         elif analysis.is_sink(call):
             sinks.append((call, None))
+        elif modes.project is not None and modes.index.resolve(call, scope) is None:
+            # A function of another file that takes an input gradient through
+            # a model it is given, in the mode it gets it (``Summary.entry_grads``).
+            ext = modes.external(call, scope)
+            for name in ext.summary.entry_grads if ext is not None else ():
+                mine = ext.caller_key(name) if ext is not None else None
+                if mine is not None and modes.is_model(mine):
+                    sinks.append((call, mine))
     if not sinks:
         return
     forwards = [c for c in modes.model_calls if c.function is scope and c.grad_enabled is not False]
@@ -83,11 +92,11 @@ def _scope(
     feeding = {id(s.node) for s in modes.training_steps if s.feeds_optimizer_step}
     params = parameter_names(nodes)
     first: dict[str, EvalBackward] = {}  # per model, the scope's first region
-    for sink, captum_model in sinks:
+    for sink, runs_model in sinks:
         if id(sink) in feeding:
             continue
-        if captum_model is not None:
-            by_model = {captum_model: [sink]}
+        if runs_model is not None:
+            by_model = {runs_model: [sink]}
         else:
             by_model = {}
             for c in forwards:
@@ -105,7 +114,7 @@ def _scope(
                 sink,
                 model,
                 fwds,
-                captum=captum_model is not None,
+                whole=runs_model is not None,
             )
             if region is None:
                 continue
@@ -129,17 +138,18 @@ def _region(
     sink: ast.Call,
     model: str,
     fwds: list[ast.Call],
-    captum: bool,
+    whole: bool,
 ) -> EvalBackward | None:
     # The scope's own whole-model mode calls before a backward: the local
     # analysis's case (an eval), or provably not eval (a train). It does not
-    # read captum's ``attribute``: the flow decides those alone.
+    # read a ``whole`` sink (forward and backward in one call: captum's
+    # ``attribute``, a gradient helper of another file): the flow decides those.
     own = [
         c
         for c in calls
         if key(c) < key(sink) and (m := mode_call(c)) is not None and is_prefix(m[0], model)
     ]
-    if own and not captum:
+    if own and not whole:
         return None
     facts: set[ModeFact] = set()
     for f in fwds:
@@ -154,7 +164,7 @@ def _region(
         return text.split(".")[0] in params or modes.holds_model(text)
 
     nodes = modes.index.scope_nodes(scope)
-    if not captum and not input_gradient(nodes, sink, ctx.facts.imports, is_param):
+    if not whole and not input_gradient(nodes, sink, ctx.facts.imports, is_param):
         return None
     rnns = analysis.of_object(model, fwds[0])
     if not rnns:

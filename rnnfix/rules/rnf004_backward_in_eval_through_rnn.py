@@ -38,8 +38,10 @@ look like this.
 The `eval()` may sit elsewhere: an accuracy helper that leaves the model in
 eval (in this file or another file of the run), a `generate()` method that
 calls `self.eval()`, an attack class whose `__init__` puts its model in eval,
-a caller that puts the model in eval before calling the gradient helper. The
-mode flow follows these (the summaries RNF001 uses). Across calls, only
+a caller that puts the model in eval before calling the gradient helper, or
+a gradient helper of another file of the run (`input_saliency(model, x)`)
+called while the model is in eval (reported at the call). The mode flow
+follows these (the summaries RNF001 uses). Across calls, only
 gradient code about an input is reported: captum, `autograd.grad` with
 respect to a non-parameter, or an input that requires grad or whose `.grad`
 is read after the backward; a plain `loss.backward()` there is more often a
@@ -162,7 +164,9 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
         src = ctx.source
-        if "backward" not in src and "autograd" not in src and "captum" not in src:
+        if not any(k in src for k in ("backward", "autograd", "captum")) and not (
+            ctx.project is not None and _imports_gradient_code(ctx)
+        ):
             return
         if not any(k in src for k in ("LSTM", "GRU", "RNN")) and not (
             ctx.project is not None and _imports_rnn_class(ctx)
@@ -278,6 +282,11 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
             return ctx.finding(self.code, region.sink, message + reason)
         fix = Fix(edits, safe=True, description="run the forward and backward with cuDNN off")
         return ctx.finding(self.code, region.sink, message, fix)
+
+
+def _imports_gradient_code(ctx: FileContext) -> bool:
+    view = ctx.facts.project
+    return view is not None and view.imports_gradient_code()
 
 
 def _imports_rnn_class(ctx: FileContext) -> bool:
