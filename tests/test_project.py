@@ -3,7 +3,8 @@
 Each folder ``fixtures/project/<case>/`` is a small project run through
 ``process_files`` as ``rnnfix apply <folder>`` runs it, or, when the folder
 has a ``rnnfix-run`` file, as ``rnnfix apply <its arguments>`` runs it (the
-files it names, relative to the folder, and ``--isolated``): a file given
+files it names, relative to the folder, and ``--isolated``, ``--rnn-only``,
+``--unsafe-fixes``): a file given
 alone that still sees the files it imports. The fixed files and the
 diagnostics are compared with ``fixtures/project/snapshots/<case>/``
 (``pytest --snapshot-update`` rewrites them). ``noop_*`` cases must come out
@@ -50,7 +51,11 @@ def _run_case(root: Path, write: bool = False) -> dict[str, FileResult]:
     if not spec.exists():
         return _run(root, write)
     args = spec.read_text().split()
-    settings = Settings(isolated="--isolated" in args)
+    settings = Settings(
+        isolated="--isolated" in args,
+        rnn_only="--rnn-only" in args,
+        unsafe_fixes="--unsafe-fixes" in args,
+    )
     files = [root / a for a in args if not a.startswith("--")]
     results = process_files(files, settings, write=write, jobs=1)
     return {Path(r.path).relative_to(root).as_posix(): r for r in results}

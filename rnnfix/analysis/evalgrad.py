@@ -56,13 +56,17 @@ class EvalBackward:
 
     sink: ast.Call  # the ``.backward()`` / ``autograd.grad`` call
     model: str  # dotted text as written
-    eval_call: ast.Call
-    eval_stmt: ast.stmt
+    # The scope's own ``M.eval()``; None when the eval mode comes from elsewhere
+    # (a helper, a caller, the object's state: ``rnnfix.analysis.evalgrad_calls``).
+    eval_call: ast.Call | None
+    eval_stmt: ast.stmt | None
     rnns: tuple[RnnSpec, ...]
     forwards: tuple[ast.AST, ...]  # uses of the model between eval() and the sink
     scope: ast.AST  # the function, or the module
     rnn_train_done: bool  # every RNN was already put back in train mode
     cudnn_off_done: bool  # the forward(s) and the backward run with cuDNN off
+    origin: str | None = None  # where an eval from elsewhere comes from, for the message
+    anchor: ast.stmt | None = None  # the statement of the first forward (eval from elsewhere)
 
 
 class EvalGradAnalysis:
@@ -88,13 +92,13 @@ class EvalGradAnalysis:
 
     def _scope_regions(self, scope: ast.AST) -> Iterator[EvalBackward]:
         calls = sorted((n for n in _own_nodes(scope) if isinstance(n, ast.Call)), key=key)
-        sinks = [c for c in calls if self._is_sink(c)]
+        sinks = [c for c in calls if self.is_sink(c)]
         if not sinks:
             return
         evals: list[tuple[str, ast.Call]] = []
         trains: list[tuple[str, ast.Call]] = []
         for c in calls:
-            mode = _mode_call(c)
+            mode = mode_call(c)
             if mode is not None:
                 (evals if mode[1] == "eval" else trains).append((mode[0], c))
         steps = [c for c in calls if isinstance(c.func, ast.Attribute) and c.func.attr == "step"]
@@ -121,7 +125,7 @@ class EvalGradAnalysis:
         steps: list[ast.Call],
     ) -> EvalBackward | None:
         eval_stmt = self.statement(eval_call)
-        if eval_stmt is None or not self._encloses(eval_stmt, sink):
+        if eval_stmt is None or not self.encloses(eval_stmt, sink):
             return None
         lo, hi = end_key(eval_call), end_key(sink)
         # The whole model put back in train mode (or an object holding it).
@@ -144,9 +148,9 @@ class EvalGradAnalysis:
             rnns=rnns,
             forwards=forwards,
             scope=scope,
-            rnn_train_done=self._rnn_train_done(model, rnns, trains, calls, lo, hi),
-            cudnn_off_done=self._switched_off(forwards[0], sink)
-            or all(self._under_cudnn_off(n) for n in (*forwards, sink)),
+            rnn_train_done=self.rnn_train_done(model, rnns, trains, calls, lo, hi),
+            cudnn_off_done=self.switched_off(forwards[0], sink)
+            or all(self.under_cudnn_off(n) for n in (*forwards, sink)),
         )
 
     def _cudnn_switches(self, scope: ast.AST) -> list[tuple[Key, bool]]:
@@ -162,19 +166,19 @@ class EvalGradAnalysis:
                 out.append((key(node), bool(node.value.value)))
         return sorted(out)
 
-    def _switched_off(self, first_forward: ast.AST, sink: ast.AST) -> bool:
+    def switched_off(self, first_forward: ast.AST, sink: ast.AST) -> bool:
         """cuDNN switched off by hand before the forward and not back on
         before the backward (``enabled = False`` ... ``enabled = True``)."""
         before = [on for k, on in self._switches if k < key(first_forward)]
         between = [on for k, on in self._switches if key(first_forward) <= k <= end_key(sink)]
         return bool(before) and not before[-1] and not any(between)
 
-    def _is_sink(self, call: ast.Call) -> bool:
+    def is_sink(self, call: ast.Call) -> bool:
         if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
             return True
         return self.imports.qualname(call.func) in _SINKS
 
-    def _rnn_train_done(
+    def rnn_train_done(
         self,
         model: str,
         rnns: tuple[RnnSpec, ...],
@@ -195,7 +199,7 @@ class EvalGradAnalysis:
             ).startswith(model):
                 loop = self.parents.get(c)
                 if isinstance(loop, ast.For) and any(
-                    _mode_call(n) is not None and _mode_call(n)[1] == "train"  # type: ignore[index]
+                    mode_call(n) is not None and mode_call(n)[1] == "train"  # type: ignore[index]
                     for n in ast.walk(loop)
                     if isinstance(n, ast.Call)
                 ):
@@ -212,7 +216,7 @@ class EvalGradAnalysis:
             node = self.parents.get(node)  # type: ignore[assignment]
         return node
 
-    def _encloses(self, stmt: ast.stmt, node: ast.AST) -> bool:
+    def encloses(self, stmt: ast.stmt, node: ast.AST) -> bool:
         """Whether ``stmt``'s block holds an ancestor of ``node`` after ``stmt``:
         then ``stmt`` runs before ``node`` on every path through the block."""
         parent = self.parents.get(stmt)
@@ -246,7 +250,7 @@ class EvalGradAnalysis:
                 return True
         return False
 
-    def _under_cudnn_off(self, node: ast.AST) -> bool:
+    def under_cudnn_off(self, node: ast.AST) -> bool:
         for item in self._with_items(node):
             ctx = item.context_expr
             if isinstance(ctx, ast.Call) and self.imports.qualname(ctx.func) in CUDNN_FLAGS:
@@ -293,7 +297,7 @@ class EvalGradAnalysis:
 
     def _built_from(self, name: str, use: ast.AST) -> list[ast.Call]:
         out = []
-        for value in self._assigned_values(name, use):
+        for value in self.assigned_values(name, use):
             built = strip_self_returning(value)
             if isinstance(built, ast.Call):
                 out.append(built)
@@ -304,7 +308,7 @@ class EvalGradAnalysis:
         """The RNNs inside the object ``name`` (dotted text) at ``use``."""
         if depth > 3:
             return None
-        values = self._assigned_values(name, use)
+        values = self.assigned_values(name, use)
         found: list[RnnSpec] = []
         known = False
         for value in values:
@@ -348,6 +352,8 @@ class EvalGradAnalysis:
         # One level of callers in this file: ``saliency(model, x)``.
         index = params.index(arg) if arg in params else None
         is_method = bool(params) and params[0].arg in ("self", "cls")
+        # A constructor's callers call its class: ``FGSM(model)`` for ``__init__``.
+        cls = self.parents.get(func) if func.name == "__init__" and is_method else None
         found: list[RnnSpec] = []
         for call in walk_tree(self.tree):
             if not isinstance(call, ast.Call):
@@ -356,11 +362,13 @@ class EvalGradAnalysis:
             callee_name = callee.id if isinstance(callee, ast.Name) else None
             if isinstance(callee, ast.Attribute) and is_method:
                 callee_name = callee.attr
-            if callee_name != func.name:
+            constructs = isinstance(cls, ast.ClassDef) and callee_name == cls.name
+            if callee_name != func.name and not constructs:
                 continue
             value: ast.expr | None = None
             if index is not None:
-                pos = index - (1 if is_method and isinstance(callee, ast.Attribute) else 0)
+                bound = is_method and (isinstance(callee, ast.Attribute) or constructs)
+                pos = index - (1 if bound else 0)
                 if 0 <= pos < len(call.args) and not isinstance(call.args[pos], ast.Starred):
                     value = call.args[pos]
             for k in call.keywords:
@@ -377,7 +385,7 @@ class EvalGradAnalysis:
             found.extend(specs or ())
         return tuple(found) or None
 
-    def _assigned_values(self, name: str, use: ast.AST) -> list[ast.expr]:
+    def assigned_values(self, name: str, use: ast.AST) -> list[ast.expr]:
         """Values assigned to ``name`` in the scope that binds it at ``use``:
         the enclosing class's methods for ``self.x``, else the enclosing
         function when it assigns the name, else module level."""
@@ -464,7 +472,7 @@ def _values_in(scope: ast.AST, name: str, own_only: bool) -> list[ast.expr]:
     return out
 
 
-def _mode_call(call: ast.Call) -> tuple[str, str] | None:
+def mode_call(call: ast.Call) -> tuple[str, str] | None:
     """``M.eval()`` / ``M.train(False)`` -> (M, "eval"); ``M.train()`` -> (M, "train");
     None for ``M.train(flag)`` (either)."""
     switch = mode_switch(call)

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Literal
 from rnnfix.analysis.aliases import canonical, function_aliases
 from rnnfix.analysis.flow import Effect, ScopeRun, calls_in
 from rnnfix.analysis.gradctx import grad_context
+from rnnfix.analysis.gradentry import entry_gradients
 from rnnfix.analysis.intent import deliberate_eval
 from rnnfix.analysis.models import (
     ModelInfo,
@@ -86,10 +87,19 @@ class Summary:
     # Keys a training step uses while they may still be in the mode the
     # function was entered with (computed for the project index only).
     entry_trains: tuple[str, ...] = ()
+    # Keys it takes an input gradient through (saliency, an attack) in the mode
+    # the caller left them in (project index only; ``rnnfix.analysis.gradentry``).
+    entry_grads: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not (self.effects or self.forwards or self.optimizer_step or self.entry_trains)
+        return not (
+            self.effects
+            or self.forwards
+            or self.optimizer_step
+            or self.entry_trains
+            or self.entry_grads
+        )
 
 
 @dataclass(frozen=True)
@@ -519,7 +529,10 @@ class ModeFlow:
                         effects[key] = Effect(any(f.origin is fn for f in facts), sets)
             forwards = self._forwards(info)
             entry_trains = self._entry_trains(info, run, forwards) if self.summaries_only else ()
-            summary = Summary(effects, forwards, self._runs_optimizer_step(info), entry_trains)
+            steps = self._runs_optimizer_step(info)
+            grads = self.summaries_only and not steps
+            entry_grads = entry_gradients(self, info, run) if grads else ()
+            summary = Summary(effects, forwards, steps, entry_trains, entry_grads)
         finally:
             self._in_progress.discard(fn)
         self._summaries[fn] = summary

@@ -481,6 +481,11 @@ class ProjectView:
         trains the models it is given in the mode they come in."""
         return self._imports(lambda f: f.trains)
 
+    def imports_gradient_code(self) -> bool:
+        """Whether it imports a function (class, module) of the run that takes
+        an input gradient through a model it is given (RNF004's pre-filter)."""
+        return self._imports(lambda f: bool(f.summary.entry_grads))
+
     def _imports(self, test: Callable[[FunctionSummary], bool]) -> bool:
         for found in self._imported():
             if isinstance(found, FunctionSummary):

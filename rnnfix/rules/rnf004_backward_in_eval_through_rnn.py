@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator, Sequence
+from typing import Literal
 
 from rnnfix.analysis.evalgrad import EvalBackward, EvalGradAnalysis, global_cudnn_off, key
+from rnnfix.analysis.evalgrad_calls import regions_across_calls
+from rnnfix.analysis.receivers import Method
 from rnnfix.analysis.rnns import RnnSpec
-from rnnfix.edits import AddImport, Edit, InsertStatements, WrapInWith
+from rnnfix.analysis.trainworkaround import TrainForGradient, train_for_gradient
+from rnnfix.edits import AddImport, Edit, InsertStatements, ReplaceExpression, WrapInWith
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
 
 _ERROR = '"cudnn RNN backward can only be called in training mode"'
@@ -16,18 +20,40 @@ _ERROR = '"cudnn RNN backward can only be called in training mode"'
 class BackwardInEvalThroughRnn(Rule):
     code = "RNF004"
     name = "backward-in-eval-through-rnn"
-    summary = "Gradient through an eval-mode LSTM/GRU/RNN (fails under cuDNN)"
+    summary = "Gradient through an eval-mode LSTM/GRU/RNN (fails on cuDNN), or train() to dodge it"
     fix_safety = "opt-in"
     docs = """
 ## What it does
 Finds a gradient computed on purpose while a model is in eval mode —
-`backward()` or `torch.autograd.grad(...)` after `model.eval()` and a forward
-through the model, with no optimizer step that updates the model in the same
-function — where the model contains an `nn.LSTM`, `nn.GRU` or `nn.RNN`.
-Saliency maps and attribution, adversarial examples (FGSM, PGD), test-time
-optimisation, and an RL actor update through an eval-mode critic look like this.
+`backward()`, `torch.autograd.grad(...)` or a captum gradient attribution
+(`Saliency(model).attribute(x)`, `IntegratedGradients`, `DeepLift`,
+`GradientShap`, `InputXGradient`, `LayerIntegratedGradients`, `NoiseTunnel`
+around one of them..., resolved through the file's imports) after
+`model.eval()` and a forward through the model, with no optimizer step that
+updates the model — where the model contains an `nn.LSTM`, `nn.GRU` or
+`nn.RNN`. Saliency maps and attribution, adversarial examples (FGSM, PGD),
+test-time optimisation, and an RL actor update through an eval-mode critic
+look like this.
 
-The RNNs are found in the model's class definition in the same file (nested
+The `eval()` may sit elsewhere: an accuracy helper that leaves the model in
+eval (in this file or another file of the run), a `generate()` method that
+calls `self.eval()`, an attack class whose `__init__` puts its model in eval,
+a caller that puts the model in eval before calling the gradient helper, or
+a gradient helper of another file of the run (`input_saliency(model, x)`)
+called while the model is in eval (reported at the call). The mode flow
+follows these (the summaries RNF001 uses). Across calls, only
+gradient code about an input is reported: captum, `autograd.grad` with
+respect to a non-parameter, or an input that requires grad or whose `.grad`
+is read after the backward; a plain `loss.backward()` there is more often a
+training step (RNF001).
+
+It also reports a whole `model.train()` put before such gradient code on an
+input (no optimizer step that updates the model, no dropout/BatchNorm put
+back in eval by hand): the usual way around cuDNN's error, which also runs
+dropout and BatchNorm in training mode while the gradient is taken.
+
+The RNNs are found in the model's class definition, in this file or in
+another file of the run (nested
 submodules, `nn.Sequential`/`nn.ModuleList`, base classes and data-parallel
 wrappers included). `nn.LSTMCell`, `nn.GRUCell` and `nn.RNNCell` do not use
 cuDNN's RNN kernel and do not count.
@@ -40,7 +66,8 @@ called in training mode". The decision is taken at *forward* time, so calling
 code runs, which is why it is found late.
 
 `model.train()` is not the answer: it also switches dropout and BatchNorm to
-training behaviour and changes the gradient you wanted.
+training behaviour and changes the gradient you wanted (and BatchNorm's
+running statistics are updated by the attack's or attribution's forwards).
 
 ## Example
 ```python
@@ -58,6 +85,13 @@ model.eval()
 model.lstm.train()
 score = model(x)[:, target].sum()
 score.backward()
+```
+For a whole `model.train()` put there to get past the error:
+```python
+model.eval()
+model.lstm.train()
+x.requires_grad_()
+F.cross_entropy(model(x), y).backward()
 ```
 When the RNN submodules cannot be named statically (inside `nn.Sequential`,
 a `ModuleList`), the fix inserts a loop over `model.modules()` that puts every
@@ -108,6 +142,19 @@ as a safe fix.
   a slower kernel. It is offered when the forward and the backward sit in one
   block of statements.
 
+When the eval mode comes from another function, the `rnn-train` fix goes
+into the function of the gradient code: right after the call that left the
+model in eval (`accuracy(model, loader)`) when that call runs before the
+gradient code on every path, else before the statement that runs the gradient
+code's first forward (in a helper whose caller put the model in eval, inside
+the helper; the RNNs then stay in train mode for the caller, which changes
+nothing for an RNN without inter-layer dropout).
+
+The `model.train()` finding's fix (`model.eval()` and train mode for the
+RNNs only) is unsafe, applied with `--unsafe-fixes` (`--rnn-only` is not
+needed): the author chose `train()`, and the gradient changes — to the eval
+model's gradient, which is what an attack or an attribution is meant to take.
+
 Not reported: a region whose forward and backward already run under
 `cudnn.flags(enabled=False)`, or whose RNNs were already put in train mode; a
 file that switches cuDNN off globally (RNF005 reports that). A gradient taken
@@ -117,7 +164,9 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
         src = ctx.source
-        if "backward" not in src and "autograd" not in src:
+        if not any(k in src for k in ("backward", "autograd", "captum")) and not (
+            ctx.project is not None and _imports_gradient_code(ctx)
+        ):
             return
         if not any(k in src for k in ("LSTM", "GRU", "RNN")) and not (
             ctx.project is not None and _imports_rnn_class(ctx)
@@ -128,9 +177,10 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
             return  # no cuDNN anywhere: RNF005's business
         analysis = facts.evalgrad
         modes = facts.modes
+        local = analysis.regions()
         regions = [
             r
-            for r in analysis.regions()
+            for r in [*local, *regions_across_calls(ctx, analysis, local)]
             if not (r.rnn_train_done or r.cudnn_off_done)
             # The mode flow follows helpers (``reset(model)`` calling
             # ``model.train()``) that the syntactic region cannot see.
@@ -138,6 +188,43 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
         ]
         for region in regions:
             yield self._finding(ctx, analysis, region, regions)
+        if ".train(" in src:
+            for found in train_for_gradient(ctx, analysis):
+                yield self._train_finding(ctx, found)
+
+    def _train_finding(self, ctx: FileContext, found: TrainForGradient) -> Finding:
+        """The whole model put in train mode for gradient code (a workaround for
+        cuDNN's check): suggest eval + RNN-only train mode. Unsafe: the author
+        chose ``train()``, and the gradient changes (for the better)."""
+        model = found.model
+        rnns = _rnns_text(model, found.rnns)
+        message = (
+            f"`{model}.train()` puts all of `{model}` in train mode for the gradient of "
+            f"{_sink_text(ctx, found.sink)} on line {found.sink.lineno}: any dropout in it is "
+            "active and any BatchNorm uses and updates batch statistics while the gradient "
+            f"is taken; cuDNN's RNN backward needs only {rnns} in train mode"
+        )
+        blocked = None
+        calls: list[tuple[str, Method]] = [(model, "eval")]
+        calls += [(t, "train") for t in _rnn_targets(found)]
+        for target, method in calls:
+            check = ctx.facts.receivers.check(target, method)
+            if check.override:
+                blocked = check.reason
+                break
+        if blocked is not None:
+            return ctx.finding(self.code, found.train_call, message + f"; not fixed: {blocked}")
+        code, imports, what = _rnn_train_code(ctx, model, found.rnns, found.scope)
+        edits: tuple[Edit, ...] = (
+            ReplaceExpression(
+                ctx.pos(found.train_call), ctx.end_pos(found.train_call), f"{model}.eval()"
+            ),
+            InsertStatements(ctx.pos(found.train_stmt), code, where="after"),
+            *imports,
+        )
+        fix = Fix(edits, safe=False, description=f"keep `{model}` in eval and {what}")
+        message += f": use `{model}.eval()` and {what}"
+        return ctx.finding(self.code, found.train_call, message, fix)
 
     def _finding(
         self,
@@ -147,10 +234,15 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
         regions: Sequence[EvalBackward],
     ) -> Finding:
         model = region.model
+        where = (
+            f"`.eval()` on line {region.eval_call.lineno}"
+            if region.eval_call is not None
+            else region.origin
+        )
         message = (
             f"{_sink_text(ctx, region.sink)} computes a gradient through "
             f"{_rnns_text(model, region.rnns)} while `{model}` is in eval mode "
-            f"(`.eval()` on line {region.eval_call.lineno}); on a GPU cuDNN fails with {_ERROR}"
+            f"({where}); on a GPU cuDNN fails with {_ERROR}"
         )
         inexact = [s for s in region.rnns if not s.train_mode_exact]
         settings = ctx.settings
@@ -179,7 +271,8 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
                 return ctx.finding(self.code, region.sink, message + reason)
             fix = rnn_train_fix(ctx, analysis, region)
             if fix is None:
-                reason = "; not fixed: the `.eval()` call does not stand alone on its line"
+                what = "`.eval()` call" if region.eval_call is not None else "forward"
+                reason = f"; not fixed: the {what} does not stand alone on its line"
                 return ctx.finding(self.code, region.sink, message + reason)
             return ctx.finding(self.code, region.sink, message, fix)
         group = [r for r in regions if same_region(r, region)]
@@ -191,13 +284,23 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
         return ctx.finding(self.code, region.sink, message, fix)
 
 
+def _imports_gradient_code(ctx: FileContext) -> bool:
+    view = ctx.facts.project
+    return view is not None and view.imports_gradient_code()
+
+
 def _imports_rnn_class(ctx: FileContext) -> bool:
     view = ctx.facts.project
     return view is not None and view.imports_rnn_class()
 
 
 def same_region(a: EvalBackward, b: EvalBackward) -> bool:
-    return a.scope is b.scope and a.model == b.model and a.eval_call is b.eval_call
+    return (
+        a.scope is b.scope
+        and a.model == b.model
+        and a.eval_call is b.eval_call
+        and (a.eval_call is not None or a.anchor is b.anchor)
+    )
 
 
 def rnn_train_blocker(ctx: FileContext, region: EvalBackward) -> str | None:
@@ -219,28 +322,49 @@ def rnn_train_blocker(ctx: FileContext, region: EvalBackward) -> str | None:
 
 def rnn_train_fix(ctx: FileContext, analysis: EvalGradAnalysis, region: EvalBackward) -> Fix | None:
     stmt = region.eval_stmt
-    if not isinstance(stmt, (ast.Expr, ast.Assign)) or not alone_on_lines(analysis, stmt, stmt):
+    where: Literal["before", "after"] = "after"
+    simple = isinstance(stmt, (ast.Expr, ast.Assign)) and alone_on_lines(analysis, stmt, stmt)
+    if stmt is None or (not simple and region.eval_call is None):
+        # Eval mode from elsewhere (a caller, the object's state, a helper
+        # called in an ``if``): train the RNNs where the gradient code is,
+        # before the statement that runs its first forward.
+        span = _common_block(analysis, [region.forwards[0], region.sink])
+        stmt, where = (span[0] if span is not None else None), "before"
+        if stmt is None or not alone_on_lines(analysis, stmt, stmt):
+            return None
+    elif not simple:
         return None
-    model = region.model
-    edits: list[Edit] = []
-    if all(s.nameable and s.path for s in region.rnns):
-        paths = sorted({s.path for s in region.rnns})
+    code, imports, description = _rnn_train_code(ctx, region.model, region.rnns, region.scope)
+    edits = (InsertStatements(ctx.pos(stmt), code, where=where), *imports)
+    return Fix(edits, safe=True, description=description)
+
+
+def _rnn_targets(found: TrainForGradient) -> list[str]:
+    if all(s.nameable and s.path for s in found.rnns):
+        return sorted({f"{found.model}.{s.path}" for s in found.rnns})
+    return [found.model]
+
+
+def _rnn_train_code(
+    ctx: FileContext, model: str, rnns: Sequence[RnnSpec], scope: ast.AST
+) -> tuple[tuple[str, ...], tuple[Edit, ...], str]:
+    """Statements that put ``model``'s RNNs (only) in train mode, the imports
+    they need, and what they do in words."""
+    if all(s.nameable and s.path for s in rnns):
+        paths = sorted({s.path for s in rnns})
         # ``enc`` already covers ``enc.lstm``.
         paths = [p for p in paths if not any(p.startswith(q + ".") for q in paths)]
         code = tuple(f"{model}.{p}.train()" for p in paths)
         description = "put " + ", ".join(f"`{model}.{p}`" for p in paths) + " in train mode"
-    else:
-        torch, imports = _torch(ctx)
-        edits.extend(imports)
-        var = _fresh_name(region.scope, "module")
-        code = (
-            f"for {var} in {model}.modules():\n"
-            f"    if isinstance({var}, {torch}.nn.RNNBase):\n"
-            f"        {var}.train()",
-        )
-        description = f"put every RNN of `{model}` in train mode"
-    edits.insert(0, InsertStatements(ctx.pos(stmt), code, where="after"))
-    return Fix(tuple(edits), safe=True, description=description)
+        return code, (), description
+    torch, imports = _torch(ctx)
+    var = _fresh_name(scope, "module")
+    code = (
+        f"for {var} in {model}.modules():\n"
+        f"    if isinstance({var}, {torch}.nn.RNNBase):\n"
+        f"        {var}.train()",
+    )
+    return code, imports, f"put every RNN of `{model}` in train mode"
 
 
 def cudnn_off_edits(
