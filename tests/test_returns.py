@@ -192,3 +192,19 @@ def test_project_returns_are_read_lazily_and_pickle(tmp_path: Path) -> None:
     assert copy.returns_of(str(tmp_path / "factory.py")) == index.returns_of(
         str(tmp_path / "factory.py")
     )
+
+
+def test_tuples_say_which_element_is_a_wrapper() -> None:
+    found = _summaries(
+        """
+        def setup(net, lr):
+            model = nn.DataParallel(net)
+            return model, torch.optim.SGD(model.parameters(), lr=lr)
+
+        def sometimes(net, n):
+            if n > 1:
+                return nn.DataParallel(net), n
+            return net, n
+        """
+    )
+    assert found == {"setup": Returns("function", items=(True, False))}

@@ -54,6 +54,9 @@ class Returns:
     kind: Kind
     wrapper: bool = False
     param: int | None = None
+    # ``return model, optimizer``: which elements of the tuple every path
+    # returns are wrappers (``model, opt = setup(cfg)``).
+    items: tuple[bool, ...] | None = None
 
 
 # A value, as far as a proof goes: a wrapper, or the value a parameter of the
@@ -92,6 +95,25 @@ class ReturnFacts:
         at = enclosing_stmt(self.parents, expr)
         return at is not None and self._value(expr, at, 0) == _WRAPPER
 
+    def is_wrapper_item(self, expr: ast.AST, index: int) -> bool:
+        """Whether element ``index`` of the tuple ``expr`` evaluates to is
+        provably a wrapper: ``a, b = nn.DataParallel(n), opt`` or
+        ``model, optimizer = setup(cfg)`` with ``setup`` returning
+        ``(wrapper, ...)`` on every path."""
+        at = enclosing_stmt(self.parents, expr)
+        if at is None:
+            return False
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            elts = expr.elts
+            if index >= len(elts) or any(isinstance(e, ast.Starred) for e in elts):
+                return False
+            return self._value(elts[index], at, 0) == _WRAPPER
+        if not isinstance(expr, ast.Call):
+            return False
+        found = self._callee(expr, at)
+        items = found[0].items if found is not None else None
+        return items is not None and index < len(items) and items[index]
+
     def summaries(self) -> dict[str, Returns]:
         """``Returns`` of each module-level function (``"build"``) and method
         of a module-level class (``"Trainer.load_model"``, its bases' in this
@@ -121,6 +143,9 @@ class ReturnFacts:
             return None
         if not _ends(fn.body):
             return None  # some path falls off the end: returns None
+        returns = [r for r in _walk_own(fn.body) if isinstance(r, ast.Return)]
+        if returns and all(isinstance(r.value, ast.Tuple) for r in returns):
+            return self._tuple_returns(fn, returns)
         values: set[_Value] = set()
         for ret in _walk_own(fn.body):
             if isinstance(ret, ast.Return):
@@ -138,6 +163,18 @@ class ReturnFacts:
         if value[1] not in params:
             return None
         return Returns(kind, param=params.index(value[1]))
+
+    def _tuple_returns(self, fn: FuncNode, returns: list[ast.Return]) -> Returns | None:
+        """``return model, optimizer`` on every path: which elements are wrappers."""
+        tuples = [(r, r.value) for r in returns if isinstance(r.value, ast.Tuple)]
+        size = len(tuples[0][1].elts)
+        for _, t in tuples:
+            if len(t.elts) != size or any(isinstance(e, ast.Starred) for e in t.elts):
+                return None
+        items = tuple(
+            all(self._value(t.elts[i], r, 0) == _WRAPPER for r, t in tuples) for i in range(size)
+        )
+        return Returns(self._kind(fn), items=items) if any(items) else None
 
     def _kind(self, fn: FuncNode) -> Kind:
         if not isinstance(self.parents.get(fn), ast.ClassDef):

@@ -144,6 +144,12 @@ class _Scopes:
             for target, value in _assignments(node):
                 if dotted(target) == owner:
                     verdicts.add("wrapper" if self._is_wrapper(value) else "other")
+                elif isinstance(target, (ast.Tuple, ast.List)):
+                    # ``model, optimizer = setup(cfg)``: only a proof counts
+                    # (an unpacked value is otherwise unknown, as before).
+                    for i, element in enumerate(target.elts):
+                        if dotted(element) == owner and self.values.is_wrapper_item(value, i):
+                            verdicts.add("wrapper")
         if "wrapper" in verdicts:
             return "wrapper"
         if "other" in verdicts:
