@@ -15,9 +15,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rnnfix import notebooks
 from rnnfix.analysis.imported import imported_files
 from rnnfix.analysis.project import ModuleSummary, ProjectIndex, normalise, summarise
 from rnnfix.cache import (
@@ -30,10 +29,12 @@ from rnnfix.cache import (
     finding_to_json,
     run_fingerprint,
 )
-from rnnfix.context import Finding
-from rnnfix.engine import DroppedFix, fix_source
+from rnnfix.context import DroppedFix, Finding
 from rnnfix.files import FileProblem, decode, read_source, write_atomic
 from rnnfix.settings import Settings
+
+if TYPE_CHECKING:
+    from rnnfix import notebooks
 
 
 class Outcome(enum.Enum):
@@ -439,6 +440,8 @@ def process_notebook(
 ) -> FileResult:
     """A notebook's code cells are fixed as one module (see ``rnnfix.notebooks``);
     findings are reported per cell, the diff is of the notebook's JSON."""
+    from rnnfix import notebooks
+
     try:
         nb = notebooks.parse(text)
     except FileProblem as exc:
@@ -502,6 +505,8 @@ def newer_syntax(text: str, lineno: int | None) -> bool:
 def process_text(
     name: str, text: str, settings: Settings, project: ProjectIndex | None = None
 ) -> FileResult:
+    from rnnfix.engine import fix_source  # a run whose results are all cached never needs it
+
     try:
         fixed = fix_source(text, settings, name, project)
     except SyntaxError as exc:
