@@ -251,12 +251,49 @@ class ReturnFacts:
                 if found is None:
                     return None
                 return found, 1 if found.kind == "classmethod" else 0
+        if isinstance(func, ast.Attribute):
+            cls_expr = self._instance_class(func.value, at)
+            if cls_expr is not None:  # ``Builder(cfg).build()``, ``utils.get_model()``
+                found = self._method_returns(cls_expr, func.attr, at)
+                if found is None or found.kind == "classmethod":
+                    return (found, 1) if found is not None else None
+                return found, 0 if found.kind == "staticmethod" else 1
         if self.external is None:
             return None
         found = self.external(func)
         if found is None:
             return None
         return found, 1 if found.kind == "classmethod" else 0
+
+    def _instance_class(self, expr: ast.expr, at: ast.stmt) -> ast.expr | None:
+        """The class ``expr`` is an instance of, as the expression that names
+        it: ``Builder(cfg)``, or a name every assignment reaching ``at``
+        binds to ``Builder(...)``; None when that is not shown."""
+        built = strip_self_returning(expr)
+        if isinstance(built, ast.Call):
+            return built.func if dotted(built.func) is not None else None
+        text = dotted(expr)
+        if text is None:
+            return None
+        classes: dict[str, ast.expr] = {}
+        for value in self._reaching(text, at):
+            made = strip_self_returning(value) if isinstance(value, ast.AST) else None
+            if not isinstance(made, ast.Call) or dotted(made.func) is None:
+                return None
+            classes[dotted(made.func) or ""] = made.func
+        return next(iter(classes.values())) if len(classes) == 1 else None
+
+    def _method_returns(self, cls_expr: ast.expr, method: str, at: ast.stmt) -> Returns | None:
+        """``Returns`` of ``method`` of the class ``cls_expr`` names: a class
+        of this file, or one of another file of the run."""
+        if isinstance(cls_expr, ast.Name) and cls_expr.id in self.classes:
+            if self._locally_bound(cls_expr.id, at):
+                return None
+            fn = self._methods(cls_expr.id).get(method)
+            return self.returns(fn) if fn is not None else None
+        if self.external is None:
+            return None
+        return self.external(ast.Attribute(value=cls_expr, attr=method, ctx=ast.Load()))
 
     def _receiver_class(self, name: str, at: ast.stmt) -> str | None:
         """The class whose method ``at`` is in, when ``name`` is that method's
