@@ -241,7 +241,10 @@ class ReturnFacts:
             cls_name = self._receiver_class(owner, at)
             if cls_name is not None:  # ``self.m()`` / ``cls.m()``: bound
                 method = self._methods(cls_name).get(func.attr)
-                found = self.returns(method) if method is not None else None
+                if method is not None:
+                    found = self.returns(method)
+                else:  # inherited from a base class of another file of the run
+                    found = self._imported_base_method(cls_name, func.attr)
                 if found is None:
                     return None
                 return found, 0 if found.kind == "staticmethod" else 1
@@ -264,6 +267,29 @@ class ReturnFacts:
         if found is None:
             return None
         return found, 1 if found.kind == "classmethod" else 0
+
+    def _imported_base_method(self, cls_name: str, method: str) -> Returns | None:
+        """``method`` inherited from the base class of ``cls_name`` (or of its
+        bases in this file) that another file of the run defines. Only with
+        a single such base: with several, which one defines ``method`` first
+        in the MRO is not something the summaries show."""
+        if self.external is None:
+            return None
+        imported: list[ast.expr] = []
+        todo, seen = [cls_name], set()
+        while todo:
+            cls = self.classes.get(todo.pop(0))
+            if cls is None or cls.name in seen:
+                continue
+            seen.add(cls.name)
+            for base in cls.bases:
+                if isinstance(base, ast.Name) and base.id in self.classes:
+                    todo.append(base.id)
+                elif dotted(base) is not None:
+                    imported.append(base)
+        if len(imported) != 1:
+            return None
+        return self.external(ast.Attribute(value=imported[0], attr=method, ctx=ast.Load()))
 
     def _instance_class(self, expr: ast.expr, at: ast.stmt) -> ast.expr | None:
         """The class ``expr`` is an instance of, as the expression that names
