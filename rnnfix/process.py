@@ -11,7 +11,6 @@ import re
 import signal
 import sys
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -314,6 +313,8 @@ def _map(
         return results
     # The index goes to each worker once (not with every chunk of paths).
     work = partial(_process_in_worker, settings=settings, write=write)
+    from concurrent.futures import ProcessPoolExecutor  # a one-file run never starts a pool
+
     pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(project,))
     try:
         for result in pool.map(work, paths, chunksize=max(1, len(paths) // (jobs * 8))):
@@ -365,10 +366,15 @@ def _settle(
     results = list(results)
     for _ in range(MAX_ROUNDS):
         changes: dict[str, ModuleSummary | None] = {}
+        # Only a file some result looked up can change a result: the others
+        # (the one file of ``rnnfix apply train.py``) are not summarised again.
+        looked_up = set().union(*(r.consulted for r in results))
         for path, result in zip(paths, results, strict=True):
             if result.outcome is Outcome.CHANGED and path.suffix == ".py":
                 assert result.new_text is not None
                 key = normalise(path)
+                if key not in looked_up:
+                    continue
                 summary = summarise(result.new_text, key)
                 if summary != project.files.get(key):
                     changes[key] = summary
