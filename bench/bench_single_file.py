@@ -154,10 +154,17 @@ def timed(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument(
+        "--rnnfix",
+        help="the command to time (default: the rnnfix console script), e.g. "
+        "'python -m rnnfix' with PYTHONPATH set to another version's checkout",
+    )
     args = parser.parse_args()
     rnnfix = [sys.executable, "-m", "rnnfix"]
     exe = shutil.which("rnnfix")
-    if exe is not None:
+    if args.rnnfix:
+        rnnfix = args.rnnfix.split()
+    elif exe is not None:
         rnnfix = [exe]  # the console script, as users run it
     env_note = f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {' '.join(rnnfix)}"
     with tempfile.TemporaryDirectory() as tmp:
