@@ -44,8 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from rnnfix import __version__
-from rnnfix.context import Finding, Fix
-from rnnfix.engine import DroppedFix
+from rnnfix.context import DroppedFix, Finding, Fix
 from rnnfix.settings import Settings
 
 CACHE_DIR = ".rnnfix_cache"

@@ -39,6 +39,13 @@ class _Group(click.Group):
             click.echo(f"rnnfix: internal error: {type(exc).__name__}: {exc}", err=True)
             ctx.exit(EXIT_ERROR)
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args[:1] == ["verify"] and isinstance(self.commands.get("verify"), _LazyVerify):
+            self.add_command(_LazyVerify.load())
+        return super().resolve_command(ctx, args)
+
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="rnnfix")
@@ -527,14 +534,27 @@ def explain(code: str) -> None:
     click.echo(f"# {cls.code} {cls.name}\n\nFix: {cls.fix_safety}\n\n{cls.docs.strip()}")
 
 
-def _register_verify() -> None:
-    # rnnfix.verify.cli imports torch only when the command runs.
-    from rnnfix.verify.cli import verify_command
+class _LazyVerify(click.Command):
+    """``verify``'s place in the group until it runs: ``rnnfix --help`` and
+    ``rnnfix apply`` never import ``rnnfix.verify`` (its sanitizer and
+    records cost every start more than the rest of the CLI); ``_Group``
+    swaps in the real command (``rnnfix.verify.cli``, which imports torch
+    only when it runs) as soon as ``verify`` is resolved."""
 
-    cli.add_command(verify_command)
+    def __init__(self) -> None:
+        super().__init__(
+            "verify",
+            short_help="Run a training script under the runtime mode sanitizer and judge it.",
+        )
+
+    @staticmethod
+    def load() -> click.Command:
+        from rnnfix.verify.cli import verify_command
+
+        return verify_command
 
 
-_register_verify()
+cli.add_command(_LazyVerify())
 
 
 def main() -> None:

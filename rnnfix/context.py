@@ -48,6 +48,14 @@ class Finding:
         return self.fix is not None
 
 
+@dataclass(frozen=True)
+class DroppedFix:
+    """A finding whose fix the engine refused, and why (one line)."""
+
+    finding: Finding
+    reason: str
+
+
 @dataclass
 class FileContext:
     """Everything a rule may look at for one file. Analyses are computed once,

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from rnnfix import undefined
 from rnnfix.analysis.testcode import outside_test_classes
-from rnnfix.context import FileContext, Finding
+from rnnfix.context import DroppedFix, FileContext, Finding
 from rnnfix.edits import Edit, apply_edits
 from rnnfix.linemap import LineMap, identity
 from rnnfix.rules import Rule, all_rules
@@ -54,12 +54,6 @@ MAX_PASSES = 8
 Decide = Callable[[str, Finding, str, str], bool]
 
 _IGNORE = re.compile(r"#\s*rnnfix:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
-
-
-@dataclass(frozen=True)
-class DroppedFix:
-    finding: Finding
-    reason: str
 
 
 @dataclass

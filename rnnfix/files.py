@@ -16,8 +16,11 @@ import tokenize
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
+from typing import TYPE_CHECKING
 
-import pathspec
+if TYPE_CHECKING:
+    import pathspec
+
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
 # ``write_atomic``'s temporary files: ``.<name>.<random>.rnnfix``. One that
@@ -192,7 +195,7 @@ def discover(
     one, which then fails with a reason), unless ``force_exclude``: then
     ``exclude`` and the test-code default apply to them (files and folders)
     too, relative to the current folder (pre-commit names every changed file)."""
-    excluded = pathspec.GitIgnoreSpec.from_lines(exclude) if exclude else None
+    excluded = _spec(exclude) if exclude else None
     seen: set[Path] = set()
     for root in paths:
         if root.is_dir() and not root.is_symlink():
@@ -281,6 +284,14 @@ def _matches(spec: pathspec.GitIgnoreSpec | None, root: Path, p: Path, is_dir: b
     return bool(spec.match_file(rel))
 
 
+def _spec(lines: Sequence[str]) -> pathspec.GitIgnoreSpec:
+    # pathspec is imported here: a run on the files it names reads no
+    # ``.gitignore`` and has no ``exclude``, and need not pay for it.
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
 class _GitIgnores:
     """``.gitignore`` files of the walked tree and of its ancestors up to the
     repository root, each applied relative to its own folder."""
@@ -317,7 +328,7 @@ class _GitIgnores:
                 lines = f.read_text(encoding="utf-8", errors="replace").splitlines()
             except OSError:
                 return
-            self._specs.append((folder, pathspec.GitIgnoreSpec.from_lines(lines)))
+            self._specs.append((folder, _spec(lines)))
 
     def load(self, folder: Path) -> None:
         folder = self._real(folder)

@@ -11,13 +11,11 @@ import re
 import signal
 import sys
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rnnfix import notebooks
 from rnnfix.analysis.imported import imported_files
 from rnnfix.analysis.project import ModuleSummary, ProjectIndex, normalise, summarise
 from rnnfix.cache import (
@@ -30,10 +28,12 @@ from rnnfix.cache import (
     finding_to_json,
     run_fingerprint,
 )
-from rnnfix.context import Finding
-from rnnfix.engine import DroppedFix, fix_source
+from rnnfix.context import DroppedFix, Finding
 from rnnfix.files import FileProblem, decode, read_source, write_atomic
 from rnnfix.settings import Settings
+
+if TYPE_CHECKING:
+    from rnnfix import notebooks
 
 
 class Outcome(enum.Enum):
@@ -313,6 +313,8 @@ def _map(
         return results
     # The index goes to each worker once (not with every chunk of paths).
     work = partial(_process_in_worker, settings=settings, write=write)
+    from concurrent.futures import ProcessPoolExecutor  # a one-file run never starts a pool
+
     pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(project,))
     try:
         for result in pool.map(work, paths, chunksize=max(1, len(paths) // (jobs * 8))):
@@ -364,10 +366,15 @@ def _settle(
     results = list(results)
     for _ in range(MAX_ROUNDS):
         changes: dict[str, ModuleSummary | None] = {}
+        # Only a file some result looked up can change a result: the others
+        # (the one file of ``rnnfix apply train.py``) are not summarised again.
+        looked_up = set().union(*(r.consulted for r in results))
         for path, result in zip(paths, results, strict=True):
             if result.outcome is Outcome.CHANGED and path.suffix == ".py":
                 assert result.new_text is not None
                 key = normalise(path)
+                if key not in looked_up:
+                    continue
                 summary = summarise(result.new_text, key)
                 if summary != project.files.get(key):
                     changes[key] = summary
@@ -439,6 +446,8 @@ def process_notebook(
 ) -> FileResult:
     """A notebook's code cells are fixed as one module (see ``rnnfix.notebooks``);
     findings are reported per cell, the diff is of the notebook's JSON."""
+    from rnnfix import notebooks
+
     try:
         nb = notebooks.parse(text)
     except FileProblem as exc:
@@ -502,6 +511,8 @@ def newer_syntax(text: str, lineno: int | None) -> bool:
 def process_text(
     name: str, text: str, settings: Settings, project: ProjectIndex | None = None
 ) -> FileResult:
+    from rnnfix.engine import fix_source  # a run whose results are all cached never needs it
+
     try:
         fixed = fix_source(text, settings, name, project)
     except SyntaxError as exc:

@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 import rnnfix.cache
+import rnnfix.engine
 import rnnfix.process
 from rnnfix.cache import CACHE_DIR, ResultCache, cache_root
 from rnnfix.cli import cli
@@ -69,7 +70,8 @@ def _forbid_fixing(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*args: object, **kwargs: object) -> None:
         raise AssertionError("the engine ran: the cache was not used")
 
-    monkeypatch.setattr(rnnfix.process, "fix_source", boom)
+    # ``process_text`` imports ``fix_source`` from the engine when it fixes.
+    monkeypatch.setattr(rnnfix.engine, "fix_source", boom)
     monkeypatch.setattr(rnnfix.process.ProjectIndex, "build", boom)
 
 
@@ -222,3 +224,29 @@ def test_no_cache_flag_writes_nothing(project: Path, monkeypatch: pytest.MonkeyP
     )
     assert proc.returncode == 1
     assert (project / CACHE_DIR).is_dir()
+
+
+def test_a_warm_run_imports_no_engine_rules_or_libcst(project: Path) -> None:
+    """A run whose results all come from the cache only hashes and reads:
+    the engine, the rules and libcst are what a cold start pays for."""
+    code = (
+        "import sys\n"
+        "from rnnfix.cli import main\n"
+        f"sys.argv = ['rnnfix', 'apply', '--check', {str(project)!r}]\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('rnnfix.engine', 'rnnfix.rules.rnf001_train_step_in_eval_mode', 'libcst',"
+        " 'rnnfix.verify')\n"
+        "print('LOADED', [m for m in heavy if m in sys.modules])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "RNNFIX_NO_CACHE"}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=False, env=env
+        )
+        for _ in range(2)
+    ]
+    assert "LOADED ['rnnfix.engine'" in runs[0].stdout, runs[0].stdout + runs[0].stderr
+    assert "LOADED []" in runs[1].stdout, runs[1].stdout + runs[1].stderr

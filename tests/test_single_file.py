@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 import rnnfix.analysis.imported
+import rnnfix.engine
 import rnnfix.process
 from rnnfix.analysis.imported import imported_files
 from rnnfix.cache import ResultCache, cache_root
@@ -168,7 +169,7 @@ def test_warm_single_file_run_is_served_from_the_cache(
     def boom(*args: object, **kwargs: object) -> None:
         raise AssertionError("the engine ran: the cache was not used")
 
-    monkeypatch.setattr(rnnfix.process, "fix_source", boom)
+    monkeypatch.setattr(rnnfix.engine, "fix_source", boom)
     monkeypatch.setattr(rnnfix.process.ProjectIndex, "build", boom)
     [warm] = _cached_run([project / "train.py"])
     assert _codes(warm) == _codes(cold) and warm.outcome is Outcome.CHANGED

@@ -820,14 +820,23 @@ class ModeFlow:
     def _data_parallel_wrappers(self) -> frozenset[str]:
         """Paths assigned a DataParallel/DDP/FSDP wrapper somewhere in the file:
         ``W.module`` only exists on the wrapper, so ``W.module.train()`` on such
-        a path switches every layer ``W`` runs."""
+        a path switches every layer ``W`` runs. A wrapper a helper returns
+        (``W = build_parallel(cfg)``) counts too, as RNF002 proves it
+        (``rnnfix.analysis.returns``); only asked where ``.module.`` is written."""
+        from rnnfix.analysis.returns import ReturnFacts
+
         found: set[str] = set()
+        helpers = None
+        if ".module." in self.ctx.source:
+            external = self.project.returns if self.project is not None else None
+            helpers = ReturnFacts(self.tree, self.imports, external)
         for node in walk_tree(self.tree):
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 value = strip_self_returning(node.value)
-                if (
-                    isinstance(value, ast.Call)
-                    and self.imports.qualname(value.func) in DATA_PARALLEL
+                if not isinstance(value, ast.Call):
+                    continue
+                if self.imports.qualname(value.func) in DATA_PARALLEL or (
+                    helpers is not None and helpers.is_wrapper(node.value)
                 ):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     found.update(t for t in map(dotted, targets) if t is not None)

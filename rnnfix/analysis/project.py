@@ -64,6 +64,7 @@ from rnnfix.analysis.torchapi import strip_self_returning
 if TYPE_CHECKING:
     from rnnfix.analysis.modeflow import ModeFlow, Summary
     from rnnfix.analysis.objectuse import Order
+    from rnnfix.analysis.returns import Returns
     from rnnfix.analysis.rnns import RnnSpec
     from rnnfix.analysis.scopes import FuncNode, FunctionInfo
 
@@ -139,6 +140,18 @@ class ModuleSummary:
 
 
 @dataclass(frozen=True)
+class ReturnSummary:
+    """What the functions of one file return (``returns.ReturnFacts.summaries``:
+    ``"build"``, ``"Trainer.load_model"`` -> a wrapper / a parameter
+    unchanged), and its import bindings, to follow re-exports. Computed
+    apart from ``ModuleSummary``, at the first question: only RNF002 asks,
+    about files its ``x.module.train()`` calls reach."""
+
+    functions: dict[str, Returns]
+    imports: dict[str, Binding]
+
+
+@dataclass(frozen=True)
 class ExternalCall:
     """A call into a function of another file, with how its names map to the caller's."""
 
@@ -211,6 +224,24 @@ def files_mention(files: Mapping[str, ModuleSummary | None], key: str, name: str
         return True
 
 
+def _returns_of_file(key: str) -> ReturnSummary | None:
+    from rnnfix.analysis.imports import ImportMap
+    from rnnfix.analysis.returns import ReturnFacts
+    from rnnfix.files import FileProblem, read_source
+
+    try:
+        text = read_source(Path(key))[1].text
+    except (FileProblem, OSError):
+        return None
+    try:
+        tree = ast.parse(text)
+        # A file without ``return`` still re-exports (a package's ``__init__.py``).
+        functions = ReturnFacts(tree, ImportMap.build(tree)).summaries() if "return" in text else {}
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    return ReturnSummary(functions, import_bindings(tree))
+
+
 def _summarise_file(path: Path, key: str) -> ModuleSummary | None:
     from rnnfix.files import FileProblem, read_source
 
@@ -239,6 +270,7 @@ class ProjectIndex:
         self._resolved: dict[tuple[str, int, tuple[str, ...]], tuple[str, tuple[str, ...]] | None]
         self._resolved = {}
         self._orders: dict[tuple[str, str], tuple[Order, frozenset[str]]] = {}
+        self._returns: dict[str, ReturnSummary | None] = {}
 
     @classmethod
     def build(cls, paths: Iterable[Path]) -> ProjectIndex:
@@ -258,6 +290,13 @@ class ProjectIndex:
         if source is not None and not self.may_import(source):
             return ProjectView(self, normalise(path), tree, bindings={})
         return ProjectView(self, normalise(path), tree)
+
+    def returns_of(self, file: str) -> ReturnSummary | None:
+        """What the functions of ``file`` (a file of the index) return, read
+        from disk at the first question and kept."""
+        if file not in self._returns:
+            self._returns[file] = _returns_of_file(file) if file in self.files else None
+        return self._returns[file]
 
     def may_import(self, source: str) -> bool:
         """A text pre-filter: an import line of ``source`` is relative or names
@@ -447,6 +486,29 @@ class ProjectView:
             if binding is None:
                 return None
             target = self.index.resolve(target[0], binding[0], binding[1])
+        return None
+
+    def returns(self, expr: ast.AST) -> Returns | None:
+        """What the imported function ``expr`` (``build``, ``U.to_cuda``,
+        ``Trainer.load_model``) of another file of the run returns: a
+        wrapper, a parameter unchanged, or None (unknown)."""
+        text = dotted(expr)
+        target = self._target(text) if text is not None else None
+        for _ in range(_MAX_REEXPORTS + 1):
+            if target is None or target[0] == self.path:
+                return None
+            file, names = target
+            self.consulted.add(file)
+            module = self.index.returns_of(file)
+            if module is None or not names:
+                return None
+            found = module.functions.get(".".join(names))
+            if found is not None:
+                return found
+            binding = module.imports.get(names[0])
+            if binding is None:
+                return None
+            target = self.index.resolve(file, binding[0], binding[1] + names[1:])
         return None
 
     def _target(self, text: str) -> tuple[str, tuple[str, ...]] | None:

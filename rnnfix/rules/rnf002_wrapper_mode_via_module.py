@@ -6,8 +6,9 @@ import ast
 from collections.abc import Iterator
 
 from rnnfix.analysis.names import dotted, method_call
+from rnnfix.analysis.returns import ReturnFacts
 from rnnfix.analysis.syntax import walk_tree
-from rnnfix.analysis.torchapi import DATA_PARALLEL, module_mode_switch, strip_self_returning
+from rnnfix.analysis.torchapi import module_mode_switch
 from rnnfix.edits import ReplaceExpression
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
 
@@ -49,10 +50,17 @@ model.train()
 Safe when `model` is provably a wrapper (assigned from one of the wrapper
 classes above, under any import alias, in the same scope or, for `self.x`, in
 the same class): `model.train()` sets the same layers' mode and also the
-wrapper's flag. When `model` comes from elsewhere (a parameter, an unknown
-call), the fix is unsafe: the object may define a `module` attribute of its own.
-Objects built in this file from something that is not a wrapper (an EMA helper,
-a local class with `self.module`) and `self.module` inside a class are left alone.
+wrapper's flag. The wrapper may reach `model` through a helper, of this file
+or of another file of the run, that returns one on every path (`model =
+build_parallel(cfg)`, `self.model = self.load_model(path)`) or that returns
+its argument unchanged (`model = to_cuda(nn.DataParallel(net))` where
+`to_cuda` returns `m.cuda()`). When `model` is never assigned where it is used
+(a parameter), the fix is unsafe: the object may define a `module` attribute
+of its own. Left alone: objects assigned from anything else, such as an EMA
+helper, a local class with `self.module`, `torch.compile(...)` (another
+object), a call that is not known, or a helper that wraps only on some paths
+(`if n_gpu > 1: model = nn.DataParallel(model)`; `return model`); and
+`self.module` inside a class.
 
 Also left alone: a wrapper around a class (of this file, or of another file of
 the run) that overrides `train`/`eval` in a form the wrapper cannot call: `def
@@ -121,6 +129,12 @@ class _Scopes:
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
+        view = ctx.facts.project
+        # Values that reach the name through a helper: ``to_cuda(DataParallel(net))``,
+        # ``self.load_model(path)``, a factory in another file of the run.
+        self.values = ReturnFacts(
+            ctx.tree, ctx.facts.imports, view.returns if view is not None else None
+        )
 
     def origin(self, owner: str, use: ast.AST) -> str:
         """ "wrapper", "other" (assigned from something else in scope) or "unknown"."""
@@ -130,6 +144,12 @@ class _Scopes:
             for target, value in _assignments(node):
                 if dotted(target) == owner:
                     verdicts.add("wrapper" if self._is_wrapper(value) else "other")
+                elif isinstance(target, (ast.Tuple, ast.List)):
+                    # ``model, optimizer = setup(cfg)``: only a proof counts
+                    # (an unpacked value is otherwise unknown, as before).
+                    for i, element in enumerate(target.elts):
+                        if dotted(element) == owner and self.values.is_wrapper_item(value, i):
+                            verdicts.add("wrapper")
         if "wrapper" in verdicts:
             return "wrapper"
         if "other" in verdicts:
@@ -153,10 +173,7 @@ class _Scopes:
         return self.ctx.tree
 
     def _is_wrapper(self, value: ast.AST) -> bool:
-        value = strip_self_returning(value)
-        if not isinstance(value, ast.Call):
-            return False
-        return self.ctx.facts.imports.qualname(value.func) in DATA_PARALLEL
+        return self.values.is_wrapper(value)
 
 
 def _assignments(node: ast.AST) -> Iterator[tuple[ast.AST, ast.AST]]:
