@@ -1,0 +1,470 @@
+"""Inference after a load (RNF006): a model that trained weights are loaded
+into (``rnnfix.analysis.loads``) and whose forwards, later in the same scope,
+reach no training step.
+
+The question per load: which forwards of that model follow it (direct calls,
+``model.forward(x)``, a method of its class or a helper of this file that
+runs it, a function of another file of the run whose summary runs it), in
+which mode (asked of the mode flow, ``ctx.facts.modes``; a loaded object the
+mode flow does not track is switched nowhere in the file) and with grad
+enabled or not. Each forward is mapped to its *unit*: the statement after the
+load, in the load's block or a block around it, that contains it; the fix
+puts ``eval()`` after the load and ``no_grad`` around the units.
+
+Precision first, so a file is not inference code at all when it trains
+(a training step, a gradient use, an optimizer), switches anything to train
+mode (resume training, fine-tuning, Monte Carlo dropout), exports or traces
+(ONNX, TorchScript, ``torch.export``), or is test code; and a load is left
+alone when the model is handed to code rnnfix cannot read, when a helper
+switches its mode, when a method named for training runs on it, or when a
+wrapper around its forwards cannot be read.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass, field
+
+from rnnfix.analysis.flow import chained_mode
+from rnnfix.analysis.gradctx import Handlers, gradient_uses
+from rnnfix.analysis.loads import (
+    is_checkpoint_load,
+    is_torch_load,
+    returns_loaded_model,
+    state_dict_receiver,
+    unwrap_value,
+)
+from rnnfix.analysis.modestate import Mode, is_prefix
+from rnnfix.analysis.names import dotted
+from rnnfix.analysis.scopes import FuncNode
+from rnnfix.analysis.syntax import FUNCTIONS, block_of, walk_local, walk_tree, words
+from rnnfix.analysis.torchapi import MODULE_METHODS, WRAPPERS, module_mode_switch
+from rnnfix.context import FileContext
+
+# Text that makes a file export or trace code: it has its own expectations
+# (``torch.onnx.export`` sets the mode it exports in itself).
+_EXPORT = re.compile(r"onnx|jit\.trace|jit\.script|torch\.export|export\.export")
+_PREFILTER = re.compile(r"load")
+# Builtins and torch calls a model can be handed to without being run or switched.
+_HARMLESS = frozenset(
+    {"print", "len", "str", "repr", "isinstance", "type", "id", "getattr", "hasattr", "vars",
+     "sum", "format", "dir"}
+)  # fmt: skip
+# Method words that say a model is trained: ``model.fit(...)``, ``net.train_step()``.
+_TRAINING_WORDS = frozenset(
+    {"train", "training", "fit", "finetune", "learn", "optimize", "backward", "update", "step"}
+)
+
+
+@dataclass(frozen=True)
+class Load:
+    model: str  # dotted text as written: "model", "args.model"
+    stmt: ast.stmt  # the statement that loads (``eval()`` goes right after it)
+    scope: FuncNode | None  # None: module level
+    how: str  # for messages: "`load_state_dict`", "`torch.load`", "`load_model()`"
+
+
+@dataclass
+class Forward:
+    site: ast.Call  # the call in the load's scope
+    unit: ast.stmt  # the statement after the load that holds it
+    level: int  # 0: the load's own block; 1: the block around it, ...
+    needs_eval: bool
+    needs_grad: bool
+
+
+@dataclass
+class Inference:
+    load: Load
+    forwards: list[Forward] = field(default_factory=list)
+
+    @property
+    def needs_eval(self) -> bool:
+        return any(f.needs_eval for f in self.forwards)
+
+    @property
+    def needs_grad(self) -> bool:
+        return any(f.needs_grad for f in self.forwards)
+
+
+def is_test_path(path: str) -> bool:
+    base = os.path.basename(path)
+    return base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py"
+
+
+class InferenceAnalysis:
+    """One per file: ``inferences()`` lists each load that is followed by
+    inference forwards, with what they lack."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.flow = ctx.facts.modes
+        self.parents = ctx.facts.parents
+        self.qualname = ctx.facts.imports.qualname
+        self.handlers = Handlers(ctx)
+
+    # --- is this file inference code at all? ---------------------------------
+    def trains(self) -> bool:
+        """Anything in the file trains, needs gradients or sets train mode."""
+        flow = self.flow
+        if flow.training_steps:
+            return True
+        scopes: list[ast.AST] = [self.ctx.tree, *(info.node for info in flow.index.functions.values())]
+        for scope in scopes:
+            if next(gradient_uses(self.ctx, scope), None) is not None:
+                return True
+        for node in walk_tree(self.ctx.tree):
+            if isinstance(node, ast.Call):
+                qual = self.qualname(node.func) or ""
+                if qual.startswith("torch.optim.") or qual.endswith("GradScaler"):
+                    return True
+                switch = module_mode_switch(node)
+                if switch is not None and switch.mode is not Mode.EVAL:
+                    return True  # resume training, fine-tuning, Monte Carlo dropout
+                if isinstance(node.func, ast.Attribute) and node.func.attr in (
+                    "zero_grad",
+                    "backward",
+                ):
+                    return True
+        return False
+
+    def inferences(self) -> list[Inference]:
+        ctx = self.ctx
+        if is_test_path(ctx.path) or _EXPORT.search(ctx.source):
+            return []
+        loads = self.loads()
+        if not loads or self.trains():
+            return []
+        out: list[Inference] = []
+        for load in loads:
+            found = self._inference(load)
+            if found is not None and found.forwards:
+                out.append(found)
+        return out
+
+    # --- loads ----------------------------------------------------------------
+    def loads(self) -> list[Load]:
+        out: list[Load] = []
+        index = self.flow.index
+        scopes: list[FuncNode | None] = [None, *index.functions]
+        for scope in scopes:
+            if scope is not None and (
+                scope.name.startswith("test") or _module_method(self.ctx, scope)
+            ):
+                continue  # a test, or a module's own method: its user sets the mode
+            checkpoints: set[str] = set()
+            for node in index.scope_nodes(scope):
+                if not isinstance(node, ast.stmt):
+                    continue
+                load = self._load_of(node, scope, checkpoints)
+                if load is not None and not self._pretrained(load.model):
+                    out.append(load)
+        return out
+
+    def _load_of(self, stmt: ast.stmt, scope: FuncNode | None, checkpoints: set[str]) -> Load | None:
+        if isinstance(stmt, (ast.Expr, ast.Assign)):
+            value = stmt.value
+            if isinstance(value, ast.Call):
+                receiver = state_dict_receiver(value)
+                if receiver is not None:
+                    return Load(receiver, stmt, scope, "`load_state_dict`")
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+            return None
+        target = dotted(stmt.targets[0])
+        if target is None or chained_mode(stmt.value) is not None:
+            return None  # ``torch.load(p).eval()``: the author set the mode
+        inner, picked = unwrap_value(stmt.value)
+        if is_torch_load(inner, self.qualname):
+            if not picked:
+                checkpoints.add(target)
+            return Load(target, stmt, scope, "`torch.load`")
+        if picked and isinstance(inner, ast.Name) and inner.id in checkpoints:
+            return Load(target, stmt, scope, "`torch.load`")
+        if is_checkpoint_load(inner):
+            return Load(target, stmt, scope, "`load_from_checkpoint`")
+        if isinstance(inner, ast.Call) and not picked and self._loader(inner, scope):
+            return Load(target, stmt, scope, f"`{ctx_text(inner.func)}()`")
+        return None
+
+    def _loader(self, call: ast.Call, scope: FuncNode | None) -> bool:
+        res = self.flow.resolve(call, scope)
+        if res is not None:
+            return res.callee.cls is None and returns_loaded_model(res.callee.node, self.qualname)
+        project = self.ctx.facts.project
+        return project is not None and project.returns_loaded_model(call.func)
+
+    def _pretrained(self, model: str) -> bool:
+        """Bound to ``from_pretrained(...)`` (transformers returns eval models)."""
+        for node in walk_tree(self.ctx.tree):
+            if isinstance(node, ast.Assign) and any(dotted(t) == model for t in node.targets):
+                for n in ast.walk(node.value):
+                    if isinstance(n, ast.Attribute) and n.attr == "from_pretrained":
+                        return True
+        return False
+
+    # --- forwards after a load ---------------------------------------------------
+    def _inference(self, load: Load) -> Inference | None:
+        """The forwards of ``load.model`` after the load; None when the load
+        must be left alone."""
+        chain = self._chain(load.stmt)
+        if chain is None:
+            return None
+        model = load.model
+        start = _end(load.stmt)
+        stop = self._rebinding(load)
+        found = Inference(load)
+        for call in self.flow.scope_calls(load.scope):
+            pos = (call.lineno, call.col_offset)
+            if pos < start or (stop is not None and pos >= stop):
+                continue
+            kind = self._use(call, model, load.scope)
+            if kind == "block":
+                return None
+            if kind is None:
+                continue
+            placed = _unit(self.parents, chain, call)
+            if placed is None:
+                continue
+            needs = self._needs(call, model, load.scope, kind)
+            if needs is None:
+                return None  # a wrapper rnnfix cannot read: it may manage both
+            found.forwards.append(Forward(call, placed[0], placed[1], needs[0], needs[1]))
+        return found
+
+    def _chain(self, stmt: ast.stmt) -> list[tuple[list[ast.stmt], int]] | None:
+        """The blocks from the load's own up to its scope's body, each with
+        the index of the statement on the way to the load."""
+        out: list[tuple[list[ast.stmt], int]] = []
+        cur: ast.AST = stmt
+        while True:
+            parent = self.parents.get(cur)
+            if parent is None or isinstance(parent, (*FUNCTIONS, ast.Module)):
+                found = block_of(self.parents, cur)
+                if found is None:
+                    return None
+                out.append(found)
+                return out
+            found = block_of(self.parents, cur)
+            if found is not None:
+                out.append(found)
+            if isinstance(parent, ast.ClassDef):
+                return None
+            cur = parent
+
+    def _rebinding(self, load: Load) -> tuple[int, int] | None:
+        """Where the model's root name is next bound to another object after
+        the load (``model = model.to(dev)`` and ``DataParallel(model)`` keep it)."""
+        root = load.model.split(".")[0]
+        start = _end(load.stmt)
+        for node in self.flow.index.scope_nodes(load.scope):
+            if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.For, ast.With)):
+                continue
+            if (node.lineno, node.col_offset) < start:
+                continue
+            targets = _targets(node)
+            if not any(root == t or t.startswith(root + ".") for t in targets):
+                continue
+            value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+            if value is not None and self._same_object(value, load.model):
+                continue
+            return (node.lineno, node.col_offset)
+        return None
+
+    def _same_object(self, value: ast.AST, model: str) -> bool:
+        inner, _ = unwrap_value(value)
+        if dotted(inner) == model:
+            return True
+        return (
+            isinstance(inner, ast.Call)
+            and self.qualname(inner.func) in WRAPPERS
+            and bool(inner.args)
+            and dotted(unwrap_value(inner.args[0])[0]) == model
+        )
+
+    def _use(self, call: ast.Call, model: str, scope: FuncNode | None) -> str | None:
+        """How ``call`` uses the model: "direct" (its forward), "helper" (a
+        function that runs it), None (does not run it), "block" (code that may
+        train it or switch its mode: leave the load alone)."""
+        func = call.func
+        text = dotted(func)
+        if text == model or (
+            isinstance(func, ast.Attribute) and func.attr == "forward" and dotted(func.value) == model
+        ):
+            return "direct"
+        if isinstance(func, ast.Attribute) and dotted(func.value) == model:
+            if set(words(func.attr)) & _TRAINING_WORDS:
+                return "block"  # ``model.fit(...)``, ``model.train_step(...)``
+            if func.attr in MODULE_METHODS:
+                return None
+            return self._helper(call, model, scope, method=True)
+        args = [*call.args, *(k.value for k in call.keywords)]
+        if not any(_mentions(a, model) for a in args):
+            return None
+        if isinstance(func, ast.Name) and func.id in _HARMLESS:
+            return None
+        if self.qualname(func) in WRAPPERS:
+            return None
+        return self._helper(call, model, scope, method=False)
+
+    def _helper(self, call: ast.Call, model: str, scope: FuncNode | None, method: bool) -> str | None:
+        """A function of this file (or of another file of the run) that is
+        handed the model: "helper" when it runs it, None when it only reads
+        it, "block" when it switches or trains it or cannot be read."""
+        found = self.flow.callee_summary(call, scope)
+        if found is None:
+            # ``model.generate(...)``: an unknown method runs who knows what; it
+            # neither proves inference nor hides training. Any other unknown
+            # callee may train the model or set its mode.
+            return None if method else "block"
+        summary, mapper = found
+        mapped = {k: mapper(k) for k in {*summary.effects, *summary.forwards, *summary.entry_trains}}
+        mine = {k for k, v in mapped.items() if v is not None and is_prefix(model, v)}
+        if summary.optimizer_step or any(k in mine for k in summary.entry_trains):
+            return "block"
+        if any(k in mine for k in summary.effects):
+            return "block"  # it switches the model's mode itself
+        local = self._local_use(call, model, scope)
+        if local is not None:
+            return local
+        return "helper" if any(k in mine for k in summary.forwards) else None
+
+    def _local_use(self, call: ast.Call, model: str, scope: FuncNode | None) -> str | None:
+        """What a function of this file does with the parameter the model is
+        passed as, read from its body (the mode flow tracks only objects it
+        knows are models): "block" when it switches its mode, "helper" when it
+        calls it (``def predict(net, x): return net(x)``)."""
+        res = self.flow.resolve(call, scope)
+        if res is None:
+            return None
+        params = {p for p, arg in res.args.items() if arg == model}
+        if res.callee.is_method and res.receiver == model:
+            params.add(res.callee.params[0])
+        runs = False
+        for n in walk_local(res.callee.node):
+            if not isinstance(n, ast.Call) or not params:
+                continue
+            switch = module_mode_switch(n)
+            if switch is not None:
+                target = dotted(switch.receiver) or ""
+                if target.split(".")[0] in params:
+                    return "block"
+                continue
+            func = n.func
+            if isinstance(func, ast.Attribute) and func.attr == "forward":
+                func = func.value
+            if dotted(func) in params:
+                runs = True
+        return "helper" if runs else None
+
+    def _needs(
+        self, call: ast.Call, model: str, scope: FuncNode | None, kind: str
+    ) -> tuple[bool, bool] | None:
+        """(needs ``eval()``, needs ``no_grad``) at ``call``; None when a
+        wrapper around it cannot be read."""
+        handled: set[str] = set()
+        cur: ast.AST | None = call
+        while cur is not None:
+            exprs: list[ast.expr] = []
+            if isinstance(cur, (ast.With, ast.AsyncWith)):
+                exprs = [i.context_expr for i in cur.items]
+            elif isinstance(cur, FUNCTIONS):
+                exprs = list(cur.decorator_list)
+            for expr in exprs:
+                handling = self.handlers.handling(expr)
+                if handling is None:
+                    return None
+                handled |= handling
+            if cur is scope or isinstance(cur, ast.Module):
+                break
+            cur = self.parents.get(cur)
+        needs_eval = "eval" not in handled and self._may_train(call, model)
+        needs_grad = "grad" not in handled and self.flow.grad_enabled(call) is not False
+        if kind == "helper" and needs_grad:
+            needs_grad = self._helper_grad(call, scope)
+        return needs_eval, needs_grad
+
+    def _may_train(self, call: ast.Call, model: str) -> bool:
+        """The model may be in train mode at ``call`` (train or unknown)."""
+        if self.flow.is_model(model):
+            state = self.flow.mode_before(call, model)
+            return bool(state.facts) and state.modes != {Mode.EVAL}
+        return True  # switched nowhere in the file (``trains`` rules out train())
+
+    def _helper_grad(self, call: ast.Call, scope: FuncNode | None) -> bool:
+        """A helper of this file decorated with (or running its forwards
+        under) ``no_grad`` handles grad itself."""
+        res = self.flow.resolve(call, scope)
+        if res is None:
+            return True  # another file's summary lists only grad-enabled forwards
+        fn = res.callee.node
+        for dec in fn.decorator_list:
+            handling = self.handlers.handling(dec)
+            if handling is None or "grad" in handling:
+                return False
+        return True
+
+
+def _module_method(ctx: FileContext, fn: FuncNode) -> bool:
+    owner = ctx.facts.parents.get(fn)
+    if not isinstance(owner, ast.ClassDef):
+        return False
+    classes = ctx.facts.modes.classes
+    return owner.name in classes.modules or owner.name in classes.lightning or any(
+        isinstance(s, FUNCTIONS) and s.name == "forward" for s in owner.body
+    )
+
+
+def _unit(
+    parents: dict[ast.AST, ast.AST], chain: list[tuple[list[ast.stmt], int]], node: ast.AST
+) -> tuple[ast.stmt, int] | None:
+    """The statement after the load, in the innermost block of ``chain``,
+    that holds ``node``, with that block's level."""
+    ancestors: list[ast.AST] = []
+    cur: ast.AST | None = node
+    while cur is not None:
+        ancestors.append(cur)
+        cur = parents.get(cur)
+    ids = {id(a) for a in ancestors}
+    for level, (block, index) in enumerate(chain):
+        for stmt in block[index + 1 :]:
+            if id(stmt) in ids:
+                return stmt, level
+    return None
+
+
+def _end(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
+
+
+def _targets(node: ast.AST) -> list[str]:
+    raw: list[ast.AST] = []
+    if isinstance(node, ast.Assign):
+        raw = list(node.targets)
+    elif isinstance(node, (ast.AnnAssign, ast.For)):
+        raw = [node.target]
+    elif isinstance(node, ast.With):
+        raw = [i.optional_vars for i in node.items if i.optional_vars is not None]
+    out: list[str] = []
+    for t in raw:
+        for n in ast.walk(t):
+            if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Store):
+                text = dotted(n)
+                if text is not None:
+                    out.append(text)
+    return out
+
+
+def _mentions(expr: ast.AST, model: str) -> bool:
+    """``model`` itself is passed (``f(model)``, ``f(net=model.to(dev))``),
+    not a value computed from it (``f(model(x))``, ``f(model.config)``)."""
+    inner, _ = unwrap_value(expr)
+    if isinstance(inner, ast.Starred):
+        inner = inner.value
+    text = dotted(inner)
+    return text is not None and (text == model or is_prefix(text, model))
+
+
+def ctx_text(expr: ast.AST) -> str:
+    return dotted(expr) or "..."
