@@ -30,12 +30,15 @@ from dataclasses import dataclass, field
 from rnnfix.analysis.flow import chained_mode
 from rnnfix.analysis.gradctx import Handlers, gradient_uses
 from rnnfix.analysis.loads import (
+    MODULE_LOADER,
+    NOT_A_LOADER,
     is_checkpoint_load,
     is_torch_load,
     returns_loaded_model,
     state_dict_receiver,
     unwrap_value,
 )
+from rnnfix.analysis.models import built_class
 from rnnfix.analysis.modestate import Mode, is_prefix
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.scopes import FuncNode
@@ -64,6 +67,8 @@ class Load:
     stmt: ast.stmt  # the statement that loads (``eval()`` goes right after it)
     scope: FuncNode | None  # None: module level
     how: str  # for messages: "`load_state_dict`", "`torch.load`", "`load_model()`"
+    cls: ast.expr | None = None  # ``Net`` of ``Net.load_from_checkpoint(...)``
+    built_module: bool = False  # a loader function built it from an ``nn.Module`` class
 
 
 @dataclass
@@ -111,7 +116,10 @@ class InferenceAnalysis:
         flow = self.flow
         if flow.training_steps:
             return True
-        scopes: list[ast.AST] = [self.ctx.tree, *(info.node for info in flow.index.functions.values())]
+        scopes: list[ast.AST] = [
+            self.ctx.tree,
+            *(info.node for info in flow.index.functions.values()),
+        ]
         for scope in scopes:
             if next(gradient_uses(self.ctx, scope), None) is not None:
                 return True
@@ -163,7 +171,9 @@ class InferenceAnalysis:
                     out.append(load)
         return out
 
-    def _load_of(self, stmt: ast.stmt, scope: FuncNode | None, checkpoints: set[str]) -> Load | None:
+    def _load_of(
+        self, stmt: ast.stmt, scope: FuncNode | None, checkpoints: set[str]
+    ) -> Load | None:
         if isinstance(stmt, (ast.Expr, ast.Assign)):
             value = stmt.value
             if isinstance(value, ast.Call):
@@ -183,17 +193,28 @@ class InferenceAnalysis:
         if picked and isinstance(inner, ast.Name) and inner.id in checkpoints:
             return Load(target, stmt, scope, "`torch.load`")
         if is_checkpoint_load(inner):
-            return Load(target, stmt, scope, "`load_from_checkpoint`")
-        if isinstance(inner, ast.Call) and not picked and self._loader(inner, scope):
-            return Load(target, stmt, scope, f"`{ctx_text(inner.func)}()`")
+            assert isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
+            return Load(target, stmt, scope, "`load_from_checkpoint`", inner.func.value)
+        if isinstance(inner, ast.Call) and not picked:
+            found = self._loader(inner, scope)
+            if found is not None:
+                return Load(target, stmt, scope, f"`{ctx_text(inner.func)}()`", None, found)
         return None
 
-    def _loader(self, call: ast.Call, scope: FuncNode | None) -> bool:
+    def _loader(self, call: ast.Call, scope: FuncNode | None) -> bool | None:
+        """``call`` runs a function that returns a loaded model: True when it
+        built it from an ``nn.Module`` class; None when it is no loader."""
         res = self.flow.resolve(call, scope)
         if res is not None:
-            return res.callee.cls is None and returns_loaded_model(res.callee.node, self.qualname)
+            if res.callee.cls is not None:
+                return None
+            found = returns_loaded_model(res.callee.node, self.qualname, self._builds_module)
+            return None if found == NOT_A_LOADER else found == MODULE_LOADER
         project = self.ctx.facts.project
-        return project is not None and project.returns_loaded_model(call.func)
+        return project.loader(call.func) if project is not None else None
+
+    def _builds_module(self, value: ast.expr) -> bool:
+        return built_class(value, self.flow.imports, self.flow.classes) is not None
 
     def _pretrained(self, model: str) -> bool:
         """Bound to ``from_pretrained(...)`` (transformers returns eval models)."""
@@ -290,7 +311,9 @@ class InferenceAnalysis:
         func = call.func
         text = dotted(func)
         if text == model or (
-            isinstance(func, ast.Attribute) and func.attr == "forward" and dotted(func.value) == model
+            isinstance(func, ast.Attribute)
+            and func.attr == "forward"
+            and dotted(func.value) == model
         ):
             return "direct"
         if isinstance(func, ast.Attribute) and dotted(func.value) == model:
@@ -308,7 +331,9 @@ class InferenceAnalysis:
             return None
         return self._helper(call, model, scope, method=False)
 
-    def _helper(self, call: ast.Call, model: str, scope: FuncNode | None, method: bool) -> str | None:
+    def _helper(
+        self, call: ast.Call, model: str, scope: FuncNode | None, method: bool
+    ) -> str | None:
         """A function of this file (or of another file of the run) that is
         handed the model: "helper" when it runs it, None when it only reads
         it, "block" when it switches or trains it or cannot be read."""
@@ -319,7 +344,9 @@ class InferenceAnalysis:
             # callee may train the model or set its mode.
             return None if method else "block"
         summary, mapper = found
-        mapped = {k: mapper(k) for k in {*summary.effects, *summary.forwards, *summary.entry_trains}}
+        mapped = {
+            k: mapper(k) for k in {*summary.effects, *summary.forwards, *summary.entry_trains}
+        }
         mine = {k for k, v in mapped.items() if v is not None and is_prefix(model, v)}
         if summary.optimizer_step or any(k in mine for k in summary.entry_trains):
             return "block"
@@ -411,8 +438,10 @@ def _module_method(ctx: FileContext, fn: FuncNode) -> bool:
     if not isinstance(owner, ast.ClassDef):
         return False
     classes = ctx.facts.modes.classes
-    return owner.name in classes.modules or owner.name in classes.lightning or any(
-        isinstance(s, FUNCTIONS) and s.name == "forward" for s in owner.body
+    return (
+        owner.name in classes.modules
+        or owner.name in classes.lightning
+        or any(isinstance(s, FUNCTIONS) and s.name == "forward" for s in owner.body)
     )
 
 

@@ -91,13 +91,22 @@ def state_dict_receiver(call: ast.Call) -> str | None:
     return receiver
 
 
-def returns_loaded_model(func: ast.AST, qualname: Qualname) -> bool:
-    """``func`` returns an object it loaded weights into (or loaded whole) and
-    never switched the mode of: ``def load_model(p): m = Net();
-    m.load_state_dict(torch.load(p)); return m``. A helper that calls
-    ``m.eval()`` (or ``train()``) anywhere manages the mode itself."""
+NOT_A_LOADER = 0
+LOADER = 1  # returns a loaded object of a class it does not show
+MODULE_LOADER = 2  # ... built from an ``nn.Module`` class (``is_module`` says so)
+
+
+def returns_loaded_model(
+    func: ast.AST, qualname: Qualname, is_module: Callable[[ast.expr], bool] = lambda _: False
+) -> int:
+    """Whether ``func`` returns an object it loaded weights into (or loaded
+    whole) and never switched the mode of: ``def load_model(p): m = Net();
+    m.load_state_dict(torch.load(p)); return m`` (``MODULE_LOADER`` when
+    ``is_module`` says what it built ``m`` from is a module class). A helper
+    that calls ``m.eval()`` (or ``train()``) anywhere manages the mode itself."""
     if not isinstance(func, FUNCTIONS):
-        return False
+        return NOT_A_LOADER
+    built: set[str] = set()
     loaded: set[str] = set()
     switched: set[str] = set()
     checkpoints: set[str] = set()
@@ -117,6 +126,8 @@ def returns_loaded_model(func: ast.AST, qualname: Qualname) -> bool:
             target = dotted(n.targets[0])
             if target is None or chained_mode(n.value) is not None:
                 continue
+            if is_module(n.value):
+                built.add(target)
             inner, picked = unwrap_value(n.value)
             if is_torch_load(inner, qualname) and not picked:
                 checkpoints.add(target)
@@ -130,11 +141,13 @@ def returns_loaded_model(func: ast.AST, qualname: Qualname) -> bool:
         elif isinstance(n, ast.Return) and n.value is not None:
             returned.append(n.value)
     if not returned or not loaded:
-        return False
+        return NOT_A_LOADER
+    texts: set[str] = set()
     for value in returned:
         if chained_mode(value) is not None:
-            return False  # ``return model.eval()``
+            return NOT_A_LOADER  # ``return model.eval()``
         text = dotted(strip_self_returning(value))
         if text is None or text not in loaded or text in switched:
-            return False
-    return True
+            return NOT_A_LOADER
+        texts.add(text)
+    return MODULE_LOADER if texts <= built else LOADER

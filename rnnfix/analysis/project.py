@@ -134,8 +134,9 @@ class ModuleSummary:
     # whether a function of another file may have callers here, read by text.
     called: frozenset[str] = frozenset()
     # Module-level functions that return a model they loaded weights into
-    # without switching its mode (``loads.returns_loaded_model``; RNF006).
-    loaders: frozenset[str] = frozenset()
+    # without switching its mode (``loads.returns_loaded_model``; RNF006):
+    # name -> whether they built it from an ``nn.Module`` class.
+    loaders: dict[str, bool] = field(default_factory=dict)
 
     def any_function(self, test: Callable[[FunctionSummary], bool]) -> bool:
         methods = (m for c in self.classes.values() for m in c.methods.values())
@@ -410,25 +411,27 @@ class ProjectView:
             target = self.index.resolve(target[0], binding[0], binding[1])
         return None
 
-    def returns_loaded_model(self, expr: ast.AST) -> bool:
+    def loader(self, expr: ast.AST) -> bool | None:
         """``expr`` names a function of another file of the run that returns a
-        model it loaded and left in the mode it was built in (RNF006)."""
+        model it loaded and left in the mode it was built in (RNF006): True
+        when it built it from an ``nn.Module`` class, False when that is not
+        known; None when it is no such function."""
         text = dotted(expr)
         target = self._target(text) if text is not None else None
         for _ in range(_MAX_REEXPORTS + 1):
             if target is None or len(target[1]) != 1:
-                return False
+                return None
             module = self.index.files.get(target[0])
             if module is None:
-                return False
+                return None
             name = target[1][0]
             if name in module.loaders:
-                return True
+                return module.loaders[name]
             binding = module.imports.get(name)
             if binding is None:
-                return False
+                return None
             target = self.index.resolve(target[0], binding[0], binding[1])
-        return False
+        return None
 
     def _target(self, text: str) -> tuple[str, tuple[str, ...]] | None:
         root, _, rest = text.partition(".")
@@ -692,10 +695,8 @@ def _summarise(
                 found = definition_handling(stmt, import_map)
                 if found:
                     handlers[stmt.name] = found
-    loaders = _loaders(tree) if load_code else frozenset()
-    if not (
-        functions or classes or handlers or loaders or os.path.basename(path) == "__init__.py"
-    ):
+    loaders = _loaders(tree) if load_code else {}
+    if not (functions or classes or handlers or loaders or os.path.basename(path) == "__init__.py"):
         return None
     # A file's calls of its own functions are not calls of another file's.
     defined = {n.name for n in ast.walk(tree) if isinstance(n, _FUNCS)}
@@ -703,14 +704,23 @@ def _summarise(
     return ModuleSummary(functions, classes, imports, handlers, called, loaders)
 
 
-def _loaders(tree: ast.Module) -> frozenset[str]:
+def _loaders(tree: ast.Module) -> dict[str, bool]:
     from rnnfix.analysis.imports import ImportMap
-    from rnnfix.analysis.loads import returns_loaded_model
+    from rnnfix.analysis.loads import MODULE_LOADER, NOT_A_LOADER, returns_loaded_model
+    from rnnfix.analysis.models import ModuleClasses, built_class
+    from rnnfix.analysis.scopes import FileIndex
 
-    qualname = ImportMap.build(tree).qualname
-    return frozenset(
-        s.name for s in tree.body if isinstance(s, _FUNCS) and returns_loaded_model(s, qualname)
-    )
+    imports = ImportMap.build(tree)
+    classes = ModuleClasses(FileIndex(tree, imports), imports)
+    out: dict[str, bool] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, _FUNCS):
+            found = returns_loaded_model(
+                stmt, imports.qualname, lambda v: built_class(v, imports, classes) is not None
+            )
+            if found != NOT_A_LOADER:
+                out[stmt.name] = found == MODULE_LOADER
+    return out
 
 
 _CALLED_NAME = re.compile(r"(\w+)\s*\(")

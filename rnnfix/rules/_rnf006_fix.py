@@ -12,6 +12,7 @@ graph attached, to callers rnnfix does not see, is reported without a fix.
 from __future__ import annotations
 
 import ast
+from typing import Literal
 
 from rnnfix.analysis.gradctx import LocalFunctions
 from rnnfix.analysis.inference import Inference
@@ -47,7 +48,7 @@ def scope_finding(ctx: FileContext, group: list[Inference]) -> Finding:
         if check.reason is not None:
             why_not = check.reason
             break
-        if not check.provable:
+        if not (check.provable or inf.load.built_module or _module_class(ctx, inf)):
             safe = False  # a loaded object of a class rnnfix cannot read
         edits.append(InsertStatements(ctx.pos(anchor[0]), (f"{model}.eval()",), anchor[1]))
     if why_not is None and grad:
@@ -78,10 +79,11 @@ def _message(group: list[Inference], t: str) -> str:
     grad = any(inf.needs_grad for inf in group)
     names = ", ".join(f"`{inf.load.model}`" for inf in (evals or group))
     hows = sorted({inf.load.how for inf in (evals or group)})
-    loaded = f"{names} {'is' if len(evals or group) == 1 else 'are'} loaded with {', '.join(hows)}"
+    one = len(evals or group) == 1
+    loaded = f"{names} {'is' if one else 'are'} loaded with {', '.join(hows)}"
     train = (
-        "runs inference in train mode (dropout active, BatchNorm normalising with batch "
-        "statistics: the predictions change)"
+        f"{'runs' if one else 'run'} inference in train mode (dropout active, BatchNorm "
+        "normalising with batch statistics: the predictions change)"
     )
     grads = "autograd records every forward, which costs memory and time"
     calls = ", ".join(f"`{inf.load.model}.eval()`" for inf in evals)
@@ -92,10 +94,23 @@ def _message(group: list[Inference], t: str) -> str:
         )
     if evals:
         return f"{loaded} and {train}; call {calls} after loading"
-    return f"Inference with loaded {names} runs with grad enabled: {grads}; run it under `{t}.no_grad()`"
+    return (
+        f"Inference with loaded {names} runs with grad enabled: {grads}; "
+        f"run it under `{t}.no_grad()`"
+    )
 
 
-def _eval_anchor(inf: Inference) -> tuple[ast.stmt, str] | None:
+def _module_class(ctx: FileContext, inf: Inference) -> bool:
+    """``Net.load_from_checkpoint(...)`` of a module class rnnfix reads, whose
+    ``train``/``eval`` a call can go through."""
+    cls = inf.load.cls
+    if cls is None:
+        return False
+    ref = ctx.facts.receivers.table.ref(cls)
+    return ref.module is True and ref.blocker("eval") is None
+
+
+def _eval_anchor(inf: Inference) -> tuple[ast.stmt, Literal["before", "after"]] | None:
     """Right after the load when every forward is in the load's own block;
     right before the first forward's statement when they all are in one
     block around it (the load is conditional); None otherwise."""

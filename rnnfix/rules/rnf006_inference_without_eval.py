@@ -146,9 +146,7 @@ def _imports_loader(ctx: FileContext) -> bool:
     view = ctx.facts.project
     if view is None:
         return False
-    return any(
-        view.returns_loaded_model(ast.Name(id=name, ctx=ast.Load())) for name in view.bindings
-    )
+    return any(view.loader(ast.Name(id=name, ctx=ast.Load())) is not None for name in view.bindings)
 
 
 class _Rnf003Regions:
