@@ -43,7 +43,12 @@ from rnnfix.analysis.modestate import Mode, is_prefix
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.scopes import FuncNode
 from rnnfix.analysis.syntax import FUNCTIONS, block_of, walk_local, walk_tree, words
-from rnnfix.analysis.torchapi import MODULE_METHODS, WRAPPERS, module_mode_switch
+from rnnfix.analysis.torchapi import (
+    MODULE_METHODS,
+    WRAPPERS,
+    module_mode_switch,
+    strip_self_returning,
+)
 from rnnfix.context import FileContext
 
 # Text that makes a file export or trace code: it has its own expectations
@@ -71,11 +76,16 @@ class Load:
     built_module: bool = False  # a loader function built it from an ``nn.Module`` class
 
 
+# The level of a forward in a module-level function that reads the loaded
+# model as a global: its unit is the function definition.
+GLOBAL = -1
+
+
 @dataclass
 class Forward:
     site: ast.Call  # the call in the load's scope
     unit: ast.stmt  # the statement after the load that holds it
-    level: int  # 0: the load's own block; 1: the block around it, ...
+    level: int  # 0: the load's own block; 1: the block around it, ...; GLOBAL
     needs_eval: bool
     needs_grad: bool
 
@@ -252,7 +262,32 @@ class InferenceAnalysis:
             if needs is None:
                 return None  # a wrapper rnnfix cannot read: it may manage both
             found.forwards.append(Forward(call, placed[0], placed[1], needs[0], needs[1]))
+        if load.scope is None and stop is None and "." not in model:
+            if not self._global_forwards(found):
+                return None
         return found
+
+    def _global_forwards(self, found: Inference) -> bool:
+        """A script's model used from its module-level functions (``def
+        evaluate(line): return rnn(line)``): their forwards run after the
+        load; their statement is the function itself (level ``GLOBAL``).
+        False when one of them may train it or switch its mode."""
+        model = found.load.model
+        for info in self.flow.index.functions.values():
+            if info.cls is not None or info.parent is not None or model in info.locals:
+                continue
+            fn = info.node
+            for call in self.flow.scope_calls(fn):
+                kind = self._use(call, model, fn)
+                if kind == "block":
+                    return False
+                if kind is None:
+                    continue
+                needs = self._needs(call, model, fn, kind, global_model=True)
+                if needs is None:
+                    return False
+                found.forwards.append(Forward(call, fn, GLOBAL, needs[0], needs[1]))
+        return True
 
     def _chain(self, stmt: ast.stmt) -> list[tuple[list[ast.stmt], int]] | None:
         """The blocks from the load's own up to its scope's body, each with
@@ -386,7 +421,12 @@ class InferenceAnalysis:
         return "helper" if runs else None
 
     def _needs(
-        self, call: ast.Call, model: str, scope: FuncNode | None, kind: str
+        self,
+        call: ast.Call,
+        model: str,
+        scope: FuncNode | None,
+        kind: str,
+        global_model: bool = False,
     ) -> tuple[bool, bool] | None:
         """(needs ``eval()``, needs ``no_grad``) at ``call``; None when a
         wrapper around it cannot be read."""
@@ -406,7 +446,11 @@ class InferenceAnalysis:
             if cur is scope or isinstance(cur, ast.Module):
                 break
             cur = self.parents.get(cur)
-        needs_eval = "eval" not in handled and self._may_train(call, model)
+        # A global read in a function: its mode is whatever the script left it
+        # in when the function is called; any ``eval()`` of it says the author
+        # set it (``trains`` rules out ``train()``).
+        may_train = not self._switched(model) if global_model else self._may_train(call, model)
+        needs_eval = "eval" not in handled and may_train
         needs_grad = "grad" not in handled and self.flow.grad_enabled(call) is not False
         if kind == "helper" and needs_grad:
             needs_grad = self._helper_grad(call, scope)
@@ -417,7 +461,21 @@ class InferenceAnalysis:
         if self.flow.is_model(model):
             state = self.flow.mode_before(call, model)
             return bool(state.facts) and state.modes != {Mode.EVAL}
-        return True  # switched nowhere in the file (``trains`` rules out train())
+        # Not tracked by the mode flow (its class is not known to be a module):
+        # any switch of it in the file is an ``eval()`` (``trains`` rules out
+        # ``train()``), chained ones included (``Encoder().eval()``).
+        return not self._switched(model)
+
+    def _switched(self, model: str) -> bool:
+        for node in walk_tree(self.ctx.tree):
+            if isinstance(node, ast.Call):
+                switch = module_mode_switch(node)
+                if switch is not None and dotted(strip_self_returning(switch.receiver)) == model:
+                    return True
+            elif isinstance(node, ast.Assign) and chained_mode(node.value) is not None:
+                if any(dotted(t) == model for t in node.targets):
+                    return True
+        return False
 
     def _helper_grad(self, call: ast.Call, scope: FuncNode | None) -> bool:
         """A helper of this file decorated with (or running its forwards

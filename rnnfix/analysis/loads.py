@@ -59,7 +59,11 @@ def unwrap_value(value: ast.AST) -> tuple[ast.AST, bool]:
 
 
 def is_torch_load(value: ast.AST, qualname: Qualname) -> bool:
-    return isinstance(value, ast.Call) and qualname(value.func) in _TORCH_LOADS
+    if not isinstance(value, ast.Call):
+        return False
+    qual = qualname(value.func)
+    # ``torch`` from a star import (``from model import *``) has no qualname.
+    return qual in _TORCH_LOADS or (qual is None and dotted(value.func) == "torch.load")
 
 
 def is_checkpoint_load(value: ast.AST) -> bool:
@@ -107,6 +111,7 @@ def returns_loaded_model(
     if not isinstance(func, FUNCTIONS):
         return NOT_A_LOADER
     built: set[str] = set()
+    bindings: dict[str, int] = {}
     loaded: set[str] = set()
     switched: set[str] = set()
     checkpoints: set[str] = set()
@@ -124,7 +129,12 @@ def returns_loaded_model(
                 switched.add(text)
         elif isinstance(n, ast.Assign) and len(n.targets) == 1:
             target = dotted(n.targets[0])
-            if target is None or chained_mode(n.value) is not None:
+            if target is None:
+                continue
+            if dotted(unwrap_value(n.value)[0]) != target:  # ``m = m.to(dev)`` keeps it
+                bindings[target] = bindings.get(target, 0) + 1
+            if chained_mode(n.value) is not None:
+                switched.add(target)
                 continue
             if is_module(n.value):
                 built.add(target)
@@ -148,6 +158,11 @@ def returns_loaded_model(
             return NOT_A_LOADER  # ``return model.eval()``
         text = dotted(strip_self_returning(value))
         if text is None or text not in loaded or text in switched:
+            return NOT_A_LOADER
+        if bindings.get(text, 0) > 1:
+            # Bound on several paths (``model = attempt_load(p)`` on one, a
+            # loaded ``DetectionModel`` on another): what it returns may come
+            # from code that sets the mode itself.
             return NOT_A_LOADER
         texts.add(text)
     return MODULE_LOADER if texts <= built else LOADER

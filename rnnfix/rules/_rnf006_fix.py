@@ -15,7 +15,7 @@ import ast
 from typing import Literal
 
 from rnnfix.analysis.gradctx import LocalFunctions
-from rnnfix.analysis.inference import Inference
+from rnnfix.analysis.inference import GLOBAL, Inference
 from rnnfix.analysis.syntax import FUNCTIONS, block_of
 from rnnfix.edits import AddDecorator, AddImport, Edit, InsertStatements, WrapInWith
 from rnnfix.rules._rnf003_escape import escapes
@@ -64,14 +64,21 @@ def scope_finding(ctx: FileContext, group: list[Inference]) -> Finding:
     parts = []
     if evals:
         parts.append("insert " + ", ".join(f"`{i.load.model}.eval()`" for i in evals))
-    if grad:
-        parts.append(
-            f"decorate `{scope.name}` with `@{t}.no_grad()`"
-            if scope is not None
-            else f"wrap the inference in `with {t}.no_grad():`"
-        )
+    decorated = [e for e in edits if isinstance(e, AddDecorator)]
+    if decorated:
+        names = ", ".join(f"`{_function_at(ctx, e)}`" for e in decorated)
+        parts.append(f"decorate {names} with `@{t}.no_grad()`")
+    if any(isinstance(e, WrapInWith) for e in edits):
+        parts.append(f"wrap the inference in `with {t}.no_grad():`")
     fix = Fix(tuple(edits), safe=safe, description=" and ".join(parts))
     return ctx.finding(CODE, first.stmt, message, fix)
+
+
+def _function_at(ctx: FileContext, edit: AddDecorator) -> str:
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, FUNCTIONS) and ctx.pos(node) == edit.function:
+            return node.name
+    return "..."
 
 
 def _message(group: list[Inference], t: str) -> str:
@@ -114,11 +121,14 @@ def _eval_anchor(inf: Inference) -> tuple[ast.stmt, Literal["before", "after"]] 
     """Right after the load when every forward is in the load's own block;
     right before the first forward's statement when they all are in one
     block around it (the load is conditional); None otherwise."""
-    levels = {f.level for f in inf.forwards}
-    if levels == {0}:
+    # Module-level functions that read the model as a global run after the
+    # load, whichever block it is in.
+    levels = {f.level for f in inf.forwards if f.level != GLOBAL}
+    if levels <= {0}:
         return inf.load.stmt, "after"
     if len(levels) == 1:
-        unit = min((f.unit for f in inf.forwards), key=lambda s: (s.lineno, s.col_offset))
+        units = [f.unit for f in inf.forwards if f.level != GLOBAL]
+        unit = min(units, key=lambda s: (s.lineno, s.col_offset))
         return unit, "before"
     return None
 
@@ -126,16 +136,44 @@ def _eval_anchor(inf: Inference) -> tuple[ast.stmt, Literal["before", "after"]] 
 def _no_grad(
     ctx: FileContext, group: list[Inference], scope: ast.AST | None, t: str
 ) -> list[Edit] | str:
-    units = {id(f.unit): f.unit for inf in group for f in inf.forwards if f.needs_grad}
+    units = {
+        id(f.unit): f.unit
+        for inf in group
+        for f in inf.forwards
+        if f.needs_grad and f.level != GLOBAL
+    }
+    functions = {
+        id(f.unit): f.unit
+        for inf in group
+        for f in inf.forwards
+        if f.needs_grad and f.level == GLOBAL
+    }
+    edits: list[Edit] = []
     if scope is not None:
         assert isinstance(scope, FUNCTIONS)
-        if isinstance(scope, ast.AsyncFunctionDef):
-            return f"`{scope.name}` is a coroutine: `@{t}.no_grad()` would not cover its body"
-        why = _escape(ctx, scope, list(units.values()), group)
-        if why is not None:
-            return why
-        return [AddDecorator(ctx.pos(scope), f"{t}.no_grad()")]
-    return _wraps(ctx, list(units.values()))
+        found = _decorate(ctx, scope, list(units.values()), group, t)
+        if isinstance(found, str):
+            return found
+        edits.append(found)
+    elif units:
+        edits.extend(_wraps(ctx, list(units.values())))
+    for fn in functions.values():
+        assert isinstance(fn, FUNCTIONS)
+        found = _decorate(ctx, fn, fn.body, group, t)
+        if isinstance(found, str):
+            return found
+        edits.append(found)
+    return edits
+
+
+def _decorate(
+    ctx: FileContext, func: ast.stmt, units: list[ast.stmt], group: list[Inference], t: str
+) -> Edit | str:
+    assert isinstance(func, FUNCTIONS)
+    if isinstance(func, ast.AsyncFunctionDef):
+        return f"`{func.name}` is a coroutine: `@{t}.no_grad()` would not cover its body"
+    why = _escape(ctx, func, units, group)
+    return why if why is not None else AddDecorator(ctx.pos(func), f"{t}.no_grad()")
 
 
 def _escape(
