@@ -54,7 +54,6 @@ from rnnfix.context import FileContext
 # Text that makes a file export or trace code: it has its own expectations
 # (``torch.onnx.export`` sets the mode it exports in itself).
 _EXPORT = re.compile(r"onnx|jit\.trace|jit\.script|torch\.export|export\.export")
-_PREFILTER = re.compile(r"load")
 # Builtins and torch calls a model can be handed to without being run or switched.
 _HARMLESS = frozenset(
     {"print", "len", "str", "repr", "isinstance", "type", "id", "getattr", "hasattr", "vars",

@@ -35,6 +35,8 @@ def scope_finding(ctx: FileContext, group: list[Inference]) -> Finding:
     evals = [inf for inf in group if inf.needs_eval]
     grad = any(inf.needs_grad for inf in group)
     message = _message(group, t)
+    if grad and _volatile(ctx):
+        message += " (`volatile=True` has had no effect since PyTorch 0.4)"
     why_not: str | None = None
     safe = True
     edits: list[Edit] = []
@@ -72,6 +74,16 @@ def scope_finding(ctx: FileContext, group: list[Inference]) -> Finding:
         parts.append(f"wrap the inference in `with {t}.no_grad():`")
     fix = Fix(tuple(edits), safe=safe, description=" and ".join(parts))
     return ctx.finding(CODE, first.stmt, message, fix)
+
+
+def _volatile(ctx: FileContext) -> bool:
+    """``Variable(x, volatile=True)``: the pre-0.4 way to turn grad off."""
+    return "volatile" in ctx.source and any(
+        isinstance(n, ast.keyword)
+        and n.arg == "volatile"
+        and not (isinstance(n.value, ast.Constant) and n.value.value is False)
+        for n in ast.walk(ctx.tree)
+    )
 
 
 def _function_at(ctx: FileContext, edit: AddDecorator) -> str:
