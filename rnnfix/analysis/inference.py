@@ -167,9 +167,7 @@ class InferenceAnalysis:
         index = self.flow.index
         scopes: list[FuncNode | None] = [None, *index.functions]
         for scope in scopes:
-            if scope is not None and (
-                scope.name.startswith("test") or _module_method(self.ctx, scope)
-            ):
+            if scope is not None and (_is_test(self.ctx, scope) or _module_method(self.ctx, scope)):
                 continue  # a test, or a module's own method: its user sets the mode
             checkpoints: set[str] = set()
             for node in index.scope_nodes(scope):
@@ -488,6 +486,14 @@ class InferenceAnalysis:
             if handling is None or "grad" in handling:
                 return False
         return True
+
+
+def _is_test(ctx: FileContext, fn: FuncNode) -> bool:
+    """A test pytest or unittest collects: ``test_*`` (a bare ``test(...)`` of a
+    script is evaluation code), or any function of a ``Test*`` class."""
+    owner = ctx.facts.parents.get(fn)
+    in_test_class = isinstance(owner, ast.ClassDef) and owner.name.startswith("Test")
+    return fn.name.startswith("test_") or in_test_class
 
 
 def _module_method(ctx: FileContext, fn: FuncNode) -> bool:
