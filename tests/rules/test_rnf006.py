@@ -53,7 +53,8 @@ def test_loader_functions() -> None:
     for body in (
         "m = Net(); m.load_state_dict(torch.load(p)); return m.eval()",
         "m = Net(); m.load_state_dict(torch.load(p)); m.eval(); return m",
-        "m = Net()\n    if p: m.load_state_dict(torch.load(p))\n    else: m = other(p)\n    return m",
+        "m = Net()\n    if p: m.load_state_dict(torch.load(p))\n"
+        "    else: m = other(p)\n    return m",
         "m = Net(); opt = Adam(); opt.load_state_dict(torch.load(p)); return m",
     ):
         assert _loader(f"import torch\ndef load(p):\n    {body}\n") == NOT_A_LOADER, body
