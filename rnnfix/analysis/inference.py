@@ -23,6 +23,7 @@ wrapper around its forwards cannot be read.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ from rnnfix.analysis.loads import (
 from rnnfix.analysis.models import built_class
 from rnnfix.analysis.modestate import Mode, is_prefix
 from rnnfix.analysis.names import dotted
+from rnnfix.analysis.regions import probes_shapes
 from rnnfix.analysis.scopes import FuncNode
 from rnnfix.analysis.syntax import FUNCTIONS, block_of, walk_local, walk_tree, words
 from rnnfix.analysis.torchapi import (
@@ -250,7 +252,7 @@ class InferenceAnalysis:
             kind = self._use(call, model, load.scope)
             if kind == "block":
                 return None
-            if kind is None:
+            if kind is None or self._made_up(call, model, load.scope):
                 continue
             placed = _unit(self.parents, chain, call)
             if placed is None:
@@ -278,7 +280,7 @@ class InferenceAnalysis:
                 kind = self._use(call, model, fn)
                 if kind == "block":
                     return False
-                if kind is None:
+                if kind is None or self._made_up(call, model, fn):
                     continue
                 needs = self._needs(call, model, fn, kind, global_model=True)
                 if needs is None:
@@ -448,10 +450,38 @@ class InferenceAnalysis:
         # set it (``trains`` rules out ``train()``).
         may_train = not self._switched(model) if global_model else self._may_train(call, model)
         needs_eval = "eval" not in handled and may_train
-        needs_grad = "grad" not in handled and self.flow.grad_enabled(call) is not False
+        needs_grad = (
+            "grad" not in handled
+            and not self._grad_switched
+            and self.flow.grad_enabled(call) is not False
+        )
         if kind == "helper" and needs_grad:
             needs_grad = self._helper_grad(call, scope)
         return needs_eval, needs_grad
+
+    @functools.cached_property
+    def _grad_switched(self) -> bool:
+        """``torch.set_grad_enabled(False)`` as a statement somewhere: grad is
+        the script's own business from there on."""
+        return any(
+            isinstance(n, ast.Expr)
+            and isinstance(n.value, ast.Call)
+            and (self.qualname(n.value.func) or "").endswith("set_grad_enabled")
+            for n in walk_tree(self.ctx.tree)
+        )
+
+    def _made_up(self, call: ast.Call, model: str, scope: FuncNode | None) -> bool:
+        """Every input of the forward is a tensor the code makes up
+        (``G(torch.randn(64, 100))``, a ``torch.zeros`` warm-up): a GAN's
+        samples (often drawn in train mode on purpose, BatchNorm on batch
+        statistics) or a dry run. Not inference rnnfix judges."""
+        args = [a for a in call.args if not _mentions(a, model)]
+        args += [k.value for k in call.keywords if not _mentions(k.value, model)]
+        if not args:
+            return False
+        probe = ast.Call(func=call.func, args=args, keywords=[])
+        node: ast.AST = scope if scope is not None else self.ctx.tree
+        return probes_shapes(self.ctx, node, [probe], self.qualname)
 
     def _may_train(self, call: ast.Call, model: str) -> bool:
         """The model may be in train mode at ``call`` (train or unknown)."""
