@@ -239,7 +239,7 @@ class InferenceAnalysis:
         """The forwards of ``load.model`` after the load; None when the load
         must be left alone."""
         chain = self._chain(load.stmt)
-        if chain is None:
+        if chain is None or self._optional(load.model):
             return None
         model = load.model
         start = _end(load.stmt)
@@ -307,6 +307,17 @@ class InferenceAnalysis:
             if isinstance(parent, ast.ClassDef):
                 return None
             cur = parent
+
+    def _optional(self, model: str) -> bool:
+        """``refine_net = None`` somewhere: the model may not exist where it
+        is used (``if args.refine: refine_net = RefineNet(); ...``), and an
+        ``eval()`` outside the branch that builds it would fail on None."""
+        for node in walk_tree(self.ctx.tree):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(dotted(t) == model for t in targets) and _may_be_none(node.value):
+                    return True
+        return False
 
     def _rebinding(self, load: Load) -> tuple[int, int] | None:
         """Where the model's root name is next bound to another object after
@@ -412,11 +423,7 @@ class InferenceAnalysis:
                 if target.split(".")[0] in params:
                     return "block"
                 continue
-            func = n.func
-            if isinstance(func, ast.Attribute) and func.attr == "forward":
-                func = func.value
-            if dotted(func) in params:
-                runs = True
+            runs = runs or _runs(n, params)
         return "helper" if runs else None
 
     def _needs(
@@ -456,7 +463,7 @@ class InferenceAnalysis:
             and self.flow.grad_enabled(call) is not False
         )
         if kind == "helper" and needs_grad:
-            needs_grad = self._helper_grad(call, scope)
+            needs_grad = self._helper_grad(call, model, scope)
         return needs_eval, needs_grad
 
     @functools.cached_property
@@ -504,9 +511,10 @@ class InferenceAnalysis:
                     return True
         return False
 
-    def _helper_grad(self, call: ast.Call, scope: FuncNode | None) -> bool:
-        """A helper of this file decorated with (or running its forwards
-        under) ``no_grad`` handles grad itself."""
+    def _helper_grad(self, call: ast.Call, model: str, scope: FuncNode | None) -> bool:
+        """Whether a helper of this file runs the model with grad enabled: not
+        when it is decorated with ``no_grad`` or runs each forward of the
+        model under one (``with torch.no_grad(): y = net(x)``)."""
         res = self.flow.resolve(call, scope)
         if res is None:
             return True  # another file's summary lists only grad-enabled forwards
@@ -515,7 +523,44 @@ class InferenceAnalysis:
             handling = self.handlers.handling(dec)
             if handling is None or "grad" in handling:
                 return False
+        params = {p for p, arg in res.args.items() if arg == model}
+        if res.callee.is_method and res.receiver == model:
+            params.add(res.callee.params[0])
+        inner = [n for n in walk_local(fn) if isinstance(n, ast.Call) and _runs(n, params)]
+        if not inner:
+            return True  # through a method or another helper: not read here
+        return any(self._grad_local(n, fn) for n in inner)
+
+    def _grad_local(self, node: ast.AST, fn: FuncNode) -> bool:
+        """Grad may be on at ``node`` as far as the ``with`` blocks between it
+        and ``fn`` say (an unreadable one may handle it: False)."""
+        cur = self.parents.get(node)
+        while cur is not None and cur is not fn:
+            if isinstance(cur, (ast.With, ast.AsyncWith)):
+                for item in cur.items:
+                    handling = self.handlers.handling(item.context_expr)
+                    if handling is None or "grad" in handling:
+                        return False
+            cur = self.parents.get(cur)
         return True
+
+
+def _may_be_none(value: ast.expr) -> bool:
+    if isinstance(value, ast.Constant):
+        return value.value is None
+    if isinstance(value, ast.IfExp):
+        return _may_be_none(value.body) or _may_be_none(value.orelse)
+    if isinstance(value, ast.BoolOp):
+        return any(_may_be_none(v) for v in value.values)
+    return False
+
+
+def _runs(call: ast.Call, params: set[str]) -> bool:
+    """``net(x)`` / ``net.forward(x)`` for a name in ``params``."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "forward":
+        func = func.value
+    return dotted(func) in params
 
 
 def _is_test(ctx: FileContext, fn: FuncNode) -> bool:
