@@ -189,6 +189,9 @@ class InferenceAnalysis:
                 receiver = state_dict_receiver(value)
                 if receiver is not None:
                     return Load(receiver, stmt, scope, "`load_state_dict`")
+                into = self._loads_into(value, scope)
+                if into is not None and isinstance(stmt, ast.Expr):
+                    return Load(into, stmt, scope, f"`{ctx_text(value.func)}()`")
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
             return None
         target = dotted(stmt.targets[0])
@@ -209,6 +212,25 @@ class InferenceAnalysis:
             if found is not None:
                 return Load(target, stmt, scope, f"`{ctx_text(inner.func)}()`", None, found)
         return None
+
+    def _loads_into(self, call: ast.Call, scope: FuncNode | None) -> str | None:
+        """``load_checkpoint(model, path)``: a function of this file that calls
+        ``load_state_dict`` on the parameter ``model`` is passed as, and
+        switches its mode nowhere -> ``model``."""
+        res = self.flow.resolve(call, scope)
+        if res is None or res.callee.cls is not None:
+            return None
+        loaded: set[str] = set()
+        for n in walk_local(res.callee.node):
+            if not isinstance(n, ast.Call):
+                continue
+            if module_mode_switch(n) is not None:
+                return None  # the helper sets the mode itself
+            receiver = state_dict_receiver(n)
+            if receiver is not None:
+                loaded.add(receiver)
+        found = [arg for param, arg in res.args.items() if param in loaded and arg is not None]
+        return found[0] if len(found) == 1 else None
 
     def _loader(self, call: ast.Call, scope: FuncNode | None) -> bool | None:
         """``call`` runs a function that returns a loaded model: True when it
