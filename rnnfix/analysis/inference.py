@@ -27,6 +27,7 @@ import functools
 import os
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rnnfix.analysis.flow import chained_mode
 from rnnfix.analysis.gradctx import Handlers, gradient_uses
@@ -52,6 +53,9 @@ from rnnfix.analysis.torchapi import (
     strip_self_returning,
 )
 from rnnfix.context import FileContext
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.modeflow import ModeFlow
 
 # Text that makes a file export or trace code: it has its own expectations
 # (``torch.onnx.export`` sets the mode it exports in itself).
@@ -116,12 +120,59 @@ class InferenceAnalysis:
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
-        self.flow = ctx.facts.modes
         self.parents = ctx.facts.parents
         self.qualname = ctx.facts.imports.qualname
         self.handlers = Handlers(ctx)
 
+    @functools.cached_property
+    def flow(self) -> ModeFlow:
+        return self.ctx.facts.modes
+
     # --- is this file inference code at all? ---------------------------------
+    def may_infer(self) -> bool:
+        """A cheap syntactic test before the mode flow is built: something is
+        loaded into (or as) a name that the file then calls or passes on.
+        Most files that mention a load (a library's ``load_state_dict``
+        override, ``json.load``) fail it."""
+        view = self.ctx.facts.project
+        run_names = frozenset(view.bindings) if view is not None else frozenset()
+        nodes = walk_tree(self.ctx.tree)
+        # Functions a model may be handed to and run by: the file's own, the run's.
+        helpers = {n.name for n in nodes if isinstance(n, FUNCTIONS)} | run_names
+        loaded: set[str] = set()
+        picks: list[tuple[str, str]] = []  # ``model = ckpt["model"]``: (model, ckpt)
+        used: set[str] = set()
+        for node in nodes:
+            if isinstance(node, ast.Call):
+                receiver = state_dict_receiver(node)
+                if receiver is not None:
+                    loaded.add(receiver)
+                text = dotted(node.func)
+                if text is None:
+                    continue
+                used.add(text[: -len(".forward")] if text.endswith(".forward") else text)
+                if text.split(".")[0] in helpers or text.rsplit(".", 1)[-1] in helpers:
+                    for a in (*node.args, *(k.value for k in node.keywords)):
+                        if (t := dotted(unwrap_value(a)[0])) is not None:
+                            used.add(t)
+            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+                text = dotted(node.value.func) or ""
+                if "load" in text.lower():  # ``load_checkpoint(model, path)``
+                    loaded.update(t for a in node.value.args if (t := dotted(a)) is not None)
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = dotted(node.targets[0])
+                if target is None:
+                    continue
+                inner, picked = unwrap_value(node.value)
+                if isinstance(inner, ast.Call):
+                    text = dotted(inner.func) or ""
+                    if "load" in text.lower() or text.split(".")[0] in run_names:
+                        loaded.add(target)
+                elif picked and isinstance(inner, ast.Name):
+                    picks.append((target, inner.id))
+        loaded.update(target for target, source in picks if source in loaded)
+        return bool(loaded & used)
+
     def trains(self) -> bool:
         """Anything in the file trains, needs gradients or sets train mode."""
         flow = self.flow
@@ -151,7 +202,7 @@ class InferenceAnalysis:
 
     def inferences(self) -> list[Inference]:
         ctx = self.ctx
-        if is_test_path(ctx.path) or _EXPORT.search(ctx.source):
+        if is_test_path(ctx.path) or _EXPORT.search(ctx.source) or not self.may_infer():
             return []
         loads = self.loads()
         if not loads or self.trains():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from rnnfix.analysis.inference import Inference, InferenceAnalysis
@@ -11,6 +12,10 @@ from rnnfix.analysis.syntax import FUNCTIONS
 from rnnfix.rules._rnf003_judge import RegionJudge, Verdict
 from rnnfix.rules._rnf006_fix import scope_finding
 from rnnfix.rules.base import FileContext, Finding, Rule
+
+# ``model.load_state_dict(``, ``torch.load(``, ``load_model(``, ``Net.load_from_checkpoint(``.
+_LOADS = re.compile(r"load_state_dict|load_from_checkpoint|\.load\(|\bload\w*\(")
+_TRAINS = re.compile(r"\.backward\(|\.zero_grad\(|\boptim\.|\.train\(")
 
 
 class InferenceWithoutEval(Rule):
@@ -126,7 +131,9 @@ may reach callers rnnfix does not see.
 """
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
-        if "load" not in ctx.source and not _imports_loader(ctx):
+        if _TRAINS.search(ctx.source):
+            return  # a file that trains is not inference code (cheap text test first)
+        if not _LOADS.search(ctx.source) and not _imports_loader(ctx):
             return
         found = InferenceAnalysis(ctx).inferences()
         if not found:
