@@ -120,9 +120,15 @@ class InferenceAnalysis:
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
-        self.parents = ctx.facts.parents
         self.qualname = ctx.facts.imports.qualname
-        self.handlers = Handlers(ctx)
+
+    @functools.cached_property
+    def parents(self) -> dict[ast.AST, ast.AST]:
+        return self.ctx.facts.parents
+
+    @functools.cached_property
+    def handlers(self) -> Handlers:
+        return Handlers(self.ctx)
 
     @functools.cached_property
     def flow(self) -> ModeFlow:
