@@ -32,12 +32,16 @@ inference.
 
 A load is `model.load_state_dict(...)` (also from a checkpoint dict,
 `ckpt["model"]`), a whole module from `torch.load(path)` (also
-`torch.load(path)["model"]`), `Net.load_from_checkpoint(path)`, or a
-function of the file or of another file of the run that returns a model it
-loaded (`model = load_model(path)`). The inference is the forwards of that
-model that follow the load in the same function or script: direct calls,
-`model.forward(x)`, a method of its class or a helper of the file that runs
-it (`predict(model, x)`), a function of another file of the run that runs it.
+`torch.load(path)["model"]`), `Net.load_from_checkpoint(path)`, a function
+of the file or of another file of the run that returns a model it loaded
+(`model = load_model(path)`), or a function of the file that loads weights
+into the model it is given (`load_checkpoint(model, path)`). The inference
+is the forwards of that model that follow the load in the same function or
+script: direct calls, `model.forward(x)`, a method of its class or a helper
+of the file that runs it (`predict(model, x)`), a function of another file
+of the run that runs it; for a model a script loads at module level, also
+the forwards of the module-level functions that read it as a global
+(`def evaluate(line): return rnn(line)`).
 
 It acts only in files that train nothing: no `backward()`, no optimizer, no
 gradient use (`autograd.grad`, `requires_grad_()`), no `train()` anywhere.
@@ -70,7 +74,8 @@ with torch.no_grad():
 ```
 
 In a function, `@torch.no_grad()` goes on the function instead (a two-line
-diff that re-indents nothing), as RNF003 does for evaluation functions.
+diff that re-indents nothing), as RNF003 does for evaluation functions; a
+module-level function that runs a global model gets the decorator too.
 `eval()` goes right after the load when every forward is in the same
 block; when the load is conditional (`if args.checkpoint:`), right before
 the first statement that runs the model. Several models loaded together
@@ -103,9 +108,17 @@ Left alone:
   `model.eval()`, a `load_model()` that returns `model.eval()`), a model
   handed to code rnnfix cannot read (it may train it), a model on which a
   method named for training runs (`model.fit(...)`);
-- a module's own methods, tests (`test_*.py`, `test_*` functions,
-  `TestCase` classes), and forwards on made-up tensors (`torch.zeros(...)`
-  warm-up passes are harmless either way);
+- a model that may be None where it runs (`refine_net = None`, built and
+  loaded only under `if args.refine:`): an `eval()` outside that branch
+  would fail;
+- a script that turns grad off itself (`torch.set_grad_enabled(False)`),
+  and a helper that runs the model under its own `no_grad`;
+- forwards on tensors the code makes up (`G(torch.randn(64, 100))`, a
+  `torch.zeros` warm-up): a GAN's samples are often drawn in train mode on
+  purpose (BatchNorm on batch statistics), and a dry run's numbers mean
+  nothing;
+- a module's own methods, and tests (`test_*.py`, `test_*` functions,
+  `Test*` and `TestCase` classes);
 - a model held on `self` and run from another method (a `Predictor` class):
   the load and the forwards must be in one function or script.
 
