@@ -67,8 +67,9 @@ _HARMLESS = frozenset(
 )  # fmt: skip
 # Method words that say a model is trained: ``model.fit(...)``, ``net.train_step()``.
 _TRAINING_WORDS = frozenset(
-    {"train", "training", "fit", "finetune", "learn", "optimize", "backward", "update", "step"}
-)
+    {"train", "training", "fit", "finetune", "tune", "learn", "optimize", "backward",
+     "update", "step", "epoch", "adapt", "teach"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -216,8 +217,19 @@ class InferenceAnalysis:
         out: list[Inference] = []
         for load in loads:
             found = self._inference(load)
-            if found is not None and found.forwards:
-                out.append(found)
+            if found is None or not found.forwards:
+                continue
+            # Loaded again later (``load_state_dict`` of the best checkpoint):
+            # the first load's ``eval()`` covers the forwards of both.
+            sites = {id(f.site) for f in found.forwards}
+            if any(
+                earlier.load.model == load.model
+                and earlier.load.scope is load.scope
+                and sites <= {id(f.site) for f in earlier.forwards}
+                for earlier in out
+            ):
+                continue
+            out.append(found)
         return out
 
     # --- loads ----------------------------------------------------------------
