@@ -78,7 +78,10 @@ diff that re-indents nothing), as RNF003 does for evaluation functions; a
 module-level function that runs a global model gets the decorator too.
 `eval()` goes right after the load when every forward is in the same
 block; when the load is conditional (`if args.checkpoint:`), right before
-the first statement that runs the model. Several models loaded together
+the first statement that runs the model. A model from a loader function
+(`model = load_model(path)`) gets its `eval()` in the caller, after that
+call: the loader is shared with training code (resuming, fine-tuning) and
+is never edited. Several models loaded together
 (an encoder and a decoder) each get their `eval()`, and share one
 `no_grad`. Only what is missing is added: a model already in eval mode
 (`model.eval()`, a helper that calls it, `Net.load(...).eval()`) gets
