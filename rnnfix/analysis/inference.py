@@ -11,6 +11,9 @@ enabled or not. Each forward is mapped to its *unit*: the statement after the
 load, in the load's block or a block around it, that contains it; the fix
 puts ``eval()`` after the load and ``no_grad`` around the units.
 
+Where the loads are: ``rnnfix.analysis.loads``; how a call uses the model:
+``rnnfix.analysis.modeluse``.
+
 Precision first, so a file is not inference code at all when it trains
 (a training step, a gradient use, an optimizer), switches anything to train
 mode (resume training, fine-tuning, Monte Carlo dropout), exports or traces
@@ -31,23 +34,14 @@ from typing import TYPE_CHECKING
 
 from rnnfix.analysis.flow import chained_mode
 from rnnfix.analysis.gradctx import Handlers, gradient_uses
-from rnnfix.analysis.loads import (
-    MODULE_LOADER,
-    NOT_A_LOADER,
-    is_checkpoint_load,
-    is_torch_load,
-    returns_loaded_model,
-    state_dict_receiver,
-    unwrap_value,
-)
-from rnnfix.analysis.models import built_class
-from rnnfix.analysis.modestate import Mode, is_prefix
+from rnnfix.analysis.loads import Load, LoadFinder, unwrap_value
+from rnnfix.analysis.modeluse import ModelUses, mentions
+from rnnfix.analysis.modestate import Mode
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.regions import probes_shapes
 from rnnfix.analysis.scopes import FuncNode
-from rnnfix.analysis.syntax import FUNCTIONS, block_of, walk_local, walk_tree, words
+from rnnfix.analysis.syntax import FUNCTIONS, block_of, walk_tree
 from rnnfix.analysis.torchapi import (
-    MODULE_METHODS,
     WRAPPERS,
     module_mode_switch,
     strip_self_returning,
@@ -60,27 +54,6 @@ if TYPE_CHECKING:
 # Text that makes a file export or trace code: it has its own expectations
 # (``torch.onnx.export`` sets the mode it exports in itself).
 _EXPORT = re.compile(r"onnx|jit\.trace|jit\.script|torch\.export|export\.export")
-# Builtins and torch calls a model can be handed to without being run or switched.
-_HARMLESS = frozenset(
-    {"print", "len", "str", "repr", "isinstance", "type", "id", "getattr", "hasattr", "vars",
-     "sum", "format", "dir"}
-)  # fmt: skip
-# Method words that say a model is trained: ``model.fit(...)``, ``net.train_step()``.
-_TRAINING_WORDS = frozenset(
-    {"train", "training", "fit", "finetune", "tune", "learn", "optimize", "backward",
-     "update", "step", "epoch", "adapt", "teach"}
-)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Load:
-    model: str  # dotted text as written: "model", "args.model"
-    stmt: ast.stmt  # the statement that loads (``eval()`` goes right after it)
-    scope: FuncNode | None  # None: module level
-    how: str  # for messages: "`load_state_dict`", "`torch.load`", "`load_model()`"
-    cls: ast.expr | None = None  # ``Net`` of ``Net.load_from_checkpoint(...)``
-    built_module: bool = False  # a loader function built it from an ``nn.Module`` class
-
 
 # The level of a forward in a module-level function that reads the loaded
 # model as a global: its unit is the function definition.
@@ -122,6 +95,8 @@ class InferenceAnalysis:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self.qualname = ctx.facts.imports.qualname
+        self.finder = LoadFinder(ctx)
+        self.uses = ModelUses(ctx)
 
     @functools.cached_property
     def parents(self) -> dict[ast.AST, ast.AST]:
@@ -136,50 +111,6 @@ class InferenceAnalysis:
         return self.ctx.facts.modes
 
     # --- is this file inference code at all? ---------------------------------
-    def may_infer(self) -> bool:
-        """A cheap syntactic test before the mode flow is built: something is
-        loaded into (or as) a name that the file then calls or passes on.
-        Most files that mention a load (a library's ``load_state_dict``
-        override, ``json.load``) fail it."""
-        view = self.ctx.facts.project
-        run_names = frozenset(view.bindings) if view is not None else frozenset()
-        nodes = walk_tree(self.ctx.tree)
-        # Functions a model may be handed to and run by: the file's own, the run's.
-        helpers = {n.name for n in nodes if isinstance(n, FUNCTIONS)} | run_names
-        loaded: set[str] = set()
-        picks: list[tuple[str, str]] = []  # ``model = ckpt["model"]``: (model, ckpt)
-        used: set[str] = set()
-        for node in nodes:
-            if isinstance(node, ast.Call):
-                receiver = state_dict_receiver(node)
-                if receiver is not None:
-                    loaded.add(receiver)
-                text = dotted(node.func)
-                if text is None:
-                    continue
-                used.add(text[: -len(".forward")] if text.endswith(".forward") else text)
-                if text.split(".")[0] in helpers or text.rsplit(".", 1)[-1] in helpers:
-                    for a in (*node.args, *(k.value for k in node.keywords)):
-                        if (t := dotted(unwrap_value(a)[0])) is not None:
-                            used.add(t)
-            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-                text = dotted(node.value.func) or ""
-                if "load" in text.lower():  # ``load_checkpoint(model, path)``
-                    loaded.update(t for a in node.value.args if (t := dotted(a)) is not None)
-            elif isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target = dotted(node.targets[0])
-                if target is None:
-                    continue
-                inner, picked = unwrap_value(node.value)
-                if isinstance(inner, ast.Call):
-                    text = dotted(inner.func) or ""
-                    if "load" in text.lower() or text.split(".")[0] in run_names:
-                        loaded.add(target)
-                elif picked and isinstance(inner, ast.Name):
-                    picks.append((target, inner.id))
-        loaded.update(target for target, source in picks if source in loaded)
-        return bool(loaded & used)
-
     def trains(self) -> bool:
         """Anything in the file trains, needs gradients or sets train mode."""
         flow = self.flow
@@ -209,9 +140,9 @@ class InferenceAnalysis:
 
     def inferences(self) -> list[Inference]:
         ctx = self.ctx
-        if is_test_path(ctx.path) or _EXPORT.search(ctx.source) or not self.may_infer():
+        if is_test_path(ctx.path) or _EXPORT.search(ctx.source) or not self.finder.may_load():
             return []
-        loads = self.loads()
+        loads = self.finder.loads()
         if not loads or self.trains():
             return []
         out: list[Inference] = []
@@ -232,99 +163,6 @@ class InferenceAnalysis:
             out.append(found)
         return out
 
-    # --- loads ----------------------------------------------------------------
-    def loads(self) -> list[Load]:
-        out: list[Load] = []
-        index = self.flow.index
-        scopes: list[FuncNode | None] = [None, *index.functions]
-        for scope in scopes:
-            if scope is not None and (_is_test(self.ctx, scope) or _module_method(self.ctx, scope)):
-                continue  # a test, or a module's own method: its user sets the mode
-            checkpoints: set[str] = set()
-            for node in index.scope_nodes(scope):
-                if not isinstance(node, ast.stmt):
-                    continue
-                load = self._load_of(node, scope, checkpoints)
-                if load is not None and not self._pretrained(load.model):
-                    out.append(load)
-        return out
-
-    def _load_of(
-        self, stmt: ast.stmt, scope: FuncNode | None, checkpoints: set[str]
-    ) -> Load | None:
-        if isinstance(stmt, (ast.Expr, ast.Assign)):
-            value = stmt.value
-            if isinstance(value, ast.Call):
-                receiver = state_dict_receiver(value)
-                if receiver is not None:
-                    return Load(receiver, stmt, scope, "`load_state_dict`")
-                into = self._loads_into(value, scope)
-                if into is not None and isinstance(stmt, ast.Expr):
-                    return Load(into, stmt, scope, f"`{ctx_text(value.func)}()`")
-        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
-            return None
-        target = dotted(stmt.targets[0])
-        if target is None or chained_mode(stmt.value) is not None:
-            return None  # ``torch.load(p).eval()``: the author set the mode
-        inner, picked = unwrap_value(stmt.value)
-        if is_torch_load(inner, self.qualname):
-            if not picked:
-                checkpoints.add(target)
-            return Load(target, stmt, scope, "`torch.load`")
-        if picked and isinstance(inner, ast.Name) and inner.id in checkpoints:
-            return Load(target, stmt, scope, "`torch.load`")
-        if is_checkpoint_load(inner):
-            assert isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
-            return Load(target, stmt, scope, "`load_from_checkpoint`", inner.func.value)
-        if isinstance(inner, ast.Call) and not picked:
-            found = self._loader(inner, scope)
-            if found is not None:
-                return Load(target, stmt, scope, f"`{ctx_text(inner.func)}()`", None, found)
-        return None
-
-    def _loads_into(self, call: ast.Call, scope: FuncNode | None) -> str | None:
-        """``load_checkpoint(model, path)``: a function of this file that calls
-        ``load_state_dict`` on the parameter ``model`` is passed as, and
-        switches its mode nowhere -> ``model``."""
-        res = self.flow.resolve(call, scope)
-        if res is None or res.callee.cls is not None:
-            return None
-        loaded: set[str] = set()
-        for n in walk_local(res.callee.node):
-            if not isinstance(n, ast.Call):
-                continue
-            if module_mode_switch(n) is not None:
-                return None  # the helper sets the mode itself
-            receiver = state_dict_receiver(n)
-            if receiver is not None:
-                loaded.add(receiver)
-        found = [arg for param, arg in res.args.items() if param in loaded and arg is not None]
-        return found[0] if len(found) == 1 else None
-
-    def _loader(self, call: ast.Call, scope: FuncNode | None) -> bool | None:
-        """``call`` runs a function that returns a loaded model: True when it
-        built it from an ``nn.Module`` class; None when it is no loader."""
-        res = self.flow.resolve(call, scope)
-        if res is not None:
-            if res.callee.cls is not None:
-                return None
-            found = returns_loaded_model(res.callee.node, self.qualname, self._builds_module)
-            return None if found == NOT_A_LOADER else found == MODULE_LOADER
-        project = self.ctx.facts.project
-        return project.loader(call.func) if project is not None else None
-
-    def _builds_module(self, value: ast.expr) -> bool:
-        return built_class(value, self.flow.imports, self.flow.classes) is not None
-
-    def _pretrained(self, model: str) -> bool:
-        """Bound to ``from_pretrained(...)`` (transformers returns eval models)."""
-        for node in walk_tree(self.ctx.tree):
-            if isinstance(node, ast.Assign) and any(dotted(t) == model for t in node.targets):
-                for n in ast.walk(node.value):
-                    if isinstance(n, ast.Attribute) and n.attr == "from_pretrained":
-                        return True
-        return False
-
     # --- forwards after a load ---------------------------------------------------
     def _inference(self, load: Load) -> Inference | None:
         """The forwards of ``load.model`` after the load; None when the load
@@ -340,7 +178,7 @@ class InferenceAnalysis:
             pos = (call.lineno, call.col_offset)
             if pos < start or (stop is not None and pos >= stop):
                 continue
-            kind = self._use(call, model, load.scope)
+            kind = self.uses.use(call, model, load.scope)
             if kind == "block":
                 return None
             if kind is None or self._made_up(call, model, load.scope):
@@ -368,7 +206,7 @@ class InferenceAnalysis:
                 continue
             fn = info.node
             for call in self.flow.scope_calls(fn):
-                kind = self._use(call, model, fn)
+                kind = self.uses.use(call, model, fn)
                 if kind == "block":
                     return False
                 if kind is None or self._made_up(call, model, fn):
@@ -440,83 +278,6 @@ class InferenceAnalysis:
             and dotted(unwrap_value(inner.args[0])[0]) == model
         )
 
-    def _use(self, call: ast.Call, model: str, scope: FuncNode | None) -> str | None:
-        """How ``call`` uses the model: "direct" (its forward), "helper" (a
-        function that runs it), None (does not run it), "block" (code that may
-        train it or switch its mode: leave the load alone)."""
-        func = call.func
-        text = dotted(func)
-        if text == model or (
-            isinstance(func, ast.Attribute)
-            and func.attr == "forward"
-            and dotted(func.value) == model
-        ):
-            return "direct"
-        if isinstance(func, ast.Attribute) and dotted(func.value) == model:
-            if set(words(func.attr)) & _TRAINING_WORDS:
-                return "block"  # ``model.fit(...)``, ``model.train_step(...)``
-            if func.attr in MODULE_METHODS:
-                return None
-            return self._helper(call, model, scope, method=True)
-        args = [*call.args, *(k.value for k in call.keywords)]
-        if not any(_mentions(a, model) for a in args):
-            return None
-        if isinstance(func, ast.Name) and func.id in _HARMLESS:
-            return None
-        if self.qualname(func) in WRAPPERS:
-            return None
-        return self._helper(call, model, scope, method=False)
-
-    def _helper(
-        self, call: ast.Call, model: str, scope: FuncNode | None, method: bool
-    ) -> str | None:
-        """A function of this file (or of another file of the run) that is
-        handed the model: "helper" when it runs it, None when it only reads
-        it, "block" when it switches or trains it or cannot be read."""
-        found = self.flow.callee_summary(call, scope)
-        if found is None:
-            # ``model.generate(...)``: an unknown method runs who knows what; it
-            # neither proves inference nor hides training. Any other unknown
-            # callee may train the model or set its mode.
-            return None if method else "block"
-        summary, mapper = found
-        mapped = {
-            k: mapper(k) for k in {*summary.effects, *summary.forwards, *summary.entry_trains}
-        }
-        mine = {k for k, v in mapped.items() if v is not None and is_prefix(model, v)}
-        if summary.optimizer_step or any(k in mine for k in summary.entry_trains):
-            return "block"
-        if any(k in mine for k in summary.effects):
-            return "block"  # it switches the model's mode itself
-        local = self._local_use(call, model, scope)
-        if local is not None:
-            return local
-        return "helper" if any(k in mine for k in summary.forwards) else None
-
-    def _local_use(self, call: ast.Call, model: str, scope: FuncNode | None) -> str | None:
-        """What a function of this file does with the parameter the model is
-        passed as, read from its body (the mode flow tracks only objects it
-        knows are models): "block" when it switches its mode, "helper" when it
-        calls it (``def predict(net, x): return net(x)``)."""
-        res = self.flow.resolve(call, scope)
-        if res is None:
-            return None
-        params = {p for p, arg in res.args.items() if arg == model}
-        if res.callee.is_method and res.receiver == model:
-            params.add(res.callee.params[0])
-        runs = False
-        for n in walk_local(res.callee.node):
-            if not isinstance(n, ast.Call) or not params:
-                continue
-            switch = module_mode_switch(n)
-            if switch is not None:
-                target = dotted(switch.receiver) or ""
-                if target.split(".")[0] in params:
-                    return "block"
-                continue
-            runs = runs or _runs(n, params)
-        return "helper" if runs else None
-
     def _needs(
         self,
         call: ast.Call,
@@ -554,7 +315,7 @@ class InferenceAnalysis:
             and self.flow.grad_enabled(call) is not False
         )
         if kind == "helper" and needs_grad:
-            needs_grad = self._helper_grad(call, model, scope)
+            needs_grad = self.uses.helper_grad(call, model, scope)
         return needs_eval, needs_grad
 
     @functools.cached_property
@@ -573,8 +334,8 @@ class InferenceAnalysis:
         (``G(torch.randn(64, 100))``, a ``torch.zeros`` warm-up): a GAN's
         samples (often drawn in train mode on purpose, BatchNorm on batch
         statistics) or a dry run. Not inference rnnfix judges."""
-        args = [a for a in call.args if not _mentions(a, model)]
-        args += [k.value for k in call.keywords if not _mentions(k.value, model)]
+        args = [a for a in call.args if not mentions(a, model)]
+        args += [k.value for k in call.keywords if not mentions(k.value, model)]
         if not args:
             return False
         probe = ast.Call(func=call.func, args=args, keywords=[])
@@ -602,39 +363,6 @@ class InferenceAnalysis:
                     return True
         return False
 
-    def _helper_grad(self, call: ast.Call, model: str, scope: FuncNode | None) -> bool:
-        """Whether a helper of this file runs the model with grad enabled: not
-        when it is decorated with ``no_grad`` or runs each forward of the
-        model under one (``with torch.no_grad(): y = net(x)``)."""
-        res = self.flow.resolve(call, scope)
-        if res is None:
-            return True  # another file's summary lists only grad-enabled forwards
-        fn = res.callee.node
-        for dec in fn.decorator_list:
-            handling = self.handlers.handling(dec)
-            if handling is None or "grad" in handling:
-                return False
-        params = {p for p, arg in res.args.items() if arg == model}
-        if res.callee.is_method and res.receiver == model:
-            params.add(res.callee.params[0])
-        inner = [n for n in walk_local(fn) if isinstance(n, ast.Call) and _runs(n, params)]
-        if not inner:
-            return True  # through a method or another helper: not read here
-        return any(self._grad_local(n, fn) for n in inner)
-
-    def _grad_local(self, node: ast.AST, fn: FuncNode) -> bool:
-        """Grad may be on at ``node`` as far as the ``with`` blocks between it
-        and ``fn`` say (an unreadable one may handle it: False)."""
-        cur = self.parents.get(node)
-        while cur is not None and cur is not fn:
-            if isinstance(cur, (ast.With, ast.AsyncWith)):
-                for item in cur.items:
-                    handling = self.handlers.handling(item.context_expr)
-                    if handling is None or "grad" in handling:
-                        return False
-            cur = self.parents.get(cur)
-        return True
-
 
 def _may_be_none(value: ast.expr) -> bool:
     if isinstance(value, ast.Constant):
@@ -644,34 +372,6 @@ def _may_be_none(value: ast.expr) -> bool:
     if isinstance(value, ast.BoolOp):
         return any(_may_be_none(v) for v in value.values)
     return False
-
-
-def _runs(call: ast.Call, params: set[str]) -> bool:
-    """``net(x)`` / ``net.forward(x)`` for a name in ``params``."""
-    func = call.func
-    if isinstance(func, ast.Attribute) and func.attr == "forward":
-        func = func.value
-    return dotted(func) in params
-
-
-def _is_test(ctx: FileContext, fn: FuncNode) -> bool:
-    """A test pytest or unittest collects: ``test_*`` (a bare ``test(...)`` of a
-    script is evaluation code), or any function of a ``Test*`` class."""
-    owner = ctx.facts.parents.get(fn)
-    in_test_class = isinstance(owner, ast.ClassDef) and owner.name.startswith("Test")
-    return fn.name.startswith("test_") or in_test_class
-
-
-def _module_method(ctx: FileContext, fn: FuncNode) -> bool:
-    owner = ctx.facts.parents.get(fn)
-    if not isinstance(owner, ast.ClassDef):
-        return False
-    classes = ctx.facts.modes.classes
-    return (
-        owner.name in classes.modules
-        or owner.name in classes.lightning
-        or any(isinstance(s, FUNCTIONS) and s.name == "forward" for s in owner.body)
-    )
 
 
 def _unit(
@@ -712,17 +412,3 @@ def _targets(node: ast.AST) -> list[str]:
                 if text is not None:
                     out.append(text)
     return out
-
-
-def _mentions(expr: ast.AST, model: str) -> bool:
-    """``model`` itself is passed (``f(model)``, ``f(net=model.to(dev))``),
-    not a value computed from it (``f(model(x))``, ``f(model.config)``)."""
-    inner, _ = unwrap_value(expr)
-    if isinstance(inner, ast.Starred):
-        inner = inner.value
-    text = dotted(inner)
-    return text is not None and (text == model or is_prefix(text, model))
-
-
-def ctx_text(expr: ast.AST) -> str:
-    return dotted(expr) or "..."

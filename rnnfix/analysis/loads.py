@@ -17,19 +17,30 @@ and exported programs carry their own mode), ``from_pretrained`` (transformers
 returns models in eval mode). Whether the result is a module at all is
 decided by its use: a value that is never called is a state dict.
 
-Used by RNF006 (``rnnfix.analysis.inference``) and by the project index,
-which records the loader functions of every file.
+``LoadFinder`` lists the loads of one file (``Load``: the model, the
+statement, its scope); RNF006 (``rnnfix.analysis.inference``) follows them.
+The project index records the loader functions of every file
+(``returns_loaded_model``).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rnnfix.analysis.flow import chained_mode
+from rnnfix.analysis.models import built_class
 from rnnfix.analysis.names import dotted
-from rnnfix.analysis.syntax import FUNCTIONS, walk_local
-from rnnfix.analysis.torchapi import strip_self_returning
+from rnnfix.analysis.scopes import FuncNode
+from rnnfix.analysis.syntax import FUNCTIONS, walk_local, walk_tree
+from rnnfix.analysis.torchapi import module_mode_switch, strip_self_returning
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.modeflow import ModeFlow
+    from rnnfix.context import FileContext
 
 Qualname = Callable[[ast.expr], "str | None"]
 
@@ -166,3 +177,186 @@ def returns_loaded_model(
             return NOT_A_LOADER
         texts.add(text)
     return MODULE_LOADER if texts <= built else LOADER
+
+
+@dataclass(frozen=True)
+class Load:
+    model: str  # dotted text as written: "model", "args.model"
+    stmt: ast.stmt  # the statement that loads (``eval()`` goes right after it)
+    scope: FuncNode | None  # None: module level
+    how: str  # for messages: "`load_state_dict`", "`torch.load`", "`load_model()`"
+    cls: ast.expr | None = None  # ``Net`` of ``Net.load_from_checkpoint(...)``
+    built_module: bool = False  # a loader function built it from an ``nn.Module`` class
+
+
+class LoadFinder:
+    """The loads of one file: ``may_load()`` is the cheap syntactic test,
+    ``loads()`` asks the mode flow (which functions a call runs)."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.qualname = ctx.facts.imports.qualname
+
+    @functools.cached_property
+    def flow(self) -> ModeFlow:
+        return self.ctx.facts.modes
+
+    def may_load(self) -> bool:
+        """A cheap syntactic test before the mode flow is built: something is
+        loaded into (or as) a name that the file then calls or passes on.
+        Most files that mention a load (a library's ``load_state_dict``
+        override, ``json.load``) fail it."""
+        view = self.ctx.facts.project
+        run_names = frozenset(view.bindings) if view is not None else frozenset()
+        nodes = walk_tree(self.ctx.tree)
+        # Functions a model may be handed to and run by: the file's own, the run's.
+        helpers = {n.name for n in nodes if isinstance(n, FUNCTIONS)} | run_names
+        loaded: set[str] = set()
+        picks: list[tuple[str, str]] = []  # ``model = ckpt["model"]``: (model, ckpt)
+        used: set[str] = set()
+        for node in nodes:
+            if isinstance(node, ast.Call):
+                receiver = state_dict_receiver(node)
+                if receiver is not None:
+                    loaded.add(receiver)
+                text = dotted(node.func)
+                if text is None:
+                    continue
+                used.add(text[: -len(".forward")] if text.endswith(".forward") else text)
+                if text.split(".")[0] in helpers or text.rsplit(".", 1)[-1] in helpers:
+                    for a in (*node.args, *(k.value for k in node.keywords)):
+                        if (t := dotted(unwrap_value(a)[0])) is not None:
+                            used.add(t)
+            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+                text = dotted(node.value.func) or ""
+                if "load" in text.lower():  # ``load_checkpoint(model, path)``
+                    loaded.update(t for a in node.value.args if (t := dotted(a)) is not None)
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = dotted(node.targets[0])
+                if target is None:
+                    continue
+                inner, picked = unwrap_value(node.value)
+                if isinstance(inner, ast.Call):
+                    text = dotted(inner.func) or ""
+                    if "load" in text.lower() or text.split(".")[0] in run_names:
+                        loaded.add(target)
+                elif picked and isinstance(inner, ast.Name):
+                    picks.append((target, inner.id))
+        loaded.update(target for target, source in picks if source in loaded)
+        return bool(loaded & used)
+
+    def loads(self) -> list[Load]:
+        out: list[Load] = []
+        index = self.flow.index
+        scopes: list[FuncNode | None] = [None, *index.functions]
+        for scope in scopes:
+            if scope is not None and (_is_test(self.ctx, scope) or _module_method(self.ctx, scope)):
+                continue  # a test, or a module's own method: its user sets the mode
+            checkpoints: set[str] = set()
+            for node in index.scope_nodes(scope):
+                if not isinstance(node, ast.stmt):
+                    continue
+                load = self._load_of(node, scope, checkpoints)
+                if load is not None and not self._pretrained(load.model):
+                    out.append(load)
+        return out
+
+    def _load_of(
+        self, stmt: ast.stmt, scope: FuncNode | None, checkpoints: set[str]
+    ) -> Load | None:
+        if isinstance(stmt, (ast.Expr, ast.Assign)):
+            value = stmt.value
+            if isinstance(value, ast.Call):
+                receiver = state_dict_receiver(value)
+                if receiver is not None:
+                    return Load(receiver, stmt, scope, "`load_state_dict`")
+                into = self._loads_into(value, scope)
+                if into is not None and isinstance(stmt, ast.Expr):
+                    return Load(into, stmt, scope, f"`{_text(value.func)}()`")
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+            return None
+        target = dotted(stmt.targets[0])
+        if target is None or chained_mode(stmt.value) is not None:
+            return None  # ``torch.load(p).eval()``: the author set the mode
+        inner, picked = unwrap_value(stmt.value)
+        if is_torch_load(inner, self.qualname):
+            if not picked:
+                checkpoints.add(target)
+            return Load(target, stmt, scope, "`torch.load`")
+        if picked and isinstance(inner, ast.Name) and inner.id in checkpoints:
+            return Load(target, stmt, scope, "`torch.load`")
+        if is_checkpoint_load(inner):
+            assert isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
+            return Load(target, stmt, scope, "`load_from_checkpoint`", inner.func.value)
+        if isinstance(inner, ast.Call) and not picked:
+            found = self._loader(inner, scope)
+            if found is not None:
+                return Load(target, stmt, scope, f"`{_text(inner.func)}()`", None, found)
+        return None
+
+    def _loads_into(self, call: ast.Call, scope: FuncNode | None) -> str | None:
+        """``load_checkpoint(model, path)``: a function of this file that calls
+        ``load_state_dict`` on the parameter ``model`` is passed as, and
+        switches its mode nowhere -> ``model``."""
+        res = self.flow.resolve(call, scope)
+        if res is None or res.callee.cls is not None:
+            return None
+        loaded: set[str] = set()
+        for n in walk_local(res.callee.node):
+            if not isinstance(n, ast.Call):
+                continue
+            if module_mode_switch(n) is not None:
+                return None  # the helper sets the mode itself
+            receiver = state_dict_receiver(n)
+            if receiver is not None:
+                loaded.add(receiver)
+        found = [arg for param, arg in res.args.items() if param in loaded and arg is not None]
+        return found[0] if len(found) == 1 else None
+
+    def _loader(self, call: ast.Call, scope: FuncNode | None) -> bool | None:
+        """``call`` runs a function that returns a loaded model: True when it
+        built it from an ``nn.Module`` class; None when it is no loader."""
+        res = self.flow.resolve(call, scope)
+        if res is not None:
+            if res.callee.cls is not None:
+                return None
+            found = returns_loaded_model(res.callee.node, self.qualname, self._builds_module)
+            return None if found == NOT_A_LOADER else found == MODULE_LOADER
+        project = self.ctx.facts.project
+        return project.loader(call.func) if project is not None else None
+
+    def _builds_module(self, value: ast.expr) -> bool:
+        return built_class(value, self.flow.imports, self.flow.classes) is not None
+
+    def _pretrained(self, model: str) -> bool:
+        """Bound to ``from_pretrained(...)`` (transformers returns eval models)."""
+        for node in walk_tree(self.ctx.tree):
+            if isinstance(node, ast.Assign) and any(dotted(t) == model for t in node.targets):
+                for n in ast.walk(node.value):
+                    if isinstance(n, ast.Attribute) and n.attr == "from_pretrained":
+                        return True
+        return False
+
+
+def _is_test(ctx: FileContext, fn: FuncNode) -> bool:
+    """A test pytest or unittest collects: ``test_*`` (a bare ``test(...)`` of a
+    script is evaluation code), or any function of a ``Test*`` class."""
+    owner = ctx.facts.parents.get(fn)
+    in_test_class = isinstance(owner, ast.ClassDef) and owner.name.startswith("Test")
+    return fn.name.startswith("test_") or in_test_class
+
+
+def _module_method(ctx: FileContext, fn: FuncNode) -> bool:
+    owner = ctx.facts.parents.get(fn)
+    if not isinstance(owner, ast.ClassDef):
+        return False
+    classes = ctx.facts.modes.classes
+    return (
+        owner.name in classes.modules
+        or owner.name in classes.lightning
+        or any(isinstance(s, FUNCTIONS) and s.name == "forward" for s in owner.body)
+    )
+
+
+def _text(expr: ast.AST) -> str:
+    return dotted(expr) or "..."
