@@ -176,7 +176,8 @@ class _Rnf003Regions:
     """The evaluation regions RNF003 judges (fixed or left alone): their
     forwards are RNF003's, so RNF006 never reports the same forward twice.
     A forward through a helper RNF003 owns (``predict(model, x)`` where
-    ``predict`` is an evaluation function) is RNF003's too."""
+    ``predict`` is an evaluation function, or holds an evaluation loop) is
+    RNF003's too."""
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
@@ -200,7 +201,12 @@ class _Rnf003Regions:
         ancestors = {id(a) for a in self.ctx.facts.ancestors(site)}
         if any(id(n) in ancestors for n in nodes):
             return True
+        # A helper that is an evaluation function, or holds an evaluation loop.
         functions = {n.name for n in nodes if isinstance(n, FUNCTIONS)}
+        for n in nodes:
+            owner = next((a for a in self.ctx.facts.ancestors(n) if isinstance(a, FUNCTIONS)), None)
+            if owner is not None:
+                functions.add(owner.name)
         func = site.func
         name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
         return name in functions
