@@ -94,7 +94,6 @@ class InferenceAnalysis:
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
-        self.qualname = ctx.facts.imports.qualname
         self.finder = LoadFinder(ctx)
         self.uses = ModelUses(ctx)
 
@@ -125,7 +124,7 @@ class InferenceAnalysis:
                 return True
         for node in walk_tree(self.ctx.tree):
             if isinstance(node, ast.Call):
-                qual = self.qualname(node.func) or ""
+                qual = self.ctx.facts.imports.qualname(node.func) or ""
                 if qual.startswith("torch.optim.") or qual.endswith("GradScaler"):
                     return True
                 switch = module_mode_switch(node)
@@ -273,7 +272,7 @@ class InferenceAnalysis:
             return True
         return (
             isinstance(inner, ast.Call)
-            and self.qualname(inner.func) in WRAPPERS
+            and self.ctx.facts.imports.qualname(inner.func) in WRAPPERS
             and bool(inner.args)
             and dotted(unwrap_value(inner.args[0])[0]) == model
         )
@@ -325,7 +324,7 @@ class InferenceAnalysis:
         return any(
             isinstance(n, ast.Expr)
             and isinstance(n.value, ast.Call)
-            and (self.qualname(n.value.func) or "").endswith("set_grad_enabled")
+            and (self.ctx.facts.imports.qualname(n.value.func) or "").endswith("set_grad_enabled")
             for n in walk_tree(self.ctx.tree)
         )
 
@@ -340,7 +339,7 @@ class InferenceAnalysis:
             return False
         probe = ast.Call(func=call.func, args=args, keywords=[])
         node: ast.AST = scope if scope is not None else self.ctx.tree
-        return probes_shapes(self.ctx, node, [probe], self.qualname)
+        return probes_shapes(self.ctx, node, [probe], self.ctx.facts.imports.qualname)
 
     def _may_train(self, call: ast.Call, model: str) -> bool:
         """The model may be in train mode at ``call`` (train or unknown)."""

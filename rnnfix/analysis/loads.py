@@ -32,14 +32,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.flow import chained_mode
-from rnnfix.analysis.models import built_class
+from rnnfix.analysis.models import ModuleClasses, built_class
 from rnnfix.analysis.names import dotted
-from rnnfix.analysis.scopes import FuncNode
+from rnnfix.analysis.scopes import FileIndex, FuncNode
 from rnnfix.analysis.syntax import FUNCTIONS, walk_local, walk_tree
 from rnnfix.analysis.torchapi import module_mode_switch, strip_self_returning
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.modeflow import ModeFlow
     from rnnfix.context import FileContext
 
 Qualname = Callable[[ast.expr], "str | None"]
@@ -191,15 +190,20 @@ class Load:
 
 class LoadFinder:
     """The loads of one file: ``may_load()`` is the cheap syntactic test,
-    ``loads()`` asks the mode flow (which functions a call runs)."""
+    ``loads()`` reads the file's functions and classes (``FileIndex``,
+    ``ModuleClasses``) but not the mode flow, which most files that pass
+    ``may_load`` never need: they load nothing that is then run."""
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
-        self.qualname = ctx.facts.imports.qualname
 
     @functools.cached_property
-    def flow(self) -> ModeFlow:
-        return self.ctx.facts.modes
+    def index(self) -> FileIndex:
+        return FileIndex(self.ctx.tree, self.ctx.facts.imports)
+
+    @functools.cached_property
+    def classes(self) -> ModuleClasses:
+        return ModuleClasses(self.index, self.ctx.facts.imports, self.ctx.facts.project)
 
     def may_load(self) -> bool:
         """A cheap syntactic test before the mode flow is built: something is
@@ -247,10 +251,12 @@ class LoadFinder:
 
     def loads(self) -> list[Load]:
         out: list[Load] = []
-        index = self.flow.index
+        index = self.index
         scopes: list[FuncNode | None] = [None, *index.functions]
         for scope in scopes:
-            if scope is not None and (_is_test(self.ctx, scope) or _module_method(self.ctx, scope)):
+            if scope is not None and (
+                _is_test(self.ctx, scope) or _module_method(self.classes, self.ctx, scope)
+            ):
                 continue  # a test, or a module's own method: its user sets the mode
             checkpoints: set[str] = set()
             for node in index.scope_nodes(scope):
@@ -279,7 +285,7 @@ class LoadFinder:
         if target is None or chained_mode(stmt.value) is not None:
             return None  # ``torch.load(p).eval()``: the author set the mode
         inner, picked = unwrap_value(stmt.value)
-        if is_torch_load(inner, self.qualname):
+        if is_torch_load(inner, self.ctx.facts.imports.qualname):
             if not picked:
                 checkpoints.add(target)
             return Load(target, stmt, scope, "`torch.load`")
@@ -298,7 +304,7 @@ class LoadFinder:
         """``load_checkpoint(model, path)``: a function of this file that calls
         ``load_state_dict`` on the parameter ``model`` is passed as, and
         switches its mode nowhere -> ``model``."""
-        res = self.flow.resolve(call, scope)
+        res = self.index.resolve(call, scope)
         if res is None or res.callee.cls is not None:
             return None
         loaded: set[str] = set()
@@ -316,17 +322,19 @@ class LoadFinder:
     def _loader(self, call: ast.Call, scope: FuncNode | None) -> bool | None:
         """``call`` runs a function that returns a loaded model: True when it
         built it from an ``nn.Module`` class; None when it is no loader."""
-        res = self.flow.resolve(call, scope)
+        res = self.index.resolve(call, scope)
         if res is not None:
             if res.callee.cls is not None:
                 return None
-            found = returns_loaded_model(res.callee.node, self.qualname, self._builds_module)
+            found = returns_loaded_model(
+                res.callee.node, self.ctx.facts.imports.qualname, self._builds_module
+            )
             return None if found == NOT_A_LOADER else found == MODULE_LOADER
         project = self.ctx.facts.project
         return project.loader(call.func) if project is not None else None
 
     def _builds_module(self, value: ast.expr) -> bool:
-        return built_class(value, self.flow.imports, self.flow.classes) is not None
+        return built_class(value, self.ctx.facts.imports, self.classes) is not None
 
     def _pretrained(self, model: str) -> bool:
         """Bound to ``from_pretrained(...)`` (transformers returns eval models)."""
@@ -346,11 +354,10 @@ def _is_test(ctx: FileContext, fn: FuncNode) -> bool:
     return fn.name.startswith("test_") or in_test_class
 
 
-def _module_method(ctx: FileContext, fn: FuncNode) -> bool:
+def _module_method(classes: ModuleClasses, ctx: FileContext, fn: FuncNode) -> bool:
     owner = ctx.facts.parents.get(fn)
     if not isinstance(owner, ast.ClassDef):
         return False
-    classes = ctx.facts.modes.classes
     return (
         owner.name in classes.modules
         or owner.name in classes.lightning

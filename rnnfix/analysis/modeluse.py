@@ -43,7 +43,6 @@ class ModelUses:
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
-        self.qualname = ctx.facts.imports.qualname
 
     @functools.cached_property
     def flow(self) -> ModeFlow:
@@ -80,7 +79,7 @@ class ModelUses:
             return None
         if isinstance(func, ast.Name) and func.id in _HARMLESS:
             return None
-        if self.qualname(func) in WRAPPERS:
+        if self.ctx.facts.imports.qualname(func) in WRAPPERS:
             return None
         return self._helper(call, model, scope, method=False)
 
