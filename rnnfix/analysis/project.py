@@ -75,6 +75,8 @@ _IMPORT_LINE = re.compile(
     r"^[ \t]*(?:from[ \t]+(\.)|from[ \t]+([A-Za-z_]\w*)|import[ \t]+([^\n#;\\]+))", re.M
 )
 RNN_TOKENS = ("LSTM", "GRU", "RNN")
+# A file that may return a loaded model (``rnnfix.analysis.loads``).
+LOAD_TOKENS = ("load_state_dict", ".load(", "load_from_checkpoint")
 HANDLER_TOKENS = ("no_grad", "inference_mode", "set_grad_enabled", "contextmanager", "__enter__")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MAX_REEXPORTS = 3
@@ -133,6 +135,10 @@ class ModuleSummary:
     # Names the file calls (``f(``, ``.f(``) and does not define itself:
     # whether a function of another file may have callers here, read by text.
     called: frozenset[str] = frozenset()
+    # Module-level functions that return a model they loaded weights into
+    # without switching its mode (``loads.returns_loaded_model``; RNF006):
+    # name -> whether they built it from an ``nn.Module`` class.
+    loaders: dict[str, bool] = field(default_factory=dict)
 
     def any_function(self, test: Callable[[FunctionSummary], bool]) -> bool:
         methods = (m for c in self.classes.values() for m in c.methods.values())
@@ -511,6 +517,28 @@ class ProjectView:
             target = self.index.resolve(file, binding[0], binding[1] + names[1:])
         return None
 
+    def loader(self, expr: ast.AST) -> bool | None:
+        """``expr`` names a function of another file of the run that returns a
+        model it loaded and left in the mode it was built in (RNF006): True
+        when it built it from an ``nn.Module`` class, False when that is not
+        known; None when it is no such function."""
+        text = dotted(expr)
+        target = self._target(text) if text is not None else None
+        for _ in range(_MAX_REEXPORTS + 1):
+            if target is None or len(target[1]) != 1:
+                return None
+            module = self.index.files.get(target[0])
+            if module is None:
+                return None
+            name = target[1][0]
+            if name in module.loaders:
+                return module.loaders[name]
+            binding = module.imports.get(name)
+            if binding is None:
+                return None
+            target = self.index.resolve(target[0], binding[0], binding[1])
+        return None
+
     def _target(self, text: str) -> tuple[str, tuple[str, ...]] | None:
         root, _, rest = text.partition(".")
         binding = self.bindings.get(root)
@@ -699,16 +727,22 @@ def summarise(source: str, path: str) -> ModuleSummary | None:
     package = os.path.basename(path) == "__init__.py" and "import" in source
     handler_code = any(t in source for t in HANDLER_TOKENS)
     tests = "TestCase" in source  # a base of other files' test classes
-    if not (mode_code or rnn_code or package or tests or handler_code):
+    load_code = any(t in source for t in LOAD_TOKENS)
+    if not (mode_code or rnn_code or package or tests or handler_code or load_code):
         return None
     try:
-        return _summarise(source, path, mode_code, rnn_code, handler_code)
+        return _summarise(source, path, mode_code, rnn_code, handler_code, load_code)
     except Exception:  # noqa: BLE001 - a file the index cannot read is unknown, not fatal
         return None
 
 
 def _summarise(
-    source: str, path: str, mode_code: bool, rnn_code: bool, handler_code: bool = False
+    source: str,
+    path: str,
+    mode_code: bool,
+    rnn_code: bool,
+    handler_code: bool = False,
+    load_code: bool = False,
 ) -> ModuleSummary | None:
     from rnnfix.analysis.gradctx import definition_handling
     from rnnfix.analysis.imports import ImportMap
@@ -779,12 +813,32 @@ def _summarise(
                 found = definition_handling(stmt, import_map)
                 if found:
                     handlers[stmt.name] = found
-    if not (functions or classes or handlers or os.path.basename(path) == "__init__.py"):
+    loaders = _loaders(tree) if load_code else {}
+    if not (functions or classes or handlers or loaders or os.path.basename(path) == "__init__.py"):
         return None
     # A file's calls of its own functions are not calls of another file's.
     defined = {n.name for n in ast.walk(tree) if isinstance(n, _FUNCS)}
     called = frozenset(_CALLED_NAME.findall(source)) - defined
-    return ModuleSummary(functions, classes, imports, handlers, called)
+    return ModuleSummary(functions, classes, imports, handlers, called, loaders)
+
+
+def _loaders(tree: ast.Module) -> dict[str, bool]:
+    from rnnfix.analysis.imports import ImportMap
+    from rnnfix.analysis.loads import MODULE_LOADER, NOT_A_LOADER, returns_loaded_model
+    from rnnfix.analysis.models import ModuleClasses, built_class
+    from rnnfix.analysis.scopes import FileIndex
+
+    imports = ImportMap.build(tree)
+    classes = ModuleClasses(FileIndex(tree, imports), imports)
+    out: dict[str, bool] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, _FUNCS):
+            found = returns_loaded_model(
+                stmt, imports.qualname, lambda v: built_class(v, imports, classes) is not None
+            )
+            if found != NOT_A_LOADER:
+                out[stmt.name] = found == MODULE_LOADER
+    return out
 
 
 _CALLED_NAME = re.compile(r"(\w+)\s*\(")
