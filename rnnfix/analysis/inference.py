@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.flow import chained_mode
+from rnnfix.analysis.gradcode import AUTOGRAD_GRAD, captum_method
 from rnnfix.analysis.gradctx import Handlers, gradient_uses
 from rnnfix.analysis.loads import Load, LoadFinder, unwrap_value
 from rnnfix.analysis.modeluse import ModelUses, mentions
@@ -127,6 +128,8 @@ class InferenceAnalysis:
                 qual = self.ctx.facts.imports.qualname(node.func) or ""
                 if qual.startswith("torch.optim.") or qual.endswith("GradScaler"):
                     return True
+                if _takes_gradients(qual) or captum_method(self.ctx.facts.imports, node.func):
+                    return True  # attribution, attacks: the gradient is the result
                 switch = module_mode_switch(node)
                 if switch is not None and switch.mode is not Mode.EVAL:
                     return True  # resume training, fine-tuning, Monte Carlo dropout
@@ -361,6 +364,15 @@ class InferenceAnalysis:
                 if any(dotted(t) == model for t in node.targets):
                     return True
         return False
+
+
+# Libraries whose calls take gradients through the model they are given
+# (adversarial attacks, functional autograd): a file that uses them needs grad.
+_GRADIENT_LIBRARIES = ("torchattacks.", "advertorch.", "foolbox.", "art.attacks.", "torch.func.")
+
+
+def _takes_gradients(qual: str) -> bool:
+    return qual == AUTOGRAD_GRAD or qual.startswith(_GRADIENT_LIBRARIES)
 
 
 def _may_be_none(value: ast.expr) -> bool:
