@@ -197,6 +197,47 @@ class LazySummaries(Mapping[str, "ModuleSummary | None"]):
     def with_changes(self, changes: dict[str, ModuleSummary | None]) -> LazySummaries:
         return LazySummaries(self._paths, {**self._known, **changes})
 
+    def text_has(self, key: str, tokens: tuple[str, ...]) -> bool:
+        """Whether the file on disk has one of ``tokens`` (True when it is
+        not read from disk: a summary given as data, or unreadable)."""
+        if key in self._known or key not in self._paths:
+            return True
+        memo = self.__dict__.setdefault("_text", {})
+        if (key, tokens) not in memo:
+            data = _read(self._paths[key])
+            memo[key, tokens] = data is None or any(t.encode() in data for t in tokens)
+        return bool(memo[key, tokens])
+
+    def bindings(self, key: str, name: str) -> dict[str, Binding] | None:
+        """The import bindings of a file, for following the re-export of
+        ``name``: from its summary when there is one, else parsed (never
+        summarised); {} when its text does not name ``name``; None when unknown."""
+        if key in self._known:
+            known = self._known[key]
+            return known.imports if known is not None else {}
+        if key not in self._paths:
+            return None
+        data = _read(self._paths[key])
+        if data is None:
+            return None
+        if name.isascii() and name.encode() not in data:
+            return {}
+        memo = self.__dict__.setdefault("_bindings", {})
+        if key not in memo:
+            try:
+                memo[key] = import_bindings(ast.parse(data))
+            except (SyntaxError, ValueError, RecursionError):
+                memo[key] = None
+        found: dict[str, Binding] | None = memo[key]
+        return found
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
 
 def files_mention(files: Mapping[str, ModuleSummary | None], key: str, name: str) -> bool:
     """Whether the file ``key`` of ``files`` may mention ``name`` at all: its
@@ -336,6 +377,41 @@ class ProjectIndex:
             return None
         return self.member(found[0], found[1], consulted, depth + 1)
 
+    def may_hold(
+        self,
+        file: str,
+        names: tuple[str, ...],
+        tokens: tuple[str, ...],
+        consulted: set[str],
+        depth: int = 0,
+    ) -> bool:
+        """A necessary condition for ``member(file, names)`` (or the whole
+        module, for no ``names``) to be something whose summary only a file
+        with one of ``tokens`` can give (a function that switches modes: a
+        file without ``.eval(`` has none): the file it is defined in, after
+        the re-exports ``member`` follows, has one. Reads text and import
+        lines, never summarises: most imports of a large tree are of files
+        without mode code, and summarising them all cost more than checking
+        every file."""
+        files = self.files
+        if not isinstance(files, LazySummaries):
+            return True
+        consulted.add(file)
+        if files.text_has(file, tokens):
+            return True
+        if not names or depth >= _MAX_REEXPORTS:
+            return False
+        bindings = files.bindings(file, names[0])
+        if bindings is None:
+            return True
+        binding = bindings.get(names[0])
+        if binding is None:
+            return False
+        found = self.resolve(file, binding[0], binding[1] + names[1:])
+        if found is None or found[0] == file:
+            return False
+        return self.may_hold(found[0], found[1], tokens, consulted, depth + 1)
+
 
 def _ancestors(folder: str) -> list[str]:
     out = [folder]
@@ -431,7 +507,8 @@ class ProjectView:
         return self._imports(lambda f: f.trains)
 
     def _imports(self, test: Callable[[FunctionSummary], bool]) -> bool:
-        for found in self._imported():
+        # Functions are summarised only in files with mode code.
+        for found in self._imported(MODE_TOKENS):
             if isinstance(found, FunctionSummary):
                 if test(found):
                     return True
@@ -445,7 +522,7 @@ class ProjectView:
     def imports_rnn_class(self) -> bool:
         """Whether this file imports a class of the run that holds an RNN (or
         a module of the run that defines one)."""
-        for found in self._imported():
+        for found in self._imported(RNN_TOKENS + OVERRIDE_TOKENS):
             if isinstance(found, ClassSummary):
                 if found.rnns:
                     return True
@@ -454,15 +531,20 @@ class ProjectView:
                     return True
         return False
 
-    def _imported(self) -> Iterator[FunctionSummary | ClassSummary | ModuleSummary]:
+    def _imported(
+        self, tokens: tuple[str, ...]
+    ) -> Iterator[FunctionSummary | ClassSummary | ModuleSummary]:
         """What each import binding of this file names in another file of the
         run: a function or class (``from utils import evaluate``) or a whole
-        module (``import utils``)."""
+        module (``import utils``); only those defined in a file with one of
+        ``tokens`` (what the caller asks about is in no other file)."""
         for local in self.bindings:
             target = self._target(local)
             if target is None:
                 continue
             file, names = target
+            if not self.index.may_hold(file, names, tokens, self.consulted):
+                continue
             found = self.lookup(_name(local)) if names else self.index.files.get(file)
             if found is not None:
                 yield found
