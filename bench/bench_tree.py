@@ -2,6 +2,7 @@
 
     python bench/bench_tree.py PATH [--runs 5] [--scale 1,2,4] [--jobs 0]
     python bench/bench_tree.py --synthetic 2000 [--runs 5]   # no network needed
+    python bench/bench_tree.py PATH --rows "rnnfix cold,ruff,ast.parse"   # some rows only
 
 Rows (each a separate process, measured with ``os.wait4``: wall time, CPU time
 user+system, peak resident memory; median of ``--runs`` runs; commands take
@@ -74,8 +75,9 @@ def measure(cmd: list[str], cwd: Path) -> Sample:
     _, _, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     proc.returncode = 0  # reaped by wait4
-    # ru_maxrss is in KiB on Linux; children of the child (worker pools) are
-    # not included, so with --jobs > 1 the memory column is the parent's.
+    # ru_maxrss is in KiB on Linux. wait4 reports the largest of the child
+    # and the children it waited for (a worker pool's workers): the peak of
+    # the largest single process, not their sum. CPU time includes workers.
     return Sample(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
 
 
@@ -109,13 +111,16 @@ def _libcst_runs(tree: Path) -> bool:
     return probe.returncode == 0
 
 
-def table(tree: Path, runs: int, jobs: int) -> None:
+def table(tree: Path, runs: int, jobs: int, rows: list[str] | None = None) -> None:
     cmds = commands(tree, jobs)
+    if rows:
+        cmds = {name: cmd for name, cmd in cmds.items() if name in rows}
     # Run from beside the tree, never inside it: `python -m` puts the current
     # folder first on sys.path, and a tree's own `types.py` (torch has one)
     # would shadow the standard library.
     cwd = tree.parent
-    subprocess.run(cmds["rnnfix warm"], cwd=cwd, capture_output=True, check=False)  # prime
+    if "rnnfix warm" in cmds:  # prime the cache
+        subprocess.run(cmds["rnnfix warm"], cwd=cwd, capture_output=True, check=False)
     samples: dict[str, list[Sample]] = {name: [] for name in cmds}
     for _ in range(runs):
         for name, cmd in cmds.items():
@@ -154,6 +159,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=0)
     parser.add_argument("--scale", default="", help="e.g. 1,2,4")
+    parser.add_argument(
+        "--rows", default="", help="only these rows, e.g. 'rnnfix cold,ruff' (libcst is slow)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="rnnfix-bench-") as tmp:
         tree = Path(tmp) / "tree"
@@ -163,7 +171,8 @@ def main() -> None:
             shutil.copytree(args.path, tree, symlinks=True)
         else:
             parser.error("give a PATH or --synthetic N")
-        table(tree, args.runs, args.jobs)
+        rows = [r.strip() for r in args.rows.split(",") if r.strip()]
+        table(tree, args.runs, args.jobs, rows or None)
         if args.scale:
             factors = [int(k) for k in args.scale.split(",")]
             scaling(tree, factors, max(1, args.runs // 2), args.jobs, Path(tmp))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
+import gc
 import os
 import re
 import signal
@@ -121,6 +122,20 @@ def process_files(
     whole folders or has a ``context``: the project is then in the run
     already, and scanning thousands of files' imports would cost a warm run
     more than everything else it does."""
+    with _collector_tuned():
+        return _process_files(paths, settings, write, jobs, cache, progress, context, scan_imports)
+
+
+def _process_files(
+    paths: Sequence[Path],
+    settings: Settings,
+    write: bool,
+    jobs: int,
+    cache: ResultCache | None,
+    progress: Progress | None,
+    context: Sequence[Path] | None,
+    scan_imports: bool,
+) -> list[FileResult]:
     progress = progress if progress is not None else Progress()
     progress.total = len(paths)
     everything = _with_context(paths, context)
@@ -177,6 +192,27 @@ def process_files(
         for path, result in zip(paths, results, strict=True):
             _write(path, result, progress)
     return results
+
+
+# Allocations between collections of the youngest generation. The analysis
+# allocates millions of short-lived objects (trees, facts) that reference
+# counting frees; at Python's default (700) the cyclic collector runs
+# thousands of times over them: a tenth of a cold run's time for nothing.
+_GC_THRESHOLD = 100_000
+
+
+@contextlib.contextmanager
+def _collector_tuned() -> Iterator[None]:
+    """Fewer collections while files are checked; what is loaded already
+    (rnnfix and its imports) is moved out of the collector's reach."""
+    before = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(_GC_THRESHOLD, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
 
 
 def _process_uncached(
@@ -335,6 +371,8 @@ _worker_project: ProjectIndex | None = None
 def _init_worker(project: ProjectIndex | None) -> None:
     global _worker_project
     _worker_project = project
+    gc.freeze()  # what the worker inherits (and the index) stays alive
+    gc.set_threshold(_GC_THRESHOLD, *gc.get_threshold()[1:])
     # Ctrl-C reaches the whole process group: the parent decides what to do.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()

@@ -162,8 +162,9 @@ class ModeFlow:
         self._aliases: dict[FuncNode, dict[str, tuple[str, ast.stmt]]] = {}
         self._summaries: dict[FuncNode, Summary] = {}
         self._in_progress: set[FuncNode] = set()
-        self._runs: dict[FuncNode | None, ScopeRun] = {}
-        self._static_sites: dict[FuncNode, list[tuple[FuncNode | None, ast.Call, Resolved]]] = {}
+        self._runs_found: dict[FuncNode | None, ScopeRun] = {}
+        self._sites_found: dict[FuncNode, list[tuple[FuncNode | None, ast.Call, Resolved]]] = {}
+        self._analysed = True  # not during __init__: it used to run last
         self._optimizers, self._not_optimizers = self._optimizer_names()
         self.wrappers = self._data_parallel_wrappers()
         self.optimizers = Optimizers(self)
@@ -173,7 +174,27 @@ class ModeFlow:
         # summaries for the project index: there a tracked key would become a
         # model of the caller's file.
         self.switched = frozenset[str]() if summaries_only else self._switched_receivers()
-        if not summaries_only:
+        # The whole-file pass runs at the first question that needs it (see
+        # ``_runs``): RNF003 asks most files only which models a region calls.
+        self._analysed = summaries_only
+
+    @property
+    def _runs(self) -> dict[FuncNode | None, ScopeRun]:
+        self._ensure_analysed()
+        return self._runs_found
+
+    @property
+    def _static_sites(self) -> dict[FuncNode, list[tuple[FuncNode | None, ast.Call, Resolved]]]:
+        self._ensure_analysed()
+        return self._sites_found
+
+    def _ensure_analysed(self) -> None:
+        """The whole-file pass, once, before anything reads its results or a
+        summary is computed (the pass computes summaries in its own order, and
+        recursion makes that order matter): answers are as if it ran in
+        ``__init__``."""
+        if not self._analysed:
+            self._analysed = True
             self._analyse()
 
     # --- public queries ----------------------------------------------------
@@ -510,6 +531,7 @@ class ModeFlow:
 
     # --- summaries ---------------------------------------------------------
     def summary(self, info: FunctionInfo) -> Summary:
+        self._ensure_analysed()
         fn = info.node
         done = self._summaries.get(fn)
         if done is not None:

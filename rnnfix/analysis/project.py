@@ -81,6 +81,19 @@ HANDLER_TOKENS = ("no_grad", "inference_mode", "set_grad_enabled", "contextmanag
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MAX_REEXPORTS = 3
 
+
+def _any_of(tokens: tuple[str, ...]) -> re.Pattern[bytes]:
+    return re.compile(b"|".join(re.escape(t.encode()) for t in tokens))
+
+
+# What a file needs for ``ProjectIndex.may_hold`` to let a lookup through:
+# functions are summarised only in files with mode code, and one can set
+# eval only with a mode call (``.eval()``, ``.train(False)``; ``m . eval()``
+# is one too); RNNs are read only in files with RNN or override text.
+_MODE_CODE = _any_of(MODE_TOKENS)
+_MODE_SWITCH = re.compile(rb"\.\s*(?:eval|train)\b")
+_RNN_CODE = _any_of(RNN_TOKENS + OVERRIDE_TOKENS)
+
 # (relative import level, dotted parts): ``from ..a import b`` -> (2, ("a", "b")).
 Binding = tuple[int, tuple[str, ...]]
 
@@ -216,6 +229,47 @@ class LazySummaries(Mapping[str, "ModuleSummary | None"]):
 
     def with_changes(self, changes: dict[str, ModuleSummary | None]) -> LazySummaries:
         return LazySummaries(self._paths, {**self._known, **changes})
+
+    def text_has(self, key: str, pattern: re.Pattern[bytes]) -> bool:
+        """Whether the file on disk matches ``pattern`` (True when it is not
+        read from disk: a summary given as data, or unreadable)."""
+        if key in self._known or key not in self._paths:
+            return True
+        memo = self.__dict__.setdefault("_text", {})
+        if (key, pattern) not in memo:
+            data = _read(self._paths[key])
+            memo[key, pattern] = data is None or pattern.search(data) is not None
+        return bool(memo[key, pattern])
+
+    def bindings(self, key: str, name: str) -> dict[str, Binding] | None:
+        """The import bindings of a file, for following the re-export of
+        ``name``: from its summary when there is one, else parsed (never
+        summarised); {} when its text does not name ``name``; None when unknown."""
+        if key in self._known:
+            known = self._known[key]
+            return known.imports if known is not None else {}
+        if key not in self._paths:
+            return None
+        data = _read(self._paths[key])
+        if data is None:
+            return None
+        if name.isascii() and name.encode() not in data:
+            return {}
+        memo = self.__dict__.setdefault("_bindings", {})
+        if key not in memo:
+            try:
+                memo[key] = import_bindings(ast.parse(data))
+            except (SyntaxError, ValueError, RecursionError):
+                memo[key] = None
+        found: dict[str, Binding] | None = memo[key]
+        return found
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def files_mention(files: Mapping[str, ModuleSummary | None], key: str, name: str) -> bool:
@@ -425,6 +479,41 @@ class ProjectIndex:
         view = ProjectView(self, path, tree)
         return method_order(tree, lambda expr: view.lookup(expr) is cls)
 
+    def may_hold(
+        self,
+        file: str,
+        names: tuple[str, ...],
+        text: re.Pattern[bytes],
+        consulted: set[str],
+        depth: int = 0,
+    ) -> bool:
+        """A necessary condition for ``member(file, names)`` (or the whole
+        module, for no ``names``) to be something whose summary only a file
+        whose text matches ``text`` can give (a function that sets eval: a
+        file without a mode call has none): the file it is defined in, after
+        the re-exports ``member`` follows, matches. Reads text and import
+        lines, never summarises: most imports of a large tree are of files
+        without mode code, and summarising them all cost more than checking
+        every file."""
+        files = self.files
+        if not isinstance(files, LazySummaries):
+            return True
+        consulted.add(file)
+        if files.text_has(file, text):
+            return True
+        if not names or depth >= _MAX_REEXPORTS:
+            return False
+        bindings = files.bindings(file, names[0])
+        if bindings is None:
+            return True
+        binding = bindings.get(names[0])
+        if binding is None:
+            return False
+        found = self.resolve(file, binding[0], binding[1] + names[1:])
+        if found is None or found[0] == file:
+            return False
+        return self.may_hold(found[0], found[1], text, consulted, depth + 1)
+
 
 def _ancestors(folder: str) -> list[str]:
     out = [folder]
@@ -564,20 +653,20 @@ class ProjectView:
         """Whether this file imports a function, a class or a module of the
         run that may leave a model in eval mode: RNF001 asks this when its
         text pre-filter (no ``.eval(`` here) fails."""
-        return self._imports(lambda f: f.sets_eval)
+        return self._imports(lambda f: f.sets_eval, _MODE_SWITCH)
 
     def imports_training(self) -> bool:
         """Whether it imports a function (class, module) of the run that
         trains the models it is given in the mode they come in."""
-        return self._imports(lambda f: f.trains)
+        return self._imports(lambda f: f.trains, _MODE_CODE)
 
     def imports_gradient_code(self) -> bool:
         """Whether it imports a function (class, module) of the run that takes
         an input gradient through a model it is given (RNF004's pre-filter)."""
-        return self._imports(lambda f: bool(f.summary.entry_grads))
+        return self._imports(lambda f: bool(f.summary.entry_grads), _MODE_CODE)
 
-    def _imports(self, test: Callable[[FunctionSummary], bool]) -> bool:
-        for found in self._imported():
+    def _imports(self, test: Callable[[FunctionSummary], bool], text: re.Pattern[bytes]) -> bool:
+        for found in self._imported(text):
             if isinstance(found, FunctionSummary):
                 if test(found):
                     return True
@@ -591,7 +680,7 @@ class ProjectView:
     def imports_rnn_class(self) -> bool:
         """Whether this file imports a class of the run that holds an RNN (or
         a module of the run that defines one)."""
-        for found in self._imported():
+        for found in self._imported(_RNN_CODE):
             if isinstance(found, ClassSummary):
                 if found.rnns:
                     return True
@@ -600,15 +689,20 @@ class ProjectView:
                     return True
         return False
 
-    def _imported(self) -> Iterator[FunctionSummary | ClassSummary | ModuleSummary]:
+    def _imported(
+        self, text: re.Pattern[bytes]
+    ) -> Iterator[FunctionSummary | ClassSummary | ModuleSummary]:
         """What each import binding of this file names in another file of the
         run: a function or class (``from utils import evaluate``) or a whole
-        module (``import utils``)."""
+        module (``import utils``); only those defined in a file whose text
+        matches ``text`` (what the caller asks about is in no other file)."""
         for local in self.bindings:
             target = self._target(local)
             if target is None:
                 continue
             file, names = target
+            if not self.index.may_hold(file, names, text, self.consulted):
+                continue
             found = self.lookup(_name(local)) if names else self.index.files.get(file)
             if found is not None:
                 yield found

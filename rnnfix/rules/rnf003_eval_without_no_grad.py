@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 
 from rnnfix.analysis.regions import find_regions
+from rnnfix.analysis.regiontext import may_have_regions
 from rnnfix.analysis.syntax import FUNCTIONS
 from rnnfix.rules._rnf003_judge import RegionJudge, Verdict
 from rnnfix.rules.base import FileContext, Finding, Rule
@@ -194,7 +195,7 @@ training code that follows needs `model.train()` (RNF001).
 """
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
-        if not _PREFILTER.search(ctx.source):
+        if not (_PREFILTER.search(ctx.source) and may_have_regions(ctx.source)):
             return
         regions = find_regions(ctx)
         if not regions:
