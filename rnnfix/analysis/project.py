@@ -54,7 +54,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from rnnfix.analysis.modestate import Mode
 from rnnfix.analysis.names import dotted
@@ -93,6 +93,9 @@ def _any_of(tokens: tuple[str, ...]) -> re.Pattern[bytes]:
 _MODE_CODE = _any_of(MODE_TOKENS)
 _MODE_SWITCH = re.compile(rb"\.\s*(?:eval|train)\b")
 _RNN_CODE = _any_of(RNN_TOKENS + OVERRIDE_TOKENS)
+
+# What a module summary records per module-level name (``ProjectView._module_fact``).
+_Fact = TypeVar("_Fact")
 
 # (relative import level, dotted parts): ``from ..a import b`` -> (2, ("a", "b")).
 Binding = tuple[int, tuple[str, ...]]
@@ -566,22 +569,7 @@ class ProjectView:
         and the module mode (``{"grad"}``, ``{"eval"}``), read from its
         definition in another file of the run; None when it is not one the
         index read (then it is unknown)."""
-        text = dotted(expr)
-        target = self._target(text) if text is not None else None
-        for _ in range(_MAX_REEXPORTS + 1):
-            if target is None or len(target[1]) != 1:
-                return None
-            module = self.index.files.get(target[0])
-            if module is None:
-                return None
-            name = target[1][0]
-            if name in module.handlers:
-                return module.handlers[name]
-            binding = module.imports.get(name)
-            if binding is None:
-                return None
-            target = self.index.resolve(target[0], binding[0], binding[1])
-        return None
+        return self._module_fact(expr, lambda module: module.handlers)
 
     def returns(self, expr: ast.AST) -> Returns | None:
         """What the imported function ``expr`` (``build``, ``U.to_cuda``,
@@ -611,6 +599,13 @@ class ProjectView:
         model it loaded and left in the mode it was built in (RNF006): True
         when it built it from an ``nn.Module`` class, False when that is not
         known; None when it is no such function."""
+        return self._module_fact(expr, lambda module: module.loaders)
+
+    def _module_fact(
+        self, expr: ast.AST, facts: Callable[[ModuleSummary], Mapping[str, _Fact]]
+    ) -> _Fact | None:
+        """The fact ``facts`` of its module records for the module-level name
+        ``expr`` resolves to in another file of the run, following re-exports."""
         text = dotted(expr)
         target = self._target(text) if text is not None else None
         for _ in range(_MAX_REEXPORTS + 1):
@@ -620,8 +615,9 @@ class ProjectView:
             if module is None:
                 return None
             name = target[1][0]
-            if name in module.loaders:
-                return module.loaders[name]
+            found = facts(module)
+            if name in found:
+                return found[name]
             binding = module.imports.get(name)
             if binding is None:
                 return None
