@@ -379,6 +379,13 @@ def cudnn_off_edits(
     first, last = span
     if not alone_on_lines(analysis, first, last):
         return None
+    return cudnn_off_wrap(ctx, first, last)
+
+
+def cudnn_off_wrap(ctx: FileContext, first: ast.stmt, last: ast.stmt) -> tuple[Edit, ...]:
+    """Statements ``first`` .. ``last`` (one block) under
+    ``cudnn.flags(enabled=False, ...)``, the other flags kept as they are; also
+    used by ``verify --fix``."""
     torch, imports = _torch(ctx)
     # libcst prefixes continuation lines with the block's own indentation.
     line = ctx.lines[first.lineno - 1]

@@ -40,13 +40,12 @@ from rnnfix.analysis.placement import anchor_for, function_head, statement_path
 from rnnfix.analysis.scopes import LOOPS, FuncNode
 from rnnfix.analysis.syntax import walk_local
 from rnnfix.context import FileContext
-from rnnfix.edits import Edit, InsertStatements, WrapInWith
+from rnnfix.edits import Edit, InsertStatements
 from rnnfix.files import FileProblem, read_source
 from rnnfix.rules.rnf004_backward_in_eval_through_rnn import (
     _common_block,
-    _module_level_alias,
-    _torch,
     alone_on_lines,
+    cudnn_off_wrap,
 )
 from rnnfix.settings import Settings
 from rnnfix.verify.records import CUDNN_BACKWARD_IN_EVAL, Provenance, Record, Site, format_chain
@@ -342,24 +341,7 @@ class Planner:
             if span is None or not alone_on_lines(analysis, span[0], span[1]):
                 return f"{site}: the forward and the backward are not in one block"
             first, last = span
-            torch, imports = _torch(src.ctx)
-            line = src.ctx.lines[first.lineno - 1]
-            inner = "\t" if line.startswith("\t") else "    "
-            cudnn = _module_level_alias(src.ctx, "torch.backends.cudnn") or (
-                f"{torch}.backends.cudnn"
-            )
-            items = (
-                f"{cudnn}.flags(\n"
-                f"{inner}enabled=False,\n"
-                f"{inner}benchmark={cudnn}.benchmark,\n"
-                f"{inner}deterministic={cudnn}.deterministic,\n"
-                f"{inner}allow_tf32={cudnn}.allow_tf32,\n"
-                ")"
-            )
-            edits: tuple[Edit, ...] = (
-                WrapInWith(src.ctx.pos(first), src.ctx.pos(last), items),
-                *imports,
-            )
+            edits = cudnn_off_wrap(src.ctx, first, last)
             return PlannedFix(
                 src.path,
                 edits,
