@@ -267,6 +267,16 @@ class LazySummaries(Mapping[str, "ModuleSummary | None"]):
             return None
         if name.isascii() and name.encode() not in data:
             return {}
+        # Most files have only plain import lines: read from the text.
+        lines = self.__dict__.setdefault("_text_bindings", {})
+        if key not in lines:
+            from rnnfix.analysis.importtext import text_bindings
+
+            lines[key] = text_bindings(data)
+        read = lines[key]
+        if read is not None and name not in read.ambiguous:
+            text: dict[str, Binding] = read.bindings
+            return text
         memo = self.__dict__.setdefault("_bindings", {})
         if key not in memo:
             try:
