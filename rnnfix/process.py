@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rnnfix.analysis.imported import imported_files
-from rnnfix.analysis.project import ModuleSummary, ProjectIndex, normalise, summarise
+from rnnfix.analysis.project import (
+    LazySummaries,
+    ModuleSummary,
+    ProjectIndex,
+    normalise,
+    summarise,
+)
 from rnnfix.cache import (
     FileDigests,
     ResultCache,
@@ -351,6 +357,7 @@ def _map(
     work = partial(_process_in_worker, settings=settings, write=write)
     from concurrent.futures import ProcessPoolExecutor  # a one-file run never starts a pool
 
+    shared = _share_summaries(project)
     pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(project,))
     try:
         for result in pool.map(work, paths, chunksize=max(1, len(paths) // (jobs * 8))):
@@ -361,8 +368,31 @@ def _map(
             process.terminate()
         pool.shutdown(wait=False, cancel_futures=True)
         raise
+    finally:
+        if shared is not None:
+            assert project is not None and isinstance(project.files, LazySummaries)
+            project.files.share_in(None)
+            import shutil
+
+            shutil.rmtree(shared, ignore_errors=True)
     pool.shutdown()
     return results
+
+
+def _share_summaries(project: ProjectIndex | None) -> str | None:
+    """A folder for the workers to share the summaries they compute (each
+    would otherwise summarise the files most files import); None when there
+    is no index, or no folder can be made."""
+    if project is None or not isinstance(project.files, LazySummaries):
+        return None
+    import tempfile
+
+    try:
+        folder = tempfile.mkdtemp(prefix="rnnfix-summaries-")
+    except OSError:
+        return None
+    project.files.share_in(folder)
+    return folder
 
 
 _worker_project: ProjectIndex | None = None

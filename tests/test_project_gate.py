@@ -84,3 +84,45 @@ def test_rnn_classes_are_found(tmp_path: Path) -> None:
     view = index.view(str(tmp_path / "uses_net.py"), ast.parse(source), source)
     assert view.imports_rnn_class()
     assert not view.imports_eval()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "from .a import f\nimport b.c as d\n",
+        "from .a import (\n    f,  # (a comment\n    g,\n)\n",
+        "from .a \\\n    import f\n",
+        "def h():\n    from .a import f\n    return f\n",
+        '"""Example:\n\n    from other import f\n"""\nfrom .a import f\n',  # f bound twice
+        "import os; from .a import f\n",  # not at a line start: the file is parsed
+        "try: from .a import f\nexcept ImportError: f = None\n",
+        "from .a import f\r\n",
+    ],
+)
+def test_import_lines_agree_with_a_full_parse(text: str) -> None:
+    from rnnfix.analysis.importtext import text_bindings
+    from rnnfix.analysis.project import import_bindings
+
+    full = import_bindings(ast.parse(text))
+    read = text_bindings(text.encode())
+    if read is None:
+        return  # the caller parses the file
+    for name, binding in full.items():
+        if name not in read.ambiguous:
+            assert read.bindings[name] == binding
+
+
+def test_shared_summaries_read_back(tmp_path: Path) -> None:
+    paths = _project(tmp_path)
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    key = normalise(tmp_path / "pkg/helpers.py")
+    first = ProjectIndex.build(paths).files
+    assert isinstance(first, LazySummaries)
+    first.share_in(str(folder))
+    computed = first[key]
+    assert computed is not None and len(list(folder.iterdir())) == 1
+    second = ProjectIndex.build(paths).files
+    assert isinstance(second, LazySummaries)
+    second.share_in(str(folder))
+    assert second[key] == computed

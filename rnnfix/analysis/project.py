@@ -214,11 +214,23 @@ class LazySummaries(Mapping[str, "ModuleSummary | None"]):
         self._paths = paths
         self._known: dict[str, ModuleSummary | None] = dict(known or {})
 
+    # A folder the worker processes of one run share (``share_in``): a
+    # summary one of them computed is read back by the others instead of
+    # computed again (the files most files import are summarised by every
+    # worker otherwise).
+    _shared: str | None = None
+
+    def share_in(self, folder: str | None) -> None:
+        self._shared = folder
+
     def __getitem__(self, key: str) -> ModuleSummary | None:
         if key not in self._known:
             if key not in self._paths:
                 raise KeyError(key)
-            self._known[key] = _summarise_file(self._paths[key], key)
+            if self._shared is None:
+                self._known[key] = _summarise_file(self._paths[key], key)
+            else:
+                self._known[key] = _shared_summary(self._shared, self._paths[key], key)
         return self._known[key]
 
     def __contains__(self, key: object) -> bool:
@@ -258,6 +270,16 @@ class LazySummaries(Mapping[str, "ModuleSummary | None"]):
             return None
         if name.isascii() and name.encode() not in data:
             return {}
+        # Most files have only plain import lines: read from the text.
+        lines = self.__dict__.setdefault("_text_bindings", {})
+        if key not in lines:
+            from rnnfix.analysis.importtext import text_bindings
+
+            lines[key] = text_bindings(data)
+        read = lines[key]
+        if read is not None and name not in read.ambiguous:
+            text: dict[str, Binding] = read.bindings
+            return text
         memo = self.__dict__.setdefault("_bindings", {})
         if key not in memo:
             try:
@@ -266,6 +288,34 @@ class LazySummaries(Mapping[str, "ModuleSummary | None"]):
                 memo[key] = None
         found: dict[str, Binding] | None = memo[key]
         return found
+
+
+def _shared_summary(folder: str, path: Path, key: str) -> ModuleSummary | None:
+    """The summary of ``key`` from ``folder`` when another process of the run
+    stored it there, else computed and stored. The folder lives only as long
+    as the run, whose files do not change under it: the path is the key. Any
+    failure to read or write it just means computing the summary here."""
+    import hashlib
+    import pickle
+    import tempfile
+
+    entry = os.path.join(folder, hashlib.sha1(key.encode()).hexdigest())
+    try:
+        with open(entry, "rb") as f:
+            known: ModuleSummary | None = pickle.load(f)
+        return known
+    except Exception:  # noqa: BLE001 - absent, being written, unreadable: compute it
+        pass
+    summary = _summarise_file(path, key)
+    try:
+        # Written whole under another name, then renamed: a reader sees all of it or nothing.
+        fd, tmp = tempfile.mkstemp(dir=folder)
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(summary, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, entry)
+    except Exception:  # noqa: BLE001 - a full disk, an unpicklable summary: not shared
+        pass
+    return summary
 
 
 def _read(path: Path) -> bytes | None:
