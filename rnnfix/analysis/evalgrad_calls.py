@@ -39,6 +39,7 @@ from rnnfix.analysis.evalgrad import EvalBackward, EvalGradAnalysis, end_key, ke
 from rnnfix.analysis.gradcode import attribution, forward_model, input_gradient, parameter_names
 from rnnfix.analysis.modestate import Mode, ModeFact, is_prefix
 from rnnfix.analysis.names import dotted
+from rnnfix.analysis.torchapi import strip_self_returning
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modeflow import ModeFlow
@@ -85,6 +86,11 @@ def _scope(
                 mine = ext.caller_key(name) if ext is not None else None
                 if mine is not None and modes.is_model(mine):
                     sinks.append((call, mine))
+            # A method of an object that stored the model at its construction
+            # (``attack = PGD(model)``; ``ClassSummary.ctor_grads``).
+            for mine in modes.project.stored_gradients(call, _construction(analysis, call)):
+                if modes.is_model(mine) and (call, mine) not in sinks:
+                    sinks.append((call, mine))
     if not sinks:
         return
     forwards = [c for c in modes.model_calls if c.function is scope and c.grad_enabled is not False]
@@ -125,6 +131,23 @@ def _scope(
                 if _runs_before(analysis, earlier.anchor, sink):
                     region = replace(region, anchor=earlier.anchor, forwards=earlier.forwards)
             yield region
+
+
+def _construction(
+    analysis: EvalGradAnalysis, use: ast.Call
+) -> Callable[[ast.expr], ast.Call | None]:
+    """The one call an object name is assigned in the scope that binds it at
+    ``use`` (``attack = PGD(model)``); None when it is assigned more than once."""
+
+    def built(target: ast.expr) -> ast.Call | None:
+        name = dotted(target)
+        values = analysis.assigned_values(name, use) if name is not None else []
+        if len(values) != 1:
+            return None
+        value = strip_self_returning(values[0])
+        return value if isinstance(value, ast.Call) else None
+
+    return built
 
 
 def _region(
@@ -234,6 +257,13 @@ def _fact_position(fact: ModeFact) -> tuple[int, int]:
 def _origin_text(ctx: FileContext, modes: ModeFlow, fact: ModeFact, scope: FuncNode | None) -> str:
     """Where the eval mode comes from, for the message."""
     node = fact.cause if fact.cause is not None else fact.origin
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        # ``model = Net().eval()``: built in eval mode.
+        for n in ast.walk(node.value):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+                if n.func.attr in ("eval", "train"):
+                    args = ", ".join(ast.unparse(a) for a in n.args)
+                    return f"`.{n.func.attr}({args})` on line {n.lineno}"
     if not isinstance(node, ast.Call):
         return "as its callers leave it"
     if mode_call(node) is not None:

@@ -22,6 +22,7 @@ from rnnfix.analysis.gradcode import (
     parameter_names,
 )
 from rnnfix.analysis.names import dotted
+from rnnfix.analysis.torchapi import MODULE_METHODS
 
 if TYPE_CHECKING:
     from rnnfix.analysis.flow import ScopeRun
@@ -84,6 +85,8 @@ def _is_sink(flow: ModeFlow, call: ast.Call) -> bool:
 
 def _model_key(flow: ModeFlow, call: ast.Call) -> str | None:
     """The model (a parameter, ``self.<attr>``) whose forward ``call`` runs."""
+    if isinstance(call.func, ast.Attribute) and call.func.attr in MODULE_METHODS:
+        return None  # ``self.model.train()``: a method of the module, not its forward
     text = flow.forward_path(call, flow.is_model)
     while text is not None:
         if text in flow.models:

@@ -1,0 +1,158 @@
+"""Which constructor parameters a class's methods take an input gradient
+through: ``ClassSummary.ctor_grads``, for the project index.
+
+``class PGD: def __init__(self, model): self.model = model`` with a
+``perturb()`` whose ``Summary.entry_grads`` holds ``self.model`` takes an input
+gradient through the model its caller passed to ``PGD(model)``, in the mode
+that model has at the ``perturb()`` call: ``{"perturb": ("model",)}``. A
+caller in another file connects ``attack.perturb(x)`` (or ``PGD(m).perturb(x)``,
+``attack(x)`` for ``__call__``) to the argument of the construction
+(``ProjectView.stored_gradients``).
+
+Precision first, an attribute counts only when the mode the caller left is
+the one the method sees:
+
+- ``__init__`` (the class's own, its bases all in this file and without one
+  of their own) assigns it once, from the parameter itself (``model`` or
+  ``model.to(device)``), and no other method assigns it;
+- no method of the class switches its mode (an ``eval()`` in ``__init__``, a
+  ``train()`` that restores it): those are the mode flow's, not the caller's.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rnnfix.analysis.torchapi import strip_self_returning
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.project import FunctionSummary
+
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass(frozen=True)
+class Constructor:
+    params: tuple[str, ...]  # positional, ``self`` included
+    kwonly: tuple[str, ...]
+    stored: dict[str, str]  # ``self`` attribute -> the parameter it holds
+
+
+def constructor(name: str, classes: dict[str, ast.ClassDef]) -> Constructor | None:
+    """The ``__init__`` of class ``name`` and the parameters it stores as
+    attributes; None when a base is not a class of this file (its
+    constructor or methods are unknown here) or there is no ``__init__``."""
+    chain: list[ast.ClassDef] = []
+    current: str | None = name
+    while current is not None:
+        cls = classes.get(current)
+        if cls is None or cls in chain or len(cls.bases) > 1 or cls.keywords:
+            return None
+        chain.append(cls)
+        base = cls.bases[0] if cls.bases else None
+        if base is None or (isinstance(base, ast.Name) and base.id == "object"):
+            current = None
+        elif isinstance(base, ast.Name):
+            current = base.id
+        else:
+            return None
+    inits = [s for c in chain for s in c.body if isinstance(s, _FUNCS) and s.name == "__init__"]
+    if len(inits) != 1:
+        return None  # none, or a ``super().__init__`` chain: not followed
+    init = inits[0]
+    args = init.args
+    params = tuple(a.arg for a in [*args.posonlyargs, *args.args])
+    if not params:
+        return None
+    this = params[0]
+    names = set(params[1:]) | {a.arg for a in args.kwonlyargs}
+    # Every ``self.<attr> = ...`` of the class chain: attr -> values.
+    assigned: dict[str, list[tuple[ast.AST, ast.expr | None]]] = {}
+    for cls in chain:
+        for method in (s for s in cls.body if isinstance(s, _FUNCS)):
+            for node in ast.walk(method):
+                for target, value in _assignments(node):
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == this
+                    ):
+                        assigned.setdefault(target.attr, []).append((method, value))
+    stored: dict[str, str] = {}
+    for attr, values in assigned.items():
+        if len(values) != 1 or values[0][0] is not init or values[0][1] is None:
+            continue
+        value = values[0][1]
+        base_value = strip_self_returning(value)
+        if _has_mode_call(value) or not isinstance(base_value, ast.Name):
+            continue
+        if base_value.id in names and not _rebound(init, base_value.id):
+            stored[attr] = base_value.id
+    return Constructor(params, tuple(a.arg for a in args.kwonlyargs), stored)
+
+
+def ctor_gradients(
+    ctor: Constructor, methods: dict[str, FunctionSummary]
+) -> dict[str, tuple[str, ...]]:
+    """Method -> the constructor parameters whose stored model it takes an
+    input gradient through, in the mode the caller left it."""
+    this = ctor.params[0]
+    switched = {
+        key.split(".")[1]
+        for m in methods.values()
+        for key in m.summary.effects
+        if key.startswith(this + ".") and key.count(".") >= 1
+    }
+    out: dict[str, tuple[str, ...]] = {}
+    for name, method in methods.items():
+        if name == "__init__" or not method.params or method.params[0] != this:
+            continue
+        found: list[str] = []
+        for key in method.summary.entry_grads:
+            root, _, rest = key.partition(".")
+            attr = rest.split(".")[0]
+            param = ctor.stored.get(attr)
+            if root == this and param is not None and attr not in switched and param not in found:
+                found.append(param)
+        if found:
+            out[name] = tuple(found)
+    return out
+
+
+def _assignments(node: ast.AST) -> list[tuple[ast.expr, ast.expr | None]]:
+    if isinstance(node, ast.Assign):
+        pairs: list[tuple[ast.expr, ast.expr | None]] = []
+        for t in node.targets:
+            if isinstance(t, (ast.Tuple, ast.List)):
+                pairs.extend((e, None) for e in t.elts)  # unpacked: not a plain store
+            else:
+                pairs.append((t, node.value))
+        return pairs
+    if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+        return [(node.target, node.value if isinstance(node, ast.AnnAssign) else None)]
+    if isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+        targets = (
+            [node.target]
+            if isinstance(node, (ast.For, ast.AsyncFor))
+            else [i.optional_vars for i in node.items if i.optional_vars is not None]
+        )
+        return [(t, None) for t in targets]
+    return []
+
+
+def _has_mode_call(expr: ast.expr) -> bool:
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in ("eval", "train")
+        for n in ast.walk(expr)
+    )
+
+
+def _rebound(fn: ast.AST, name: str) -> bool:
+    """``name`` is assigned in ``fn`` (the parameter may no longer be the argument)."""
+    return any(
+        isinstance(t, ast.Name) and t.id == name for n in ast.walk(fn) for t, _ in _assignments(n)
+    )
