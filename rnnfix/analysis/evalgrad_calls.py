@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from rnnfix.analysis.ctorgrads import OwnClasses
 from rnnfix.analysis.evalgrad import EvalBackward, EvalGradAnalysis, end_key, key, mode_call
 from rnnfix.analysis.gradcode import attribution, forward_model, input_gradient, parameter_names
 from rnnfix.analysis.modestate import Mode, ModeFact, is_prefix
@@ -52,18 +53,25 @@ def regions_across_calls(
 ) -> list[EvalBackward]:
     modes = ctx.facts.modes
     taken = {(id(r.sink), r.model) for r in local}
+    own = OwnClasses(ctx.source, ctx.tree, str(ctx.path))
     out: list[EvalBackward] = []
     for scope in [None, *modes.index.functions]:
         if modes.in_lightning_module(scope):
             continue
         out.extend(
-            r for r in _scope(ctx, analysis, modes, scope) if (id(r.sink), r.model) not in taken
+            r
+            for r in _scope(ctx, analysis, modes, scope, own)
+            if (id(r.sink), r.model) not in taken
         )
     return out
 
 
 def _scope(
-    ctx: FileContext, analysis: EvalGradAnalysis, modes: ModeFlow, scope: FuncNode | None
+    ctx: FileContext,
+    analysis: EvalGradAnalysis,
+    modes: ModeFlow,
+    scope: FuncNode | None,
+    own: OwnClasses,
 ) -> Iterator[EvalBackward]:
     imports = ctx.facts.imports
     nodes = modes.index.scope_nodes(scope)
@@ -86,9 +94,16 @@ def _scope(
                 mine = ext.caller_key(name) if ext is not None else None
                 if mine is not None and modes.is_model(mine):
                     sinks.append((call, mine))
-            # A method of an object that stored the model at its construction
-            # (``attack = PGD(model)``; ``ClassSummary.ctor_grads``).
-            for mine in modes.project.stored_gradients(call, _construction(analysis, call)):
+        # A method of an object that stored the model at its construction
+        # (``attack = PGD(model)``, a class of this file or another file of the
+        # run; ``ClassSummary.ctor_grads``).
+        if found is None and not analysis.is_sink(call) and _calls_object(call):
+            built = _construction(analysis, call)
+            stored = [
+                *own.stored_gradients(call, built),
+                *(modes.project.stored_gradients(call, built) if modes.project else ()),
+            ]
+            for mine in stored:
                 if modes.is_model(mine) and (call, mine) not in sinks:
                     sinks.append((call, mine))
     if not sinks:
@@ -131,6 +146,14 @@ def _scope(
                 if _runs_before(analysis, earlier.anchor, sink):
                     region = replace(region, anchor=earlier.anchor, forwards=earlier.forwards)
             yield region
+
+
+def _calls_object(call: ast.Call) -> bool:
+    """``obj.method(...)``, ``Cls(...).method(...)`` or ``obj(...)``."""
+    func = call.func
+    return isinstance(func, ast.Attribute) or (
+        isinstance(func, ast.Name) and not func.id[:1].isupper()
+    )
 
 
 def _construction(
