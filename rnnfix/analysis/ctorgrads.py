@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.scopes import bind_arguments
@@ -31,6 +31,7 @@ from rnnfix.analysis.torchapi import strip_self_returning
 
 if TYPE_CHECKING:
     from rnnfix.analysis.project import FunctionSummary, ModuleSummary
+    from rnnfix.analysis.scopes import FuncNode
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -40,6 +41,10 @@ class Constructor:
     params: tuple[str, ...]  # positional, ``self`` included
     kwonly: tuple[str, ...]
     stored: dict[str, str]  # ``self`` attribute -> the parameter it holds
+    # Method (as the class sees it, bases of this file included) -> the
+    # methods it calls on ``self``: ``__call__`` running ``self.forward(x)``
+    # that a subclass defines.
+    self_calls: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 def constructor(name: str, classes: dict[str, ast.ClassDef]) -> Constructor | None:
@@ -60,16 +65,15 @@ def constructor(name: str, classes: dict[str, ast.ClassDef]) -> Constructor | No
             current = base.id
         else:
             return None
-    inits = [s for c in chain for s in c.body if isinstance(s, _FUNCS) and s.name == "__init__"]
-    if len(inits) != 1:
-        return None  # none, or a ``super().__init__`` chain: not followed
+    inits = [init for c in chain if (init := _own_init(c)) is not None]
+    if not inits:
+        return None
     init = inits[0]
     args = init.args
     params = tuple(a.arg for a in [*args.posonlyargs, *args.args])
     if not params:
         return None
     this = params[0]
-    names = set(params[1:]) | {a.arg for a in args.kwonlyargs}
     # Every ``self.<attr> = ...`` of the class chain: attr -> values.
     assigned: dict[str, list[tuple[ast.AST, ast.expr | None]]] = {}
     for cls in chain:
@@ -84,15 +88,25 @@ def constructor(name: str, classes: dict[str, ast.ClassDef]) -> Constructor | No
                         assigned.setdefault(target.attr, []).append((method, value))
     stored: dict[str, str] = {}
     for attr, values in assigned.items():
-        if len(values) != 1 or values[0][0] is not init or values[0][1] is None:
+        if len(values) != 1 or values[0][1] is None:
             continue
-        value = values[0][1]
-        base_value = strip_self_returning(value)
-        if _has_mode_call(value) or not isinstance(base_value, ast.Name):
-            continue
-        if base_value.id in names and not _rebound(init, base_value.id):
-            stored[attr] = base_value.id
-    return Constructor(params, tuple(a.arg for a in args.kwonlyargs), stored)
+        param = _init_parameter(inits, values[0][0], values[0][1])
+        if param is not None:
+            stored[attr] = param
+    self_calls: dict[str, frozenset[str]] = {}
+    for cls in chain:  # the class first: its methods override its bases'
+        for method in (s for s in cls.body if isinstance(s, _FUNCS)):
+            if method.name in self_calls:
+                continue
+            self_calls[method.name] = frozenset(
+                n.func.attr
+                for n in ast.walk(method)
+                if isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and isinstance(n.func.value, ast.Name)
+                and n.func.value.id == this
+            )
+    return Constructor(params, tuple(a.arg for a in args.kwonlyargs), stored, self_calls)
 
 
 def ctor_gradients(
@@ -120,7 +134,78 @@ def ctor_gradients(
                 found.append(param)
         if found:
             out[name] = tuple(found)
+    # No method switches these attributes' modes: a method that calls one of
+    # them on ``self`` runs it in the mode its own caller left.
+    changed = True
+    while changed:
+        changed = False
+        for name, called in ctor.self_calls.items():
+            if name == "__init__":
+                continue
+            more = [p for c in called for p in out.get(c, ()) if p not in out.get(name, ())]
+            if more:
+                out[name] = (*out.get(name, ()), *dict.fromkeys(more))
+                changed = True
     return out
+
+
+def _own_init(cls: ast.ClassDef) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    return next((s for s in cls.body if isinstance(s, _FUNCS) and s.name == "__init__"), None)
+
+
+def _init_parameter(inits: list[FuncNode], method: ast.AST, value: ast.expr) -> str | None:
+    """The parameter of the class's own constructor (``inits[0]``) that
+    ``value``, assigned in ``method``, is: a parameter of that ``__init__``,
+    or of a base's ``__init__`` that each ``__init__`` on the way calls
+    (``super().__init__(model)``, ``Base.__init__(self, model)``) with its own
+    parameter unchanged."""
+    stripped = strip_self_returning(value)
+    if _has_mode_call(value) or not isinstance(stripped, ast.Name):
+        return None
+    if method not in inits:
+        return None
+    name = stripped.id
+    depth = inits.index(method)
+    while True:
+        fn = inits[depth]
+        args = fn.args
+        names = {a.arg for a in [*args.posonlyargs, *args.args][1:]} | {
+            a.arg for a in args.kwonlyargs
+        }
+        if name not in names or _rebound(fn, name):
+            return None
+        if depth == 0:
+            return name
+        caller = inits[depth - 1]
+        calls = [c for c in ast.walk(caller) if isinstance(c, ast.Call) and _is_init_call(c)]
+        if len(calls) != 1:
+            return None
+        params = [a.arg for a in [*args.posonlyargs, *args.args]]
+        via_super = isinstance(calls[0].func, ast.Attribute) and isinstance(
+            calls[0].func.value, ast.Call
+        )
+        bound = bind_arguments(
+            params if via_super else ["", *params],
+            [a.arg for a in args.kwonlyargs],
+            True,
+            calls[0],
+        )
+        passed = bound.get(name)
+        if passed is None or "." in passed:
+            return None
+        name = passed
+        depth -= 1
+
+
+def _is_init_call(call: ast.Call) -> bool:
+    """``super().__init__(...)`` or ``Base.__init__(self, ...)``."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr != "__init__":
+        return False
+    owner = func.value
+    if isinstance(owner, ast.Call):
+        return isinstance(owner.func, ast.Name) and owner.func.id == "super"
+    return isinstance(owner, ast.Name)
 
 
 def _assignments(node: ast.AST) -> list[tuple[ast.expr, ast.expr | None]]:

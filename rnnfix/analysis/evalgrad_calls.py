@@ -149,9 +149,9 @@ def _scope(
 
 
 def _calls_object(call: ast.Call) -> bool:
-    """``obj.method(...)``, ``Cls(...).method(...)`` or ``obj(...)``."""
+    """``obj.method(...)``, ``Cls(...).method(...)``, ``obj(...)`` or ``Cls(...)(...)``."""
     func = call.func
-    return isinstance(func, ast.Attribute) or (
+    return isinstance(func, (ast.Attribute, ast.Call)) or (
         isinstance(func, ast.Name) and not func.id[:1].isupper()
     )
 
