@@ -45,6 +45,9 @@ class Constructor:
     # methods it calls on ``self``: ``__call__`` running ``self.forward(x)``
     # that a subclass defines.
     self_calls: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Attributes a method switches the mode of (``self.model.train()``), even
+    # for a moment: restored modes leave no effect in a summary.
+    switched: frozenset[str] = frozenset()
 
 
 def constructor(name: str, classes: dict[str, ast.ClassDef]) -> Constructor | None:
@@ -106,7 +109,16 @@ def constructor(name: str, classes: dict[str, ast.ClassDef]) -> Constructor | No
                 and isinstance(n.func.value, ast.Name)
                 and n.func.value.id == this
             )
-    return Constructor(params, tuple(a.arg for a in args.kwonlyargs), stored, self_calls)
+    switched = frozenset(
+        held
+        for cls in chain
+        for n in ast.walk(cls)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in ("train", "eval", "requires_grad_")
+        and (held := _self_attribute(n.func.value, this)) is not None
+    )
+    return Constructor(params, tuple(a.arg for a in args.kwonlyargs), stored, self_calls, switched)
 
 
 def ctor_gradients(
@@ -115,7 +127,7 @@ def ctor_gradients(
     """Method -> the constructor parameters whose stored model it takes an
     input gradient through, in the mode the caller left it."""
     this = ctor.params[0]
-    switched = {
+    switched = set(ctor.switched) | {
         key.split(".")[1]
         for m in methods.values()
         for key in m.summary.effects
@@ -195,6 +207,15 @@ def _init_parameter(inits: list[FuncNode], method: ast.AST, value: ast.expr) -> 
             return None
         name = passed
         depth -= 1
+
+
+def _self_attribute(expr: ast.expr, this: str) -> str | None:
+    """``self.model.lstm`` -> ``model``: the attribute of ``self`` it is under."""
+    attr: str | None = None
+    while isinstance(expr, ast.Attribute):
+        attr = expr.attr
+        expr = expr.value
+    return attr if isinstance(expr, ast.Name) and expr.id == this else None
 
 
 def _is_init_call(call: ast.Call) -> bool:
