@@ -78,6 +78,8 @@ def _scope(
     calls = sorted((n for n in nodes if isinstance(n, ast.Call)), key=key)
     # (sink, the model it runs when one call is forward and backward)
     sinks: list[tuple[ast.Call, str | None]] = []
+    info = modes.index.functions.get(scope) if scope is not None else None
+    names = {*info.params, *info.kwonly} if info is not None else set()
     for call in calls:
         found = attribution(call, imports, analysis.assigned_values)
         if found is not None:
@@ -104,7 +106,9 @@ def _scope(
                 *(modes.project.stored_gradients(call, built) if modes.project else ()),
             ]
             for mine in stored:
-                if modes.is_model(mine) and (call, mine) not in sinks:
+                if _rebound_since(nodes, names, mine, call) or not modes.is_model(mine):
+                    continue  # ``attack = PGD(model); model = other``: not that model
+                if (call, mine) not in sinks:
                     sinks.append((call, mine))
     if not sinks:
         return
@@ -154,6 +158,39 @@ def _calls_object(call: ast.Call) -> bool:
     return isinstance(func, (ast.Attribute, ast.Call)) or (
         isinstance(func, ast.Name) and not func.id[:1].isupper()
     )
+
+
+def _rebound_since(nodes: list[ast.AST], params: set[str], name: str, call: ast.Call) -> bool:
+    """``name`` (or what it is an attribute of) may be assigned another object
+    between the object's construction and ``call``: conservatively, anywhere
+    in the scope before ``call`` other than the first assignment of a local
+    (``model = model.to(device)`` keeps the object)."""
+    roots = {name, *(name.rsplit(".", i)[0] for i in range(1, name.count(".") + 1))}
+    stores = [
+        n
+        for n in nodes
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With))
+        and key(n) < key(call)
+        and any(
+            dotted(t) in roots
+            for t in (
+                n.targets
+                if isinstance(n, ast.Assign)
+                else [i.optional_vars for i in n.items if i.optional_vars is not None]
+                if isinstance(n, ast.With)
+                else [n.target]
+            )
+        )
+    ]
+    new = [
+        n
+        for n in stores
+        if isinstance(n, ast.AugAssign)
+        or (value := getattr(n, "value", None)) is None
+        or dotted(strip_self_returning(value)) not in roots
+    ]
+    # A parameter is bound on entry: any new object is another one.
+    return len(new) > (0 if name.split(".")[0] in params else 1)
 
 
 def _construction(
