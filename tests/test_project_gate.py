@@ -16,8 +16,13 @@ PROJECTS = Path(__file__).resolve().parent.parent / "fixtures" / "project"
 CASES = sorted(p for p in PROJECTS.iterdir() if p.is_dir() and p.name != "snapshots")
 
 
-def _answers(view: ProjectView) -> tuple[bool, bool, bool]:
-    return view.imports_eval(), view.imports_training(), view.imports_rnn_class()
+def _answers(view: ProjectView) -> tuple[bool, bool, bool, bool]:
+    return (
+        view.imports_eval(),
+        view.imports_training(),
+        view.imports_rnn_class(),
+        view.imports_gradient_code(),
+    )
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
@@ -126,3 +131,21 @@ def test_shared_summaries_read_back(tmp_path: Path) -> None:
     assert isinstance(second, LazySummaries)
     second.share_in(str(folder))
     assert second[key] == computed
+
+
+def test_gradient_code_without_backward_is_found(tmp_path: Path) -> None:
+    """A helper that takes its gradient only with ``torch.autograd.grad`` (or
+    captum's ``.attribute``) has no ``.backward(``: the gate still lets it through."""
+    files = {
+        "grads.py": "import torch\n\nclass Saliency:\n    def __init__(self, model):\n"
+        "        self.model = model\n\n    def generate(self, x):\n"
+        "        x = x.clone().requires_grad_(True)\n"
+        "        return torch.autograd.grad(self.model(x).sum(), x)[0]\n",
+        "uses.py": "from grads import Saliency\n\nSaliency(m).generate(x)\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    paths = sorted(tmp_path.rglob("*.py"))
+    source = (tmp_path / "uses.py").read_text()
+    view = ProjectIndex.build(paths).view(str(tmp_path / "uses.py"), ast.parse(source), source)
+    assert view.imports_gradient_code()

@@ -35,10 +35,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from rnnfix.analysis.ctorgrads import OwnClasses
 from rnnfix.analysis.evalgrad import EvalBackward, EvalGradAnalysis, end_key, key, mode_call
 from rnnfix.analysis.gradcode import attribution, forward_model, input_gradient, parameter_names
 from rnnfix.analysis.modestate import Mode, ModeFact, is_prefix
 from rnnfix.analysis.names import dotted
+from rnnfix.analysis.torchapi import strip_self_returning
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modeflow import ModeFlow
@@ -51,24 +53,33 @@ def regions_across_calls(
 ) -> list[EvalBackward]:
     modes = ctx.facts.modes
     taken = {(id(r.sink), r.model) for r in local}
+    own = OwnClasses(ctx.source, ctx.tree, str(ctx.path))
     out: list[EvalBackward] = []
     for scope in [None, *modes.index.functions]:
         if modes.in_lightning_module(scope):
             continue
         out.extend(
-            r for r in _scope(ctx, analysis, modes, scope) if (id(r.sink), r.model) not in taken
+            r
+            for r in _scope(ctx, analysis, modes, scope, own)
+            if (id(r.sink), r.model) not in taken
         )
     return out
 
 
 def _scope(
-    ctx: FileContext, analysis: EvalGradAnalysis, modes: ModeFlow, scope: FuncNode | None
+    ctx: FileContext,
+    analysis: EvalGradAnalysis,
+    modes: ModeFlow,
+    scope: FuncNode | None,
+    own: OwnClasses,
 ) -> Iterator[EvalBackward]:
     imports = ctx.facts.imports
     nodes = modes.index.scope_nodes(scope)
     calls = sorted((n for n in nodes if isinstance(n, ast.Call)), key=key)
     # (sink, the model it runs when one call is forward and backward)
     sinks: list[tuple[ast.Call, str | None]] = []
+    info = modes.index.functions.get(scope) if scope is not None else None
+    names = {*info.params, *info.kwonly} if info is not None else set()
     for call in calls:
         found = attribution(call, imports, analysis.assigned_values)
         if found is not None:
@@ -84,6 +95,20 @@ def _scope(
             for name in ext.summary.entry_grads if ext is not None else ():
                 mine = ext.caller_key(name) if ext is not None else None
                 if mine is not None and modes.is_model(mine):
+                    sinks.append((call, mine))
+        # A method of an object that stored the model at its construction
+        # (``attack = PGD(model)``, a class of this file or another file of the
+        # run; ``ClassSummary.ctor_grads``).
+        if found is None and not analysis.is_sink(call) and _calls_object(call):
+            built = _construction(analysis, call)
+            stored = [
+                *own.stored_gradients(call, built),
+                *(modes.project.stored_gradients(call, built) if modes.project else ()),
+            ]
+            for mine in stored:
+                if _rebound_since(nodes, names, mine, call) or not modes.is_model(mine):
+                    continue  # ``attack = PGD(model); model = other``: not that model
+                if (call, mine) not in sinks:
                     sinks.append((call, mine))
     if not sinks:
         return
@@ -125,6 +150,64 @@ def _scope(
                 if _runs_before(analysis, earlier.anchor, sink):
                     region = replace(region, anchor=earlier.anchor, forwards=earlier.forwards)
             yield region
+
+
+def _calls_object(call: ast.Call) -> bool:
+    """``obj.method(...)``, ``Cls(...).method(...)``, ``obj(...)`` or ``Cls(...)(...)``."""
+    func = call.func
+    return isinstance(func, (ast.Attribute, ast.Call)) or (
+        isinstance(func, ast.Name) and not func.id[:1].isupper()
+    )
+
+
+def _rebound_since(nodes: list[ast.AST], params: set[str], name: str, call: ast.Call) -> bool:
+    """``name`` (or what it is an attribute of) may be assigned another object
+    between the object's construction and ``call``: conservatively, anywhere
+    in the scope before ``call`` other than the first assignment of a local
+    (``model = model.to(device)`` keeps the object)."""
+    roots = {name, *(name.rsplit(".", i)[0] for i in range(1, name.count(".") + 1))}
+    stores = [
+        n
+        for n in nodes
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With))
+        and key(n) < key(call)
+        and any(
+            dotted(t) in roots
+            for t in (
+                n.targets
+                if isinstance(n, ast.Assign)
+                else [i.optional_vars for i in n.items if i.optional_vars is not None]
+                if isinstance(n, ast.With)
+                else [n.target]
+            )
+        )
+    ]
+    new = [
+        n
+        for n in stores
+        if isinstance(n, ast.AugAssign)
+        or (value := getattr(n, "value", None)) is None
+        or dotted(strip_self_returning(value)) not in roots
+    ]
+    # A parameter is bound on entry: any new object is another one.
+    return len(new) > (0 if name.split(".")[0] in params else 1)
+
+
+def _construction(
+    analysis: EvalGradAnalysis, use: ast.Call
+) -> Callable[[ast.expr], ast.Call | None]:
+    """The one call an object name is assigned in the scope that binds it at
+    ``use`` (``attack = PGD(model)``); None when it is assigned more than once."""
+
+    def built(target: ast.expr) -> ast.Call | None:
+        name = dotted(target)
+        values = analysis.assigned_values(name, use) if name is not None else []
+        if len(values) != 1:
+            return None
+        value = strip_self_returning(values[0])
+        return value if isinstance(value, ast.Call) else None
+
+    return built
 
 
 def _region(
@@ -234,6 +317,13 @@ def _fact_position(fact: ModeFact) -> tuple[int, int]:
 def _origin_text(ctx: FileContext, modes: ModeFlow, fact: ModeFact, scope: FuncNode | None) -> str:
     """Where the eval mode comes from, for the message."""
     node = fact.cause if fact.cause is not None else fact.origin
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        # ``model = Net().eval()``: built in eval mode.
+        for n in ast.walk(node.value):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+                if n.func.attr in ("eval", "train"):
+                    args = ", ".join(ast.unparse(a) for a in n.args)
+                    return f"`.{n.func.attr}({args})` on line {n.lineno}"
     if not isinstance(node, ast.Call):
         return "as its callers leave it"
     if mode_call(node) is not None:

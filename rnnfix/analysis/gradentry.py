@@ -22,6 +22,7 @@ from rnnfix.analysis.gradcode import (
     parameter_names,
 )
 from rnnfix.analysis.names import dotted
+from rnnfix.analysis.torchapi import MODULE_METHODS
 
 if TYPE_CHECKING:
     from rnnfix.analysis.flow import ScopeRun
@@ -49,6 +50,23 @@ def entry_gradients(flow: ModeFlow, info: FunctionInfo, run: ScopeRun) -> tuple[
         return None
 
     out: list[str] = []
+    # A function of this file it calls that does (``__call__`` running
+    # ``self.forward(x)``, ``attack()`` running ``self._perturb(x)``), with
+    # the key in the mode this function was entered with at the call.
+    for call in calls:
+        callee = flow.callee_summary(call, fn)
+        if callee is None:
+            continue
+        summary, mapper = callee
+        for name in summary.entry_grads:
+            key = mapper(name)
+            stmt = flow.stmt_of(call)
+            frame = run.before.get(stmt) if stmt is not None else None
+            if key is None or frame is None or key in out:
+                continue
+            facts = frame.lookup(key)
+            if facts and all(f.origin is fn for f in facts):
+                out.append(key)
     for sink in calls:
         found = attribution(sink, flow.imports, values)
         if found is not None:
@@ -84,6 +102,8 @@ def _is_sink(flow: ModeFlow, call: ast.Call) -> bool:
 
 def _model_key(flow: ModeFlow, call: ast.Call) -> str | None:
     """The model (a parameter, ``self.<attr>``) whose forward ``call`` runs."""
+    if isinstance(call.func, ast.Attribute) and call.func.attr in MODULE_METHODS:
+        return None  # ``self.model.train()``: a method of the module, not its forward
     text = flow.forward_path(call, flow.is_model)
     while text is not None:
         if text in flow.models:

@@ -138,7 +138,11 @@ class InferenceAnalysis:
                     "backward",
                 ):
                     return True
-        return False
+        # A gradient helper or attack class of another file of the run
+        # (``input_gradient(model, x)``, ``PGD(model).perturb(x)``): the
+        # forwards here feed gradient code too.
+        project = self.ctx.facts.project
+        return project is not None and project.imports_gradient_code()
 
     def inferences(self) -> list[Inference]:
         ctx = self.ctx

@@ -68,7 +68,9 @@ if TYPE_CHECKING:
     from rnnfix.analysis.rnns import RnnSpec
     from rnnfix.analysis.scopes import FuncNode, FunctionInfo
 
-MODE_TOKENS = (".eval(", ".train(", ".backward(", ".step(")
+# ``autograd.grad`` and captum's ``.attribute(``: gradient code without a
+# ``.backward(`` (``Summary.entry_grads``).
+MODE_TOKENS = (".eval(", ".train(", ".backward(", ".step(", "autograd.grad", ".attribute(")
 # A class that overrides ``train``/``eval`` matters to every mode call on it.
 OVERRIDE_TOKENS = ("def train(", "def eval(")
 _IMPORT_LINE = re.compile(
@@ -138,6 +140,12 @@ class ClassSummary:
     mode_overrides: dict[str, str] = field(default_factory=dict)
     holds_state: bool = True  # parameters, submodules or mode-dependent code (``classfacts``)
     is_test: bool = False  # a unittest ``TestCase`` subclass (rnnfix.analysis.testcode)
+    # Method -> ``__init__`` parameters whose stored model it takes an input
+    # gradient through (``rnnfix.analysis.ctorgrads``), and the constructor's
+    # signature to bind a construction's arguments.
+    ctor_grads: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    init_params: tuple[str, ...] = ()
+    init_kwonly: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -788,6 +796,29 @@ class ProjectView:
             return None
         return ExternalCall(method, owner, _bind(method, call))
 
+    def stored_gradients(
+        self, call: ast.Call, built: Callable[[ast.expr], ast.Call | None]
+    ) -> tuple[str, ...]:
+        """The caller's texts for the models ``call`` takes an input gradient
+        through as an object of an imported class stored them at its
+        construction (``ClassSummary.ctor_grads``): ``attack.perturb(x)``,
+        ``PGD(m).perturb(x)``, ``attack(x)`` (``__call__``). ``built`` finds
+        the construction an object name was assigned (None: unknown)."""
+        if not self.bindings:
+            return ()
+        func = call.func
+        target, method = (
+            (func.value, func.attr) if isinstance(func, ast.Attribute) else (func, "__call__")
+        )
+        stripped = strip_self_returning(target)
+        ctor = stripped if isinstance(stripped, ast.Call) else built(target)
+        cls = self._class_of_call(ctor) if ctor is not None else None
+        params = cls.ctor_grads.get(method, ()) if cls is not None else ()
+        if cls is None or not params or ctor is None:
+            return ()
+        args = bind_arguments(cls.init_params, cls.init_kwonly, True, ctor)
+        return tuple(a for p in params if (a := args.get(p)) is not None)
+
     def _class_of_call(self, value: ast.Call) -> ClassSummary | None:
         found = self.lookup(value.func)
         return found if isinstance(found, ClassSummary) else None
@@ -884,6 +915,7 @@ def _summarise(
     handler_code: bool = False,
     load_code: bool = False,
 ) -> ModuleSummary | None:
+    from rnnfix.analysis.ctorgrads import constructor, ctor_gradients
     from rnnfix.analysis.gradctx import definition_handling
     from rnnfix.analysis.imports import ImportMap
     from rnnfix.analysis.modeflow import ModeFlow
@@ -932,11 +964,21 @@ def _summarise(
                         methods[method_name] = fs
             specs = (rnns.of_class(name) if rnns is not None else None) or ()
             is_module = name in module_classes.modules
+            ctor = constructor(name, defs) if methods else None
+            grads = ctor_gradients(ctor, methods) if ctor is not None else {}
             if methods or specs or is_module:
                 overrides = table.overrides(name) if is_module else {}
                 state = table.holds_state(name) if is_module else True
                 classes[name] = ClassSummary(
-                    name, is_module, specs, methods, mode_overrides=overrides, holds_state=state
+                    name,
+                    is_module,
+                    specs,
+                    methods,
+                    mode_overrides=overrides,
+                    holds_state=state,
+                    ctor_grads=grads,
+                    init_params=ctor.params if grads and ctor is not None else (),
+                    init_kwonly=ctor.kwonly if grads and ctor is not None else (),
                 )
     for cls in test_case_classes(tree, ImportMap.build(tree)) if "TestCase" in source else ():
         known = classes.get(cls.name)

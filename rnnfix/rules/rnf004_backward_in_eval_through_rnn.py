@@ -40,7 +40,12 @@ eval (in this file or another file of the run), a `generate()` method that
 calls `self.eval()`, an attack class whose `__init__` puts its model in eval,
 a caller that puts the model in eval before calling the gradient helper, or
 a gradient helper of another file of the run (`input_saliency(model, x)`)
-called while the model is in eval (reported at the call). The mode flow
+called while the model is in eval (reported at the call), or an attack or
+saliency object built with the model (`attack = PGD(model)`,
+`VanillaSaliency(model)`, in this file or another file of the run) whose
+method takes input gradients through the model it stored in `__init__`,
+called while that model is in eval (reported at the method call; not when the
+class switches that model's mode itself or replaces it). The mode flow
 follows these (the summaries RNF001 uses). Across calls, only
 gradient code about an input is reported: captum, `autograd.grad` with
 respect to a non-parameter, or an input that requires grad or whose `.grad`
