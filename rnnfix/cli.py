@@ -253,7 +253,9 @@ def apply(
     if changed_since:
         context, files = files, _changed_only(files, changed_since, paths[0])
     cache = None
-    if not no_cache and not interactive:  # a cached result would skip the questions
+    # A cached result would skip the questions of -i, and keeps no finding's
+    # edits, which SARIF carries as each finding's fix.
+    if not no_cache and not interactive and output_format != "sarif":
         from rnnfix.cache import ResultCache, cache_root
 
         cache = ResultCache(cache_root(context or files), settings)

@@ -31,6 +31,7 @@ SETTINGS: dict[str, tuple[str, ...]] = {
     "rnn-only-unsafe": ("--rnn-only", "--unsafe-fixes"),
     "rnn-only-cudnn-off": ("--rnn-only", "--rnn-only-strategy", "cudnn-off"),
     "all": ("--strict", "--unsafe-fixes", "--rnn-only"),
+    "rnf006-unsafe": ("--select", "RNF006", "--unsafe-fixes"),
 }
 
 # Files rnnfix may edit, and the files its discovery and configuration read:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -131,6 +131,16 @@ class ModeCall:
     function: FuncNode | None
 
 
+# Summaries computed inside one another before the flow switches to an
+# iterative walk (each level costs several Python frames).
+_MAX_SUMMARY_DEPTH = 40
+
+
+class _TooDeep(RecursionError):
+    """A summary chain reached ``_MAX_SUMMARY_DEPTH`` (a RecursionError: if
+    even the iterative walk meets it, the file fails as too deep)."""
+
+
 class ModeFlow:
     """``summaries_only``: for the project index, which only needs the
     summaries of this file's functions for callers in other files: the
@@ -162,6 +172,8 @@ class ModeFlow:
         self._aliases: dict[FuncNode, dict[str, tuple[str, ast.stmt]]] = {}
         self._summaries: dict[FuncNode, Summary] = {}
         self._in_progress: set[FuncNode] = set()
+        self._depth = 0  # summaries being computed inside one another
+        self._scope_grads: dict[FuncNode, bool | None] = {}
         self._runs_found: dict[FuncNode | None, ScopeRun] = {}
         self._sites_found: dict[FuncNode, list[tuple[FuncNode | None, ast.Call, Resolved]]] = {}
         self._analysed = True  # not during __init__: it used to run last
@@ -301,7 +313,7 @@ class ModeFlow:
         return key
 
     def grad_enabled(self, node: ast.AST) -> bool | None:
-        return self._grad(node, frozenset())
+        return self._grad(node)
 
     def stmt_of(self, node: ast.AST) -> ast.stmt | None:
         while not isinstance(node, ast.stmt):
@@ -538,7 +550,52 @@ class ModeFlow:
             return done
         if fn in self._in_progress:  # recursion: assume it changes nothing
             return Summary({}, (), False)
+        if self._depth == 0:
+            try:
+                return self._summary(info)
+            except _TooDeep:
+                # A call chain deeper than Python's stack allows (generated
+                # code): compute the callees first, one at a time, then retry.
+                self._in_progress.clear()
+                self._summaries_callees_first(fn)
+                return self._summary(info)
+        if self._depth >= _MAX_SUMMARY_DEPTH:
+            raise _TooDeep
+        return self._summary(info)
+
+    def _summaries_callees_first(self, root: FuncNode) -> None:
+        """Summaries of what ``root`` calls, deepest first, by an iterative
+        walk: a function on the walk's stack counts as in progress, as it would
+        in the recursive computation, so no summary recurses more than a step."""
+        stack: list[tuple[FuncNode, Iterator[FuncNode]]] = [(root, self._callees(root))]
+        seen = {root}
+        while stack:
+            fn, pending = stack[-1]
+            for c in pending:
+                if c not in seen and c not in self._summaries:
+                    seen.add(c)
+                    stack.append((c, self._callees(c)))
+                    break
+            else:
+                stack.pop()
+                if fn is root:
+                    break
+                self._in_progress = {f for f, _ in stack}
+                try:
+                    self._summary(self.index.functions[fn])
+                finally:
+                    self._in_progress = set()
+
+    def _callees(self, fn: FuncNode) -> Iterator[FuncNode]:
+        for call in self.scope_calls(fn):
+            res = self.resolve(call, fn)
+            if res is not None:
+                yield res.callee.node
+
+    def _summary(self, info: FunctionInfo) -> Summary:
+        fn = info.node
         self._in_progress.add(fn)
+        self._depth += 1
         try:
             entry_fact = frozenset({ModeFact(Mode.UNKNOWN, fn)})
             run = ScopeRun(self, fn, fn, lambda _key: entry_fact)
@@ -557,6 +614,7 @@ class ModeFlow:
             summary = Summary(effects, forwards, steps, entry_trains, entry_grads)
         finally:
             self._in_progress.discard(fn)
+            self._depth -= 1
         self._summaries[fn] = summary
         return summary
 
@@ -689,16 +747,25 @@ class ModeFlow:
         order: list[FuncNode | None] = []
         seen: set[FuncNode | None] = set()
 
-        def visit(scope: FuncNode | None) -> None:
-            seen.add(scope)
-            for c in callees.get(scope, []):
-                if c not in seen:
-                    visit(c)
-            order.append(scope)
-
-        for scope in [None, *self.index.functions]:
-            if scope not in seen:
-                visit(scope)
+        # Iterative post-order DFS: a call chain thousands of functions long
+        # (generated code) must not hit Python's recursion limit.
+        for root in [None, *self.index.functions]:
+            if root in seen:
+                continue
+            seen.add(root)
+            stack: list[tuple[FuncNode | None, Iterator[FuncNode]]] = [
+                (root, iter(callees.get(root, [])))
+            ]
+            while stack:
+                scope, pending = stack[-1]
+                for c in pending:
+                    if c not in seen:
+                        seen.add(c)
+                        stack.append((c, iter(callees.get(c, []))))
+                        break
+                else:
+                    stack.pop()
+                    order.append(scope)
         order.reverse()
         # functions nobody calls go first too; module stays before its callees
         return order
@@ -1124,18 +1191,52 @@ class ModeFlow:
             child, parent = parent, self.parents.get(parent)
         return True  # module level: grad is on by default
 
-    def _grad(self, node: ast.AST, seen: frozenset[FuncNode]) -> bool | None:
+    def _grad(self, node: ast.AST) -> bool | None:
         local = self._grad_local(node)
         if local is not None:
             return local
         scope = self.scope_of(node)
-        if scope is None or scope in seen:
-            return None
-        sites = self._static_sites.get(scope, [])
-        if not sites:
-            return None
-        values = {self._grad(call, seen | {scope}) for _, call, _ in sites}
-        return values.pop() if len(values) == 1 else None
+        return None if scope is None else self._scope_grad(scope)
+
+    def _scope_grad(self, root: FuncNode) -> bool | None:
+        """Grad mode every caller of ``root`` runs it in: the same value at
+        every call site (through callers' callers where a site's own code does
+        not say), None where they differ, a caller is unknown or the callers
+        form a cycle. Iterative and memoised: call chains may be thousands of
+        functions long, and a per-path walk is exponential in a diamond."""
+        memo = self._scope_grads
+        on_stack: set[FuncNode] = set()
+        stack: list[tuple[FuncNode, Iterator[ast.Call], set[bool | None]]] = []
+
+        def push(scope: FuncNode) -> None:
+            on_stack.add(scope)
+            sites = self._static_sites.get(scope, [])
+            stack.append((scope, iter([call for _, call, _ in sites]), set() if sites else {None}))
+
+        if root not in memo:
+            push(root)
+        while stack:
+            scope, pending, values = stack[-1]
+            for call in pending:
+                local = self._grad_local(call)
+                if local is not None:
+                    values.add(local)
+                    continue
+                caller = self.scope_of(call)
+                if caller is None or caller in on_stack:
+                    values.add(None)
+                elif caller in memo:
+                    values.add(memo[caller])
+                else:
+                    push(caller)
+                    break
+            else:
+                stack.pop()
+                on_stack.discard(scope)
+                memo[scope] = values.pop() if len(values) == 1 else None
+                if stack:
+                    stack[-1][2].add(memo[scope])
+        return memo[root]
 
 
 _WRITES = frozenset({"copy_", "mul_", "add_", "lerp_", "mul", "set_"})

@@ -177,3 +177,14 @@ def test_notebooks_and_failures_are_valid(tmp_path: Path) -> None:
 )
 def test_replacements_rebuild_the_new_text(old: str, new: str) -> None:
     assert apply_replacements(old, replacements_of(old, new)) == new
+
+
+def test_a_warm_cache_keeps_the_fixes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The result cache keeps no finding's edits: a second dry run must not
+    # lose the fixes the first one carried.
+    monkeypatch.delenv("RNNFIX_NO_CACHE", raising=False)
+    (tmp_path / "buggy.py").write_text(BUGGY)
+    first = _sarif("--check", "--select", "RNF002", str(tmp_path))
+    second = _sarif("--check", "--select", "RNF002", str(tmp_path))
+    assert "fixes" in first["runs"][0]["results"][0]
+    assert second == first
