@@ -15,7 +15,10 @@ with respect to a non-parameter, an input that requires grad or whose
 
 - no optimizer step in the scope that may update ``M`` and no optimizer step
   after the backward (then the ``train()`` is for training, adversarial
-  training included);
+  training included); for a ``train()`` in a function, no optimizer step in
+  a scope of the file that calls it (directly or through its callers), nor
+  in a function such a scope calls: ``x_adv = perturb(model, x, y)`` then
+  ``train_step(model, optimizer, x_adv, y)`` is adversarial training too;
 - no other mode call in between (``m.eval()`` on its dropout and BatchNorm
   layers, as torchattacks does, is the careful version of this workaround);
 - ``M`` known to hold a cuDNN RNN.
@@ -70,6 +73,8 @@ def _scope(
     trains = [(m[0], c) for c in calls if (m := mode_call(c)) is not None and m[1] == "train"]
     if not trains:
         return
+    if scope is not None and _TrainingCallers(modes).calls_into_training(scope):
+        return  # a step of (adversarial) training elsewhere in the file follows it
     sinks: list[tuple[ast.Call, str | None]] = []
     for call in calls:
         found = attribution(call, imports, analysis.assigned_values)
@@ -125,3 +130,61 @@ def _scope(
                 out = TrainForGradient(train, stmt, model, rnns, sink, scope if scope else ctx.tree)
                 yield out
             break
+
+
+class _TrainingCallers:
+    """Whether a function of the file is called from code that trains: a scope
+    that holds an optimizer step, or calls a function of the file that does
+    (one level down), or is itself such a function's caller (up the chain).
+    Matched by name, methods included: over-matching only leaves a finding out."""
+
+    def __init__(self, modes: ModeFlow) -> None:
+        self.modes = modes
+        self.by_name: dict[str, list[FuncNode]] = {}
+        for fn in modes.index.functions:
+            self.by_name.setdefault(fn.name, []).append(fn)
+        self._steps: dict[FuncNode | None, bool] = {}
+
+    def _has_step(self, scope: FuncNode | None) -> bool:
+        found = self._steps.get(scope)
+        if found is None:
+            nodes = self.modes.index.scope_nodes(scope)
+            found = any(
+                isinstance(n, ast.Call) and self.modes.step_kind(n) == "optimizer_step"
+                for n in nodes
+            )
+            self._steps[scope] = found
+        return found
+
+    def _trains(self, scope: FuncNode | None) -> bool:
+        if self._has_step(scope):
+            return True
+        for node in self.modes.index.scope_nodes(scope):
+            name = _called_name(node)
+            if name is not None and any(self._has_step(f) for f in self.by_name.get(name, [])):
+                return True
+        return False
+
+    def calls_into_training(self, fn: FuncNode, seen: frozenset[int] = frozenset()) -> bool:
+        if id(fn) in seen:
+            return False
+        seen = seen | {id(fn)}
+        for scope in [None, *self.modes.index.functions]:
+            if scope is fn:
+                continue
+            if not any(_called_name(n) == fn.name for n in self.modes.index.scope_nodes(scope)):
+                continue
+            if self._trains(scope):
+                return True
+            if scope is not None and self.calls_into_training(scope, seen):
+                return True
+        return False
+
+
+def _called_name(node: ast.AST) -> str | None:
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else None
