@@ -34,7 +34,7 @@ def scope_finding(ctx: FileContext, group: list[Inference]) -> Finding:
     scope = first.scope
     evals = [inf for inf in group if inf.needs_eval]
     grad = any(inf.needs_grad for inf in group)
-    message = _message(group, t)
+    message = _message(group, t, unread=any(not _readable(ctx, inf) for inf in evals))
     if grad and _volatile(ctx):
         message += " (`volatile=True` has had no effect since PyTorch 0.4)"
     why_not: str | None = None
@@ -93,17 +93,35 @@ def _function_at(ctx: FileContext, edit: AddDecorator) -> str:
     return "..."
 
 
-def _message(group: list[Inference], t: str) -> str:
+def _readable(ctx: FileContext, inf: Inference) -> bool:
+    """rnnfix reads the class of the loaded object (so it knows whether it has
+    layers whose behaviour depends on the mode)."""
+    anchor = _eval_anchor(inf)
+    at = anchor[0] if anchor is not None else inf.load.stmt
+    check = ctx.facts.receivers.check(inf.load.model, "eval", at=at)
+    return bool(check.provable or inf.load.built_module or _module_class(ctx, inf))
+
+
+def _message(group: list[Inference], t: str, *, unread: bool = False) -> str:
     evals = [inf for inf in group if inf.needs_eval]
     grad = any(inf.needs_grad for inf in group)
     names = ", ".join(f"`{inf.load.model}`" for inf in (evals or group))
     hows = sorted({inf.load.how for inf in (evals or group)})
     one = len(evals or group) == 1
     loaded = f"{names} {'is' if one else 'are'} loaded with {', '.join(hows)}"
-    train = (
-        f"{'runs' if one else 'run'} inference in train mode (dropout active, BatchNorm "
-        "normalising with batch statistics: the predictions change)"
-    )
+    if unread:
+        # The class is not readable here: whether it has dropout or BatchNorm
+        # is unknown, so the message must not claim that it has.
+        train = (
+            "may run inference in train mode (nothing here puts it in eval, and its class "
+            "is not readable here: in train mode any dropout in it is active and any "
+            "BatchNorm normalises with batch statistics, which changes the predictions)"
+        )
+    else:
+        train = (
+            f"{'runs' if one else 'run'} inference in train mode (dropout active, BatchNorm "
+            "normalising with batch statistics: the predictions change)"
+        )
     grads = "autograd records every forward, which costs memory and time"
     calls = ", ".join(f"`{inf.load.model}.eval()`" for inf in evals)
     if evals and grad:
