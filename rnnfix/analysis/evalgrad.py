@@ -19,7 +19,7 @@ not reported.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -82,6 +82,11 @@ class EvalGradAnalysis:
         self.parents = parents
         self.rnns = RnnIndex(tree, imports, project.class_rnns if project is not None else None)
         self._switches: list[tuple[Key, bool]] = []
+        # Per scope (and whether nested functions count): every dotted name
+        # assigned there and its values, built once (``assigned_values`` is
+        # asked about every call of a scope: walking the scope each time made
+        # large files quadratic).
+        self._assigned: dict[tuple[int, bool], dict[str, list[ast.expr]]] = {}
 
     # --- regions -----------------------------------------------------------
     def regions(self) -> list[EvalBackward]:
@@ -393,10 +398,10 @@ class EvalGradAnalysis:
             scope: ast.AST | None = next(
                 (a for a in self._ancestors(use) if isinstance(a, ast.ClassDef)), None
             )
-            return _values_in(scope, name, own_only=False) if scope else []
+            return list(self._values_in(scope, name, own_only=False)) if scope else []
         for anc in self._ancestors(use):
             if isinstance(anc, _FUNCS):
-                values = _values_in(anc, name, own_only=True)
+                values = list(self._values_in(anc, name, own_only=True))
                 if values:
                     return values
                 root = name.split(".")[0]
@@ -404,7 +409,13 @@ class EvalGradAnalysis:
                     a.arg for a in [*anc.args.posonlyargs, *anc.args.args, *anc.args.kwonlyargs]
                 }:
                     return []
-        return _values_in(self.tree, name, own_only=True)
+        return list(self._values_in(self.tree, name, own_only=True))
+
+    def _values_in(self, scope: ast.AST, name: str, own_only: bool) -> Sequence[ast.expr]:
+        table = self._assigned.get((id(scope), own_only))
+        if table is None:
+            table = self._assigned[(id(scope), own_only)] = _assignments(scope, own_only)
+        return table.get(name, ())
 
 
 def global_cudnn_off(tree: ast.Module, imports: ImportMap) -> list[ast.Assign]:
@@ -459,16 +470,17 @@ def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
                 stack.append(child)
 
 
-def _values_in(scope: ast.AST, name: str, own_only: bool) -> list[ast.expr]:
+def _assignments(scope: ast.AST, own_only: bool) -> dict[str, list[ast.expr]]:
+    """Dotted name -> the values assigned to it in ``scope``, in walk order."""
     nodes = _own_nodes(scope) if own_only else ast.walk(scope)
-    out: list[ast.expr] = []
+    out: dict[str, list[ast.expr]] = {}
     for node in nodes:
         if isinstance(node, ast.Assign):
-            if any(dotted(t) == name for t in node.targets):
-                out.append(node.value)
+            for name in {d for t in node.targets if (d := dotted(t)) is not None}:
+                out.setdefault(name, []).append(node.value)
         elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-            if dotted(node.target) == name:
-                out.append(node.value)
+            if (target := dotted(node.target)) is not None:
+                out.setdefault(target, []).append(node.value)
     return out
 
 
