@@ -410,6 +410,8 @@ def _run_rules(
     facts = ctx.__dict__.pop("facts", None)
     if facts is not None and facts.project is not None:
         consulted |= facts.project.consulted
+    if not findings:
+        return []
     lines = ctx.lines
     kept = [f for f in findings if not _ignored(f, lines)]
     return sorted(set(kept), key=lambda f: (f.line, f.col, f.code, f.message))

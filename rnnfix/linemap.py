@@ -35,8 +35,20 @@ class _Target:
 class LineMap:
     """Maps 1-based lines (and columns) of ``new`` to those of ``old``."""
 
+    # The old source's lines, split at first use (the identity map of a file
+    # with nothing to fix never needs them).
+    _old_text: str
+    _old_lines: list[str] | None
+
+    @property
+    def _old(self) -> list[str]:
+        if self._old_lines is None:
+            self._old_lines = self._old_text.splitlines()
+        return self._old_lines
+
     def __init__(self, old: str, new: str) -> None:
-        self._old = old.splitlines()
+        self._old_text = old
+        self._old_lines = old.splitlines()
         new_lines = new.splitlines()
         to = [_Target(1, None)] * len(new_lines)
         a = [line.strip() for line in self._old]
@@ -87,7 +99,8 @@ class LineMap:
         if earlier._to is None:
             return self
         composed = LineMap.__new__(LineMap)
-        composed._old = earlier._old
+        composed._old_text = earlier._old_text
+        composed._old_lines = earlier._old_lines
         composed._to = []
         for t in self._to or []:
             e = earlier._target(t.line)
@@ -125,7 +138,8 @@ def identity(source: str) -> LineMap:
     """The map of a source onto itself (built on first use: most files never
     need it)."""
     same = LineMap.__new__(LineMap)
-    same._old = source.splitlines()
+    same._old_text = source
+    same._old_lines = None
     same._to = None
     return same
 

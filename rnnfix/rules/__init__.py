@@ -8,12 +8,18 @@ import pkgutil
 
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
 
+_imported = False
+
 
 def all_rules() -> dict[str, type[Rule]]:
-    """Every rule, by code, in code order."""
-    for info in pkgutil.iter_modules(__path__):
-        if info.name != "base" and not info.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{info.name}")
+    """Every rule, by code, in code order. The package is listed once per
+    process: listing it for every file cost a large run several seconds."""
+    global _imported
+    if not _imported:
+        for info in pkgutil.iter_modules(__path__):
+            if info.name != "base" and not info.name.startswith("_"):
+                importlib.import_module(f"{__name__}.{info.name}")
+        _imported = True
     return dict(sorted(Rule.registry.items()))
 
 
