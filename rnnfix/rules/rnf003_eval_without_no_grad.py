@@ -9,7 +9,8 @@ from collections.abc import Iterator
 
 from rnnfix.analysis.regions import find_regions
 from rnnfix.analysis.regiontext import may_have_regions
-from rnnfix.analysis.syntax import FUNCTIONS
+from rnnfix.analysis.syntax import FUNCTIONS, body_without_docstring
+from rnnfix.rules._rnf003_gate import ModelEvidence
 from rnnfix.rules._rnf003_judge import RegionJudge, Verdict
 from rnnfix.rules.base import FileContext, Finding, Rule
 
@@ -201,12 +202,17 @@ training code that follows needs `model.train()` (RNF001).
         if not regions:
             return
         judge: RegionJudge | None = None  # built at the first region that needs it
+        evidence: ModelEvidence | None = None
         claimed: set[ast.AST] = set()  # evaluation functions taken as regions
         for region in regions:
             if not region.is_function and any(
                 a in claimed for a in ctx.facts.ancestors(region.node)
             ):
                 continue
+            if evidence is None:
+                evidence = ModelEvidence(ctx.tree, ctx.facts.project)
+            if not evidence.may_call_model(_judged_code(region.node)):
+                continue  # calls no model: the judge's NOT_A_REGION, without building it
             if judge is None:
                 judge = RegionJudge(ctx)
             verdict = judge.run(region)
@@ -216,3 +222,13 @@ training code that follows needs `model.train()` (RNF001).
                 claimed.add(region.node)
             if isinstance(verdict, Finding):
                 yield verdict
+
+
+def _judged_code(node: ast.stmt) -> list[ast.stmt]:
+    """The statements ``RegionJudge.run`` looks for model calls in (a
+    coroutine is never a region: nothing to look at)."""
+    if isinstance(node, ast.AsyncFunctionDef):
+        return []
+    if isinstance(node, ast.FunctionDef):
+        return body_without_docstring(node)
+    return [node]
