@@ -41,9 +41,10 @@ from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.names import dotted
-from rnnfix.analysis.project import ClassSummary
+from rnnfix.analysis.project import ClassSummary, ExternalCall, FunctionSummary
+from rnnfix.analysis.scopes import bind_arguments
 from rnnfix.analysis.syntax import walk_local, walk_tree
-from rnnfix.analysis.torchapi import MODULE_METHODS
+from rnnfix.analysis.torchapi import MODULE_METHODS, strip_self_returning
 
 if TYPE_CHECKING:
     from rnnfix.analysis.project import ProjectView
@@ -65,6 +66,7 @@ class ModelEvidence:
         # of another file of the run: asked of the project index on demand.
         self.pending: dict[str, list[ast.expr]] = {}
         self.sources: dict[str, set[str]] = {}  # path -> paths a model may flow from
+        self._instances: dict[str, list[ast.Call]] = {}  # path -> calls it was assigned
         self_attrs: set[str] = set()
         imports: dict[str, set[str]] = {}  # local name -> absolute qualified names
         classes: set[str] = set()
@@ -83,6 +85,11 @@ class ModelEvidence:
                         _add(self.seeds, dotted(func.value))
             elif isinstance(node, (ast.Assign, ast.AnnAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                built = strip_self_returning(node.value) if node.value is not None else None
+                if isinstance(built, ast.Call) and dotted(built.func) is not None:
+                    for target in targets:  # ``ProjectView.instances``' candidates
+                        if (text := dotted(target)) is not None:
+                            self._instances.setdefault(text, []).append(built)
                 found: list[str] = []
                 for target in targets:
                     _targets(target, found, self_attrs)
@@ -190,19 +197,47 @@ class ModelEvidence:
 
     def _keys_of(self, call: ast.Call) -> frozenset[str]:
         """The caller's texts for the paths the function of another file
-        ``call`` runs switches, calls or trains (its summary's keys)."""
+        ``call`` may run switches, calls or trains (its summary's keys)."""
         found = self._external_keys.get(call)
         if found is None:
-            assert self.view is not None
-            # No parameter shadows an import here: a superset of the flow's calls.
-            ext = self.view.call(call, frozenset())
             keys: set[str] = set()
-            if ext is not None:
+            for ext in self._external_calls(call):
                 s = ext.summary
                 for key in (*s.effects, *s.forwards, *s.entry_trains):
                     _add(keys, ext.caller_key(key))
             found = self._external_keys[call] = frozenset(keys)
         return found
+
+    def _external_calls(self, call: ast.Call) -> list[ExternalCall]:
+        """``ProjectView.call``, with no parameter shadowing an import and
+        every class an object was ever built from (a superset of its
+        answers): it looks up only the names this call needs, where
+        ``ProjectView.instances`` looks up every assignment of the file."""
+        view = self.view
+        assert view is not None
+        func = call.func
+        root: ast.expr = func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id in view.bindings:
+            found = view.lookup(func)
+            if isinstance(found, FunctionSummary):
+                return [] if found.is_method else [ExternalCall(found, None, _bind(found, call))]
+        if not isinstance(func, ast.Attribute):
+            return []
+        owner = dotted(func.value)
+        if owner is not None:
+            built = self._instances.get(owner, [])
+        else:
+            value = strip_self_returning(func.value)
+            built = [value] if isinstance(value, ast.Call) else []
+        out: list[ExternalCall] = []
+        for value in built:
+            cls = view.lookup(value.func)
+            method = cls.methods.get(func.attr) if isinstance(cls, ClassSummary) else None
+            if method is not None and method.is_method:
+                out.append(ExternalCall(method, owner, _bind(method, call)))
+        return out
 
     def may_call_model(self, roots: Iterable[ast.AST]) -> bool:
         """Whether a call in ``roots`` (walked as ``ModelIndex.model_calls``
@@ -229,6 +264,10 @@ class ModelEvidence:
         if owner and attr not in MODULE_METHODS and attr in self.self_attrs:
             return [text, owner]  # ``model.decoder(x)``: a submodule's forward
         return [text]
+
+
+def _bind(fn: FunctionSummary, call: ast.Call) -> dict[str, str | None]:
+    return bind_arguments(fn.params, fn.kwonly, fn.is_method, call)
 
 
 def _add(found: set[str], text: str | None) -> None:
@@ -322,9 +361,7 @@ def _builds(
     return False, maybe
 
 
-def _external_texts(
-    call: ast.Call, imported: Collection[str], assigned: set[str]
-) -> list[str]:
+def _external_texts(call: ast.Call, imported: Collection[str], assigned: set[str]) -> list[str]:
     """What a call that may run a function of another file passes it (and the
     receiver of a method of an object of an imported class, maybe): as
     ``ProjectView.call`` binds them."""
