@@ -109,7 +109,8 @@ def test_no_model_no_judge(source: str) -> None:
 @pytest.mark.parametrize(
     "source",
     [
-        "import torch.nn as nn\ndef evaluate(model: nn.Module, xs):\n    return [model(x) for x in xs]\n",
+        "import torch.nn as nn\n"
+        "def evaluate(model: nn.Module, xs):\n    return [model(x) for x in xs]\n",
         "import torch.nn as nn\nnet = nn.LSTM(2, 2)\n"
         "def validate(xs):\n    return net(xs)\n",
         "def validate(m, xs):\n    m.eval()\n    return m.forward(xs)\n",
