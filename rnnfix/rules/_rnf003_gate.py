@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.project import ClassSummary, ExternalCall, FunctionSummary
 from rnnfix.analysis.scopes import bind_arguments
-from rnnfix.analysis.syntax import walk_local, walk_tree
+from rnnfix.analysis.syntax import FUNCTIONS, walk_local, walk_tree
 from rnnfix.analysis.torchapi import MODULE_METHODS, strip_self_returning
 
 if TYPE_CHECKING:
@@ -149,6 +149,11 @@ class ModelEvidence:
             for call in calls:
                 for text in _external_texts(call, imports.keys(), assigned):
                     self._external.setdefault(text, []).append(call)
+        # ``_add_external_arguments`` never makes a model of a path rooted in
+        # a name an absolute import binds, or in a function or class the
+        # module defines at its top level.
+        self._taken = {name for name, quals in imports.items() if any(quals)}
+        self._taken.update(n.name for n in tree.body if isinstance(n, (*FUNCTIONS, ast.ClassDef)))
         self._external_keys: dict[ast.Call, frozenset[str]] = {}
         self._verdicts: dict[str, bool] = {}
         self._classes: dict[str, bool] = {}
@@ -176,6 +181,8 @@ class ModelEvidence:
         if any(self._module_class(f) for t in reach for f in self.pending.get(t, ())):
             return True
         parts = key.split(".")
+        if parts[0] in self._taken:
+            return False
         for i in range(1, len(parts) + 1):
             for call in self._external.get(".".join(parts[:i]), ()):
                 if key in self._keys_of(call):
