@@ -73,6 +73,7 @@ class ModelEvidence:
         assigned: set[str] = set()
         values: list[tuple[list[str], ast.expr]] = []
         functions: list[tuple[str, list[ast.arg]]] = []
+        annotated: list[ast.arg] = []
         calls: list[ast.Call] = []
         for node in walk_tree(tree):
             if isinstance(node, ast.Call):
@@ -99,6 +100,8 @@ class ModelEvidence:
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 a = node.args
                 functions.append((node.name, [*a.posonlyargs, *a.args, *a.kwonlyargs]))
+            elif isinstance(node, ast.arg):
+                annotated.append(node)  # ``ModelIndex._own`` reads every one
             elif isinstance(node, ast.ClassDef):
                 classes.add(node.name)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -140,8 +143,9 @@ class ModelEvidence:
                 # ``models._propagate``: a parameter of a function of the file
                 # called with a model (matched by name, any argument).
                 self.sources.setdefault(p.arg, set()).update(arguments.get(name, ()))
-                if p.annotation is not None and _root(p.annotation) in builders:
-                    self.own.add(p.arg)  # ``model: nn.Module``
+        for p in annotated:
+            if p.annotation is not None and _root(p.annotation) in builders:
+                self.own.add(p.arg)  # ``model: nn.Module``, ``*nets: nn.Module``
         # Calls that may run a function of another file: their arguments (and
         # receiver) may be models there (``ModeFlow._add_external_arguments``).
         self._external: dict[str, list[ast.Call]] = {}
