@@ -27,22 +27,55 @@ from rnnfix.analysis.syntax import words
 # ``model.eval()``, ``model . train (False)``: spaces and line continuations
 # may sit between the parts of an attribute call.
 _MODE_CALL = re.compile(r"\.[\s\\]*(?:eval|train)[\s\\]*\(")
-_DEF = re.compile(r"\bdef[\s\\]+(\w+)")
+# A ``def`` whose name holds the text of an evaluation word (every word of
+# ``_EVAL_FUNCTION_WORDS`` contains one of these); its words are read after.
+# No leading ``\b``: a pattern that starts with a literal is scanned for far
+# faster, and the boundary is checked on each (rare) match instead.
+_DEF = re.compile(
+    r"def[\s\\]+(\w*(?:[vV][aA][lL]|[tT][eE][sS][tT]|[pP][rR][eE][dD][iI][cC][tT]|[iI][nN][fF][eE][rR])\w*)"
+)
+_WORD_CHAR = re.compile(r"\w")
 # A ``for`` statement starts a logical line (a compound statement never
 # follows ``;`` or a colon on the same line); comprehensions are not loops.
-_FOR = re.compile(r"^[ \t]*(?:async[ \t]+)?for\b", re.M)
+# Found as the literal ``for`` and then checked for what may precede it on
+# its line (a ``^`` pattern in multi-line mode is scanned slowly).
+_FOR = re.compile(r"for\b")
+_FOR_INDENT = re.compile(r"[ \t]*(?:async[ \t]+)?")
 _STRING = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
 _COMMENT = re.compile(r"#.*")
 _MAX_HEADER_LINES = 50
+# Every evaluation data word (``_eval_word``) contains one of these, in
+# lower case: a header without any has no evaluation word.
+_EVAL_TEXT = ("val", "dev", "test", "holdout", "heldout")
 
 
 def may_have_regions(source: str) -> bool:
     if _MODE_CALL.search(source):
         return True
-    for name in _DEF.findall(source):
-        if any(w in _EVAL_FUNCTION_WORDS for w in words(name)):
+    for m in _DEF.finditer(source):
+        start = m.start()
+        if start and _WORD_CHAR.match(source, start - 1):
+            continue  # ``undef``: not the keyword
+        if any(w in _EVAL_FUNCTION_WORDS for w in words(m.group(1))):
             return True
-    return any(any(_eval_word(w) for w in words(header)) for header in _for_headers(source))
+    for header in _for_headers(source):
+        text = header.lower()
+        if any(t in text for t in _EVAL_TEXT) and any(_eval_word(w) for w in words(header)):
+            return True
+    return False
+
+
+def _for_starts(source: str) -> list[int]:
+    """Where each line that starts a ``for`` statement begins."""
+    out: list[int] = []
+    last = -1
+    for m in _FOR.finditer(source):
+        pos = m.start()
+        line = source.rfind("\n", 0, pos) + 1
+        if line != last and _FOR_INDENT.fullmatch(source, line, pos):
+            out.append(line)
+            last = line
+    return out
 
 
 def _for_headers(source: str) -> list[str]:
@@ -50,8 +83,7 @@ def _for_headers(source: str) -> list[str]:
     while a bracket is open or the line ends with a backslash (a header too
     long to read this way counts as the whole rest of the file)."""
     out: list[str] = []
-    for m in _FOR.finditer(source):
-        start = m.start()
+    for start in _for_starts(source):
         depth = 0
         pos = start
         for _ in range(_MAX_HEADER_LINES):

@@ -9,7 +9,9 @@ from collections.abc import Iterator
 
 from rnnfix.analysis.regions import find_regions
 from rnnfix.analysis.regiontext import may_have_regions
-from rnnfix.analysis.syntax import FUNCTIONS
+from rnnfix.analysis.syntax import FUNCTIONS, body_without_docstring
+from rnnfix.analysis.testcode import test_case_classes
+from rnnfix.rules._rnf003_gate import ModelEvidence
 from rnnfix.rules._rnf003_judge import RegionJudge, Verdict
 from rnnfix.rules.base import FileContext, Finding, Rule
 
@@ -201,12 +203,22 @@ training code that follows needs `model.train()` (RNF001).
         if not regions:
             return
         judge: RegionJudge | None = None  # built at the first region that needs it
+        evidence: ModelEvidence | None = None
+        tests: list[tuple[int, int]] | None = None
         claimed: set[ast.AST] = set()  # evaluation functions taken as regions
         for region in regions:
             if not region.is_function and any(
                 a in claimed for a in ctx.facts.ancestors(region.node)
             ):
                 continue
+            if tests is None:
+                tests = _test_class_lines(ctx)
+            if any(first <= region.node.lineno <= last for first, last in tests):
+                continue  # the engine drops its finding: not judged at all
+            if evidence is None:
+                evidence = ModelEvidence(ctx.tree, ctx.facts.project)
+            if not evidence.may_call_model(_judged_code(region.node)):
+                continue  # calls no model: the judge's NOT_A_REGION, without building it
             if judge is None:
                 judge = RegionJudge(ctx)
             verdict = judge.run(region)
@@ -216,3 +228,29 @@ training code that follows needs `model.train()` (RNF001).
                 claimed.add(region.node)
             if isinstance(verdict, Finding):
                 yield verdict
+
+
+def _judged_code(node: ast.stmt) -> list[ast.stmt]:
+    """The statements ``RegionJudge.run`` looks for model calls in (a
+    coroutine is never a region: nothing to look at)."""
+    if isinstance(node, ast.AsyncFunctionDef):
+        return []
+    if isinstance(node, ast.FunctionDef):
+        return body_without_docstring(node)
+    return [node]
+
+
+def _test_class_lines(ctx: FileContext) -> list[tuple[int, int]]:
+    """The lines of ``TestCase`` classes whose findings the engine drops
+    (``rnnfix.analysis.testcode.outside_test_classes``, unless tests are
+    included): those it finds without the imports or the project index, a
+    subset of its own, behind the same text test."""
+    text = ctx.source
+    if ctx.settings.include_tests or (
+        "TestCase" not in text and "class Test" not in text and ctx.project is None
+    ):
+        return []
+    return [
+        (min([c.lineno, *(d.lineno for d in c.decorator_list)]), c.end_lineno or c.lineno)
+        for c in test_case_classes(ctx.tree)
+    ]

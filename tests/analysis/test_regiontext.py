@@ -61,6 +61,8 @@ def test_regions_pass(source: str) -> None:
         "for v in values:\n    print(v)\n",
         "xs = [m(x) for x in val_loader]\n",  # a comprehension is not a loop
         "def interval(a):\n    for k in a:\n        pass\n",
+        "msg = 'undef validate'\n",  # ``def`` inside a word is not the keyword
+        "print('x', 'for val in loader')\n",  # ``for`` not at the start of a line
     ],
 )  # fmt: skip
 def test_no_region_text(source: str) -> None:
