@@ -265,6 +265,7 @@ _NEUTRAL_PREFIXES = (
     "torch.compiler.", "tempfile.", "unittest.mock.",
 )  # fmt: skip
 _GRAD_NAMES = _NO_GRAD | _INFERENCE | _SET_GRAD
+GRAD_NAMES = _GRAD_NAMES  # what ``definition_handling`` reads as a grad switch
 
 
 def definition_handling(node: ast.AST, imports: ImportMap) -> Handling:

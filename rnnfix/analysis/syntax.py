@@ -58,6 +58,26 @@ def _module_index(tree: ast.AST) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]
     return nodes, parents
 
 
+def walk_subtree(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.walk(node))``, same order, without its generators and deque."""
+    nodes = [node]
+    AST = ast.AST
+    append = nodes.append
+    i = 0
+    while i < len(nodes):
+        cur = nodes[i]
+        i += 1
+        for name in cur._fields:
+            value = getattr(cur, name, None)
+            if isinstance(value, AST):
+                append(value)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, AST):
+                        append(item)
+    return nodes
+
+
 def child_nodes(node: ast.AST) -> list[ast.AST]:
     """``list(ast.iter_child_nodes(node))``, without its per-field generators."""
     out: list[ast.AST] = []
