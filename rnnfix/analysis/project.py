@@ -1020,6 +1020,8 @@ def _handler_text(source: str, imports: ImportMap) -> Callable[[ast.stmt], bool]
         return lambda stmt: True
     words = {"eval", "train", *(q.rsplit(".", 1)[-1] for q in GRAD_NAMES)}
     words.update(local for local, q in imports.names.items() if q in GRAD_NAMES)
+    # Whole identifiers: ``self.training`` is not a ``train`` attribute.
+    pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, words))) + r")\b")
     # Lines as ``ast`` counts them (``ast.get_source_segment`` splits the same way).
     lines = _LINE_END.split(source)
 
@@ -1027,7 +1029,7 @@ def _handler_text(source: str, imports: ImportMap) -> Callable[[ast.stmt], bool]
         decorators = getattr(stmt, "decorator_list", [])
         first = min([stmt.lineno, *(d.lineno for d in decorators)])
         text = "\n".join(lines[first - 1 : stmt.end_lineno])
-        return any(w in text for w in words)
+        return pattern.search(text) is not None
 
     return may_handle
 
