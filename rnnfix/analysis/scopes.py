@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from rnnfix.analysis.imports import ImportMap
 from rnnfix.analysis.names import dotted
-from rnnfix.analysis.syntax import child_nodes, walk_tree
+from rnnfix.analysis.syntax import NODE_FIELDS, child_nodes, node_fields, walk_tree
 from rnnfix.analysis.torchapi import strip_self_returning
 
 FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -122,13 +122,17 @@ def _scope_list(body: list[ast.stmt]) -> list[ast.AST]:
     stack: list[ast.AST] = list(reversed(body))
     pop = stack.pop
     AST = ast.AST
+    known = NODE_FIELDS
     while stack:
         node = pop()
         append(node)
         if isinstance(node, _OWN_SCOPE):
             continue
         children: list[ast.AST] = []
-        for name in node._fields:
+        fields = known.get(node.__class__)
+        if fields is None:
+            fields = node_fields(node.__class__)
+        for name in fields:
             value = getattr(node, name, None)
             if isinstance(value, AST):
                 children.append(value)
