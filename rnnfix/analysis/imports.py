@@ -7,9 +7,7 @@ import ast
 import weakref
 from dataclasses import dataclass, field
 
-# Nodes that may hold a statement (an import): statements, ``except``
-# handlers and ``case`` blocks. Expressions never do.
-_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
+from rnnfix.analysis.syntax import walk_statements
 
 
 @dataclass
@@ -32,7 +30,7 @@ class ImportMap:
         # Imports anywhere in the file count (function-local imports are common
         # in training scripts); a later rebinding of the same name to something
         # unrelated is rare enough not to model.
-        for node in _statement_walk(tree):
+        for node in walk_statements(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -70,24 +68,3 @@ class ImportMap:
 
 # One map per tree, dropped with the tree (each pass of the fix loop parses anew).
 _BUILT: weakref.WeakKeyDictionary[ast.AST, ImportMap] = weakref.WeakKeyDictionary()
-
-
-def _statement_walk(tree: ast.AST) -> list[ast.AST]:
-    """``ast.walk``'s order (breadth first, children in field order) restricted
-    to the nodes that may hold a statement: removing subtrees from a breadth
-    first walk keeps the order of the rest, so a later import of a name wins
-    exactly as over the whole walk, at a fraction of the nodes (expressions
-    are most of a tree)."""
-    nodes = [tree]
-    holders = _HOLDERS
-    i = 0
-    while i < len(nodes):
-        node = nodes[i]
-        i += 1
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if isinstance(value, list):
-                nodes.extend([item for item in value if isinstance(item, holders)])
-            elif isinstance(value, holders):
-                nodes.append(value)
-    return nodes

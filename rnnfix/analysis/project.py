@@ -1057,7 +1057,7 @@ def _loaders(tree: ast.Module) -> dict[str, bool]:
     return out
 
 
-_CALLED_NAME = re.compile(r"(\w+)\s*\(")
+_CALLED_NAME = re.compile(r"\b(\w+)\s*\(")  # \b: fails fast inside a word, same matches
 
 
 def _pruned(tree: ast.Module, lines: list[str]) -> tuple[ast.Module, set[FuncNode]]:
