@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 
 from rnnfix.analysis.imports import ImportMap
 from rnnfix.analysis.names import method_call
-from rnnfix.analysis.syntax import FUNCTIONS, walk_local, walk_tree
+from rnnfix.analysis.syntax import FUNCTIONS, walk_local, walk_subtree, walk_tree
 
 if TYPE_CHECKING:
     from rnnfix.context import FileContext
@@ -265,6 +265,7 @@ _NEUTRAL_PREFIXES = (
     "torch.compiler.", "tempfile.", "unittest.mock.",
 )  # fmt: skip
 _GRAD_NAMES = _NO_GRAD | _INFERENCE | _SET_GRAD
+GRAD_NAMES = _GRAD_NAMES  # what ``definition_handling`` reads as a grad switch
 
 
 def definition_handling(node: ast.AST, imports: ImportMap) -> Handling:
@@ -275,7 +276,7 @@ def definition_handling(node: ast.AST, imports: ImportMap) -> Handling:
     from rnnfix.analysis.torchapi import module_mode_switch
 
     found: set[str] = set()
-    for n in ast.walk(node):
+    for n in walk_subtree(node):  # ``ast.walk``'s nodes; the answer is a set
         if isinstance(n, (ast.Name, ast.Attribute)) and imports.qualname(n) in _GRAD_NAMES:
             found.add("grad")
         elif isinstance(n, ast.Call):

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import ast
+import weakref
 from dataclasses import dataclass, field
 
-from rnnfix.analysis.syntax import walk_tree
+from rnnfix.analysis.syntax import walk_statements
 
 
 @dataclass
@@ -16,11 +17,20 @@ class ImportMap:
 
     @classmethod
     def build(cls, tree: ast.Module) -> ImportMap:
+        """The map of ``tree``, built once per tree and shared (trees are never
+        changed after parsing; do not modify the map)."""
+        found = _BUILT.get(tree)
+        if found is None:
+            found = _BUILT[tree] = cls._build(tree)
+        return found
+
+    @classmethod
+    def _build(cls, tree: ast.Module) -> ImportMap:
         names: dict[str, str] = {}
         # Imports anywhere in the file count (function-local imports are common
         # in training scripts); a later rebinding of the same name to something
         # unrelated is rare enough not to model.
-        for node in walk_tree(tree):
+        for node in walk_statements(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -54,3 +64,7 @@ class ImportMap:
             if qual == module:
                 return local
         return None
+
+
+# One map per tree, dropped with the tree (each pass of the fix loop parses anew).
+_BUILT: weakref.WeakKeyDictionary[ast.AST, ImportMap] = weakref.WeakKeyDictionary()

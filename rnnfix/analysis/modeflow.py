@@ -158,6 +158,7 @@ class ModeFlow:
         self.index = FileIndex(self.tree, self.imports)
         self.classes = ModuleClasses(self.index, self.imports, self.project)
         self._external: dict[ast.Call, ExternalCall | None] = {}
+        self._params: dict[FuncNode | None, frozenset[str]] = {}
         self._module_attributes: dict[ast.ClassDef, frozenset[str]] = {}
         self._calls_cache: dict[int, list[ast.Call]] = {}
         self._contents: dict[int, frozenset[int]] = {}
@@ -483,7 +484,14 @@ class ModeFlow:
         return found
 
     def _parameters(self, scope: FuncNode | None) -> frozenset[str]:
-        """Parameters of ``scope`` and its enclosing functions: they shadow imports."""
+        """Parameters of ``scope`` and its enclosing functions: they shadow
+        imports. Once per scope (asked for every call of it)."""
+        found = self._params.get(scope)
+        if found is None:
+            found = self._params[scope] = self._find_parameters(scope)
+        return found
+
+    def _find_parameters(self, scope: FuncNode | None) -> frozenset[str]:
         names: set[str] = set()
         while scope is not None:
             info = self.index.functions.get(scope)

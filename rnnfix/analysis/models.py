@@ -20,14 +20,14 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from rnnfix.analysis.imports import ImportMap
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.project import ClassSummary
 from rnnfix.analysis.rnns import RNN_CLASSES
 from rnnfix.analysis.scopes import FileIndex, FuncNode
-from rnnfix.analysis.syntax import walk_tree
+from rnnfix.analysis.syntax import walk_subtree, walk_tree
 from rnnfix.analysis.torchapi import MODULE_METHODS, WRAPPERS, mode_switch, strip_self_returning
 
 if TYPE_CHECKING:
@@ -52,13 +52,20 @@ class ModelInfo:
     evidence: str  # "built" | "mode+call" | "call+parameters" | "argument"
 
 
+class _Classes(Protocol):
+    """What ``ModuleClasses`` reads of an index: the file's module-level
+    classes (``FileIndex``, ``ClassIndex``)."""
+
+    classes: dict[str, ast.ClassDef]
+
+
 class ModuleClasses:
     """Local classes that are ``nn.Module`` subclasses, Lightning modules, and
     which of them contain an RNN. With a project index, module classes of
     other files of the run count too (``from models import Seq2Seq``)."""
 
     def __init__(
-        self, index: FileIndex, imports: ImportMap, project: ProjectView | None = None
+        self, index: _Classes, imports: ImportMap, project: ProjectView | None = None
     ) -> None:
         self.project = project
         self.modules: set[str] = set()
@@ -91,21 +98,24 @@ class ModuleClasses:
                 for s in cls.body
             ):
                 self.lightning.add(name)
+        # Each class's calls in ``ast.walk`` order, found once for every round.
+        calls: dict[str, list[ast.Call]] = {}
         changed = True
         while changed:
             changed = False
             for name, cls in index.classes.items():
                 if name in self.with_rnn:
                     continue
-                for node in ast.walk(cls):
-                    if isinstance(node, ast.Call):
-                        q = imports.qualname(node.func) or ""
-                        local = isinstance(node.func, ast.Name) and node.func.id in self.with_rnn
-                        imported = self.imported(node.func)
-                        if q in RNN_CLASSES or local or (imported is not None and imported.rnns):
-                            self.with_rnn.add(name)
-                            changed = True
-                            break
+                if name not in calls:
+                    calls[name] = [n for n in walk_subtree(cls) if isinstance(n, ast.Call)]
+                for node in calls[name]:
+                    q = imports.qualname(node.func) or ""
+                    local = isinstance(node.func, ast.Name) and node.func.id in self.with_rnn
+                    imported = self.imported(node.func)
+                    if q in RNN_CLASSES or local or (imported is not None and imported.rnns):
+                        self.with_rnn.add(name)
+                        changed = True
+                        break
 
     def imported(self, expr: ast.expr) -> ClassSummary | None:
         """The ``nn.Module`` class of another file of the run ``expr`` names."""

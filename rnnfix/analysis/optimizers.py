@@ -33,6 +33,13 @@ _NOT_OPTIMIZERS = frozenset(
 Key = tuple[str | ast.AST | None, str]
 
 
+# The nodes ``Optimizers._bindings`` reads a binding from.
+_BINDERS = (
+    ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.NamedExpr,
+    ast.With, ast.AsyncWith,
+)  # fmt: skip
+
+
 class Optimizers:
     def __init__(self, flow: ModeFlow) -> None:
         self.flow = flow
@@ -43,6 +50,8 @@ class Optimizers:
         for scope in [None, *flow.index.functions]:
             cls = self._class_of(scope)
             for node in flow.index.scope_nodes(scope):
+                if not isinstance(node, _BINDERS):
+                    continue  # ``_bindings`` finds nothing in any other node
                 for text, owners in self._bindings(node, scope):
                     key: Key = (cls, text) if text.startswith("self.") else (scope, text)
                     seen.setdefault(key, []).append(owners)

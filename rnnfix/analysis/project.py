@@ -62,6 +62,7 @@ from rnnfix.analysis.scopes import bind_arguments
 from rnnfix.analysis.torchapi import strip_self_returning
 
 if TYPE_CHECKING:
+    from rnnfix.analysis.imports import ImportMap
     from rnnfix.analysis.modeflow import ModeFlow, Summary
     from rnnfix.analysis.objectuse import Order
     from rnnfix.analysis.returns import Returns
@@ -990,28 +991,61 @@ def _summarise(
     handlers: dict[str, frozenset[str]] = {}
     if handler_code or mode_code:  # ``.eval(`` alone can make a wrapper one
         import_map = ImportMap.build(tree)
+        may_handle = _handler_text(source, import_map)
         for stmt in tree.body:
-            if isinstance(stmt, (*_FUNCS, ast.ClassDef)):
+            if isinstance(stmt, (*_FUNCS, ast.ClassDef)) and may_handle(stmt):
                 found = definition_handling(stmt, import_map)
                 if found:
                     handlers[stmt.name] = found
     loaders = _loaders(tree) if load_code else {}
     if not (functions or classes or handlers or loaders or os.path.basename(path) == "__init__.py"):
         return None
-    # A file's calls of its own functions are not calls of another file's.
-    defined = {n.name for n in ast.walk(tree) if isinstance(n, _FUNCS)}
+    # A file's calls of its own functions are not calls of another file's
+    # (definitions are statements: no need to walk expressions).
+    defined = {n.name for n in _statements(tree.body) if isinstance(n, _FUNCS)}
     called = frozenset(_CALLED_NAME.findall(source)) - defined
     return ModuleSummary(functions, classes, imports, handlers, called, loaders)
+
+
+def _handler_text(source: str, imports: ImportMap) -> Callable[[ast.stmt], bool]:
+    """A necessary condition for ``gradctx.definition_handling(stmt)`` to find
+    anything, read from the definition's text (decorators included): a mode
+    call names ``eval``/``train``; a grad switch is an attribute named as a
+    grad function's last part or a name imported as one. Identifiers are
+    compared as written, so a file with non-ASCII text (identifiers are
+    NFKC-normalised) is never ruled out this way."""
+    from rnnfix.analysis.gradctx import GRAD_NAMES
+
+    if not source.isascii():
+        return lambda stmt: True
+    words = {"eval", "train", *(q.rsplit(".", 1)[-1] for q in GRAD_NAMES)}
+    words.update(local for local, q in imports.names.items() if q in GRAD_NAMES)
+    # Whole identifiers: ``self.training`` is not a ``train`` attribute.
+    pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, words))) + r")\b")
+    # Lines as ``ast`` counts them (``ast.get_source_segment`` splits the same way).
+    lines = _LINE_END.split(source)
+
+    def may_handle(stmt: ast.stmt) -> bool:
+        decorators = getattr(stmt, "decorator_list", [])
+        first = min([stmt.lineno, *(d.lineno for d in decorators)])
+        text = "\n".join(lines[first - 1 : stmt.end_lineno])
+        return pattern.search(text) is not None
+
+    return may_handle
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def _loaders(tree: ast.Module) -> dict[str, bool]:
     from rnnfix.analysis.imports import ImportMap
     from rnnfix.analysis.loads import MODULE_LOADER, NOT_A_LOADER, returns_loaded_model
     from rnnfix.analysis.models import ModuleClasses, built_class
-    from rnnfix.analysis.scopes import FileIndex
+    from rnnfix.analysis.scopes import ClassIndex
 
     imports = ImportMap.build(tree)
-    classes = ModuleClasses(FileIndex(tree, imports), imports)
+    # Module classes need only the file's classes, not a whole ``FileIndex``.
+    classes = ModuleClasses(ClassIndex(tree), imports)
     out: dict[str, bool] = {}
     for stmt in tree.body:
         if isinstance(stmt, _FUNCS):
@@ -1023,7 +1057,7 @@ def _loaders(tree: ast.Module) -> dict[str, bool]:
     return out
 
 
-_CALLED_NAME = re.compile(r"(\w+)\s*\(")
+_CALLED_NAME = re.compile(r"\b(\w+)\s*\(")  # \b: fails fast inside a word, same matches
 
 
 def _pruned(tree: ast.Module, lines: list[str]) -> tuple[ast.Module, set[FuncNode]]:

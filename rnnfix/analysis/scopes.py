@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from rnnfix.analysis.imports import ImportMap
 from rnnfix.analysis.names import dotted
-from rnnfix.analysis.syntax import child_nodes, walk_tree
+from rnnfix.analysis.syntax import NODE_FIELDS, child_nodes, node_fields, walk_tree
 from rnnfix.analysis.torchapi import strip_self_returning
 
 FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -112,6 +112,37 @@ def walk_scope(body: list[ast.stmt]) -> Iterator[ast.AST]:
         stack.extend(reversed(child_nodes(node)))
 
 
+_OWN_SCOPE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _scope_list(body: list[ast.stmt]) -> list[ast.AST]:
+    """``list(walk_scope(body))``, in one loop (the analyses' most walked nodes)."""
+    out: list[ast.AST] = []
+    append = out.append
+    stack: list[ast.AST] = list(reversed(body))
+    pop = stack.pop
+    AST = ast.AST
+    known = NODE_FIELDS
+    while stack:
+        node = pop()
+        append(node)
+        if isinstance(node, _OWN_SCOPE):
+            continue
+        children: list[ast.AST] = []
+        fields = known.get(node.__class__)
+        if fields is None:
+            fields = node_fields(node.__class__)
+        for name in fields:
+            value = getattr(node, name, None)
+            if isinstance(value, AST):
+                children.append(value)
+            elif isinstance(value, list):
+                children.extend([item for item in value if isinstance(item, AST)])
+        children.reverse()
+        stack.extend(children)
+    return out
+
+
 class FileIndex:
     """Functions and classes of one module, and resolution of calls to them."""
 
@@ -140,7 +171,7 @@ class FileIndex:
         None), computed once (do not modify the list)."""
         found = self._scope_nodes.get(scope)
         if found is None:
-            found = list(walk_scope(self.tree.body if scope is None else scope.body))
+            found = _scope_list(self.tree.body if scope is None else scope.body)
             self._scope_nodes[scope] = found
         return found
 
@@ -259,6 +290,27 @@ class FileIndex:
     @staticmethod
     def _bind(callee: FunctionInfo, call: ast.Call) -> dict[str, str | None]:
         return bind_arguments(callee.params, callee.kwonly, callee.is_method, call)
+
+
+class ClassIndex:
+    """The module-level classes of a module, as ``FileIndex.classes`` finds
+    them (defs inside ``if``/``try``/``with`` blocks count, those inside
+    functions or classes do not; a later definition of a name wins), without
+    indexing its functions: for what reads only the classes."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.classes: dict[str, ast.ClassDef] = {}
+        self._index(tree.body)
+
+    def _index(self, body: list[ast.stmt]) -> None:
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if isinstance(stmt, ast.ClassDef):
+                self.classes[stmt.name] = stmt
+            else:
+                for child_body in _sub_bodies(stmt):
+                    self._index(child_body)
 
 
 def bind_arguments(

@@ -19,6 +19,53 @@ def words(identifier: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(identifier)]
 
 
+# Fields that never hold a node (identifiers, constants, flags: Python's ASDL),
+# by node class: the walks below skip them instead of testing their values.
+_SCALAR_FIELDS: dict[type, frozenset[str]] = {
+    cls: frozenset(names)
+    for cls, names in (
+        (ast.FunctionDef, ("name", "type_comment")),
+        (ast.AsyncFunctionDef, ("name", "type_comment")),
+        (ast.ClassDef, ("name",)),
+        (ast.Assign, ("type_comment",)),
+        (ast.AnnAssign, ("simple",)),
+        (ast.For, ("type_comment",)),
+        (ast.AsyncFor, ("type_comment",)),
+        (ast.With, ("type_comment",)),
+        (ast.AsyncWith, ("type_comment",)),
+        (ast.ImportFrom, ("module", "level")),
+        (ast.Global, ("names",)),
+        (ast.Nonlocal, ("names",)),
+        (ast.Attribute, ("attr",)),
+        (ast.Name, ("id",)),
+        (ast.Constant, ("value", "kind")),
+        (ast.FormattedValue, ("conversion",)),
+        (ast.comprehension, ("is_async",)),
+        (ast.ExceptHandler, ("name",)),
+        (ast.arg, ("arg", "type_comment")),
+        (ast.keyword, ("arg",)),
+        (ast.alias, ("name", "asname")),
+        (ast.MatchSingleton, ("value",)),
+        (ast.MatchStar, ("name",)),
+        (ast.MatchMapping, ("rest",)),
+        (ast.MatchClass, ("kwd_attrs",)),
+        (ast.MatchAs, ("name",)),
+    )
+}
+# Filled by ``node_fields``; read directly in the hottest loops.
+NODE_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def node_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that may hold a node, in field order."""
+    found = NODE_FIELDS.get(cls)
+    if found is None:
+        skip = _SCALAR_FIELDS.get(cls, frozenset())
+        fields: tuple[str, ...] = getattr(cls, "_fields", ())
+        found = NODE_FIELDS[cls] = tuple(f for f in fields if f not in skip)
+    return found
+
+
 # The last few whole-module indexes: several analyses walk the same tree.
 # Keyed by the tree object itself (held here, so its id is never reused while
 # cached); trees are never mutated after parsing.
@@ -39,11 +86,15 @@ def _module_index(tree: ast.AST) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]
     parents: dict[ast.AST, ast.AST] = {}
     AST = ast.AST
     append = nodes.append
+    known = NODE_FIELDS
     i = 0
     while i < len(nodes):
         node = nodes[i]
         i += 1
-        for name in node._fields:
+        fields = known.get(node.__class__)
+        if fields is None:
+            fields = node_fields(node.__class__)
+        for name in fields:
             value = getattr(node, name, None)
             if isinstance(value, AST):
                 parents[value] = node
@@ -58,11 +109,64 @@ def _module_index(tree: ast.AST) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]
     return nodes, parents
 
 
+def walk_subtree(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.walk(node))``, same order, without its generators and deque."""
+    nodes = [node]
+    AST = ast.AST
+    append = nodes.append
+    known = NODE_FIELDS
+    i = 0
+    while i < len(nodes):
+        cur = nodes[i]
+        i += 1
+        fields = known.get(cur.__class__)
+        if fields is None:
+            fields = node_fields(cur.__class__)
+        for name in fields:
+            value = getattr(cur, name, None)
+            if isinstance(value, AST):
+                append(value)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, AST):
+                        append(item)
+    return nodes
+
+
+# Nodes that may hold a statement: statements, ``except`` handlers and
+# ``case`` blocks. Expressions never do.
+_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def walk_statements(tree: ast.AST) -> list[ast.AST]:
+    """``ast.walk``'s order (breadth first, children in field order) restricted
+    to the nodes that may hold a statement: removing subtrees from a breadth
+    first walk keeps the order of the rest, so a question about statements
+    (imports, definitions) gets the same answer, in the same order, as over
+    the whole walk, at a fraction of the nodes (expressions are most of a tree)."""
+    nodes = [tree]
+    holders = _HOLDERS
+    i = 0
+    while i < len(nodes):
+        node = nodes[i]
+        i += 1
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                nodes.extend([item for item in value if isinstance(item, holders)])
+            elif isinstance(value, holders):
+                nodes.append(value)
+    return nodes
+
+
 def child_nodes(node: ast.AST) -> list[ast.AST]:
     """``list(ast.iter_child_nodes(node))``, without its per-field generators."""
     out: list[ast.AST] = []
     AST = ast.AST
-    for name in node._fields:
+    fields = NODE_FIELDS.get(node.__class__)
+    if fields is None:
+        fields = node_fields(node.__class__)
+    for name in fields:
         value = getattr(node, name, None)
         if isinstance(value, AST):
             out.append(value)

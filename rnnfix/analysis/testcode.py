@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.names import dotted
-from rnnfix.analysis.syntax import walk_tree
+from rnnfix.analysis.syntax import walk_statements
 
 if TYPE_CHECKING:
     from rnnfix.analysis.imports import ImportMap
@@ -34,7 +34,7 @@ def test_case_classes(
     import alias), through a test class of the same file, or through one of
     another file of the run (the project index); and ``Test*`` classes with
     ``test_*`` methods."""
-    classes = [n for n in walk_tree(tree) if isinstance(n, ast.ClassDef)]
+    classes = [n for n in walk_statements(tree) if isinstance(n, ast.ClassDef)]
     found: dict[str, ast.ClassDef] = {}
     changed = True
     while changed:  # a test class may derive from one defined below it
