@@ -167,9 +167,7 @@ may reach callers rnnfix does not see.
 def _imports_loader(ctx: FileContext) -> bool:
     """A file that calls a loader of another file of the run need not say "load"."""
     view = ctx.facts.project
-    if view is None:
-        return False
-    return any(view.loader(ast.Name(id=name, ctx=ast.Load())) is not None for name in view.bindings)
+    return view is not None and view.loader_imported()
 
 
 class _Rnf003Regions:
