@@ -147,9 +147,7 @@ may reach callers rnnfix does not see.
 """
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
-        if _TRAINS.search(ctx.source):
-            return  # a file that trains is not inference code (cheap text test first)
-        if not _LOADS.search(ctx.source) and not _imports_loader(ctx):
+        if not may_apply(ctx):
             return
         found = InferenceAnalysis(ctx).inferences()
         if not found:
@@ -162,6 +160,17 @@ may reach callers rnnfix does not see.
                 groups.setdefault(id(inf.load.scope), []).append(inf)
         for group in groups.values():
             yield scope_finding(ctx, group)
+
+
+def may_apply(ctx: FileContext) -> bool:
+    """The pre-condition this rule has always had, its project part cheaper:
+    a file that trains is not inference code (``_TRAINS``, a text test
+    first); a finding needs a load, written here (``_LOADS``) or a loader
+    function of another file of the run that the file imports
+    (``_imports_loader``, which reads only files with loading text)."""
+    if _TRAINS.search(ctx.source):
+        return False
+    return _LOADS.search(ctx.source) is not None or _imports_loader(ctx)
 
 
 def _imports_loader(ctx: FileContext) -> bool:
