@@ -98,9 +98,10 @@ _RNN_CODE = _any_of(RNN_TOKENS + OVERRIDE_TOKENS)
 _LOAD_CODE = _any_of(LOAD_TOKENS)
 # One ``.name`` of a dotted name in the text (``ProjectView._chains``): the
 # name maybe parenthesised, with spaces, continuations and comments between.
-_CHAIN_PART = r"(?:[ \t\f\r\n\\)]|#[^\n]*)*\.(?:[ \t\f\r\n\\]|#[^\n]*)*\w+"
+_CHAIN_PART = r"(?:[ \t\f\r\n\\)]|#[^\n]*(?![^\n]))*\.(?:[ \t\f\r\n\\]|#[^\n]*(?![^\n]))*\w+"
+_CALL_AFTER = r"(?=(?:[ \t\f\r\n\\)]|#[^\n]*(?![^\n]))*\()"
 _COMMENT = re.compile(r"#[^\n]*")
-_CHAIN_NAME = re.compile(r"\.(?:[ \t\f\r\n\\]|#[^\n]*)*(\w+)")
+_CHAIN_NAME = re.compile(r"\.(?:[ \t\f\r\n\\]|#[^\n]*(?![^\n]))*(\w+)")
 
 # What a module summary records per module-level name (``ProjectView._module_fact``).
 _Fact = TypeVar("_Fact")
@@ -738,7 +739,11 @@ class ProjectView:
         return False
 
     def reaches(
-        self, test: Callable[[FunctionSummary], bool], text: re.Pattern[bytes], source: str
+        self,
+        test: Callable[[FunctionSummary], bool],
+        text: re.Pattern[bytes],
+        source: str,
+        called: bool = False,
     ) -> bool:
         """Whether a dotted name ``source`` writes from one of its import
         bindings (``evaluate``, ``U.evaluate``, ``pkg.sub.Trainer``, each
@@ -749,8 +754,10 @@ class ProjectView:
         it to find such a function (unlike ``_imports``, it follows a
         package's submodules: ``import pkg; pkg.sub.f()``). ``text`` is what
         the defining file must match (``ProjectIndex.may_hold``): files
-        without it are never summarised."""
-        for chain in self._chains(source):
+        without it are never summarised. ``called``: only names the text calls
+        (``evaluate(``, ``U.Trainer(``), for what only ``call`` finds (a call of
+        a function, or of a method of an instance of a class the file builds)."""
+        for chain in self._chains(source, called):
             target = self._target(chain)
             if target is None:
                 continue
@@ -772,18 +779,19 @@ class ProjectView:
                 return True
         return False
 
-    def _chains(self, source: str) -> list[str]:
+    def _chains(self, source: str, called: bool) -> list[str]:
         """The binding names and the dotted names rooted at them in ``source``
         (every prefix), spaces, continuations and comments between the parts
-        removed."""
+        removed; with ``called``, only those followed by ``(``."""
         if not self.bindings:
             return []
         roots = "|".join(re.escape(b) for b in sorted(self.bindings, key=len, reverse=True))
-        pattern = re.compile(rf"(?<![\w.])({roots})\b((?:{_CHAIN_PART})*)")
-        found: dict[str, None] = dict.fromkeys(self.bindings)
+        call = _CALL_AFTER if called else ""
+        pattern = re.compile(rf"(?<![\w.])({roots})\b((?:{_CHAIN_PART})*){call}")
+        found: dict[str, None] = {} if called else dict.fromkeys(self.bindings)
         for m in pattern.finditer(source):
             parts = [m.group(1), *_CHAIN_NAME.findall(_COMMENT.sub("", m.group(2)))]
-            for i in range(2, len(parts) + 1):
+            for i in range(len(parts) if called else 2, len(parts) + 1):
                 found[".".join(parts[:i])] = None
         return list(found)
 

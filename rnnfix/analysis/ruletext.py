@@ -32,11 +32,11 @@ from rnnfix.analysis.torchapi import mode_switch
 
 # Between two tokens of one logical line: spaces, line continuations and,
 # inside brackets, comments and line breaks.
-_GAP = r"(?:[ \t\f\r\n\\]|#[^\n]*)*"
+_GAP = r"(?:[ \t\f\r\n\\]|#[^\n]*(?![^\n]))*"
 # The same, where a closing (``_CLOSE``) or an opening (``_OPEN``) bracket of
 # a parenthesised expression may also sit.
-_CLOSE = r"(?:[ \t\f\r\n\\)]|#[^\n]*)*"
-_OPEN = r"(?:[ \t\f\r\n\\(]|#[^\n]*)*"
+_CLOSE = r"(?:[ \t\f\r\n\\)]|#[^\n]*(?![^\n]))*"
+_OPEN = r"(?:[ \t\f\r\n\\(]|#[^\n]*(?![^\n]))*"
 
 # RNF002: ``<owner>.module.train(...)`` / ``.eval(...)``: a call whose
 # receiver is the attribute ``module`` (``(w.module).train()`` too).
@@ -57,6 +57,15 @@ def may_call_module_mode(source: str) -> bool:
     return ".module" in source and _MODULE_MODE_CALL.search(source) is not None
 
 
+_MODE_SWITCH = re.compile(rf"\.{_GAP}(?:eval|train)\b")
+
+
+def may_switch_mode(source: str) -> bool:
+    """A mode call (``CallFacts.eval_switch``/``train_switch``) may be written:
+    ``.eval``/``.train`` as an attribute."""
+    return _MODE_SWITCH.search(source) is not None
+
+
 def may_switch_cudnn_off(source: str) -> bool:
     """``global_cudnn_off`` can find something: the file assigns a zero to an
     ``enabled`` attribute (``torch.backends.cudnn.enabled`` resolves only
@@ -69,11 +78,11 @@ def may_switch_cudnn_off(source: str) -> bool:
 
 # A mode call in any file of the run: ``.eval`` / ``.train`` as an attribute
 # (``m.train(False)``, ``Net().eval()``); what a summary that sets eval needs.
-EVAL_REACH = re.compile(rb"\.(?:[ \t\f\r\n\\]|#[^\n]*)*(?:eval|train)\b")
+EVAL_REACH = re.compile(rb"\.(?:[ \t\f\r\n\\]|#[^\n]*(?![^\n]))*(?:eval|train)\b")
 # What a summary with an optimizer step needs in its file: a ``.step`` call,
 # or an optimizer built from ``parameters()`` / by ``torch.optim`` that is
 # called (``train_op()``).
-STEP_REACH = re.compile(rb"\.(?:[ \t\f\r\n\\]|#[^\n]*)*step\b|parameters\b|\boptim\b")
+STEP_REACH = re.compile(rb"\.(?:[ \t\f\r\n\\]|#[^\n]*(?![^\n]))*step\b|parameters\b|\boptim\b")
 
 
 @dataclass(frozen=True)

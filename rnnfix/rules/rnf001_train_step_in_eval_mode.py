@@ -261,7 +261,8 @@ def may_apply(ctx: FileContext) -> bool:
       (``_feeds_step`` through ``callee_summary``), or a call of a function of
       another file that trains the models it is given (a step of kind
       ``"call"``): ``ProjectView.reaches`` with ``Summary.optimizer_step``
-      (after a backward of this file) or ``FunctionSummary.trains``;
+      (after a backward of this file) or ``FunctionSummary.trains``, for the
+      names the file calls (``ModeFlow.external`` looks up only calls);
 
     and an eval mode that can reach it: the text this rule has always asked
     for (``.eval(``, ``train(False``, ``mode=False``; with ``--strict``, an
@@ -271,27 +272,22 @@ def may_apply(ctx: FileContext) -> bool:
     eval_here = (".eval(" in src or "train(False" in src or "mode=False" in src) or (
         ctx.settings.strict and (".backward(" in src or ".step(" in src)
     )
-    if not eval_here and ctx.project is None:
-        return False
-    calls = call_facts(ctx.tree, ctx.facts.imports)
-    steps_here = calls.step_call or calls.callable_optimizer
-    if not steps_here and ctx.project is None:
-        return False
     # a helper of another file of the run may call ``eval()``
-    if not eval_here and not _imports_eval(ctx):
+    if not eval_here and (ctx.project is None or not _imports_eval(ctx)):
         return False
-    return steps_here or _trains_elsewhere(ctx, calls.backward_call)
-
-
-def _trains_elsewhere(ctx: FileContext, backward: bool) -> bool:
-    """A function of another file of the run that this file names runs an
-    optimizer step (after a backward here) or trains the models it is given."""
+    # ``.step``, ``parameters()``/``torch.optim`` (a callable optimizer) and
+    # ``backward`` are written wherever the syntax below can find them.
+    backward = False
+    if any(k in src for k in ("step", "parameters", "optim", "backward")):
+        calls = call_facts(ctx.tree, ctx.facts.imports)
+        if calls.step_call or calls.callable_optimizer:
+            return True
+        backward = calls.backward_call
     view = ctx.facts.project
     if view is None:
         return False
-    if backward:
-        return view.reaches(_runs_optimizer_step, STEP_REACH, ctx.source)
-    return view.reaches(_trains, STEP_REACH, ctx.source)
+    test = _runs_optimizer_step if backward else _trains
+    return view.reaches(test, STEP_REACH, src, called=True)
 
 
 def _runs_optimizer_step(f: FunctionSummary) -> bool:

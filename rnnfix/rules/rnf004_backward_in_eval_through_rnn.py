@@ -12,7 +12,12 @@ from rnnfix.analysis.modestate import Mode
 from rnnfix.analysis.project import FunctionSummary
 from rnnfix.analysis.receivers import Method
 from rnnfix.analysis.rnns import RnnSpec
-from rnnfix.analysis.ruletext import EVAL_REACH, call_facts, may_switch_cudnn_off
+from rnnfix.analysis.ruletext import (
+    EVAL_REACH,
+    call_facts,
+    may_switch_cudnn_off,
+    may_switch_mode,
+)
 from rnnfix.analysis.trainworkaround import TrainForGradient, train_for_gradient
 from rnnfix.edits import AddImport, Edit, InsertStatements, ReplaceExpression, WrapInWith
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
@@ -314,9 +319,11 @@ def may_apply(ctx: FileContext) -> bool:
     rnn_text = any(k in src for k in ("LSTM", "GRU", "RNN"))
     if ctx.project is None and not (grad_text and rnn_text):
         return False
-    calls = call_facts(ctx.tree, ctx.facts.imports)
-    workaround = calls.train_switch and ".train(" in src
-    if not (calls.eval_switch or workaround):
+    eval_here = False
+    if may_switch_mode(src):
+        calls = call_facts(ctx.tree, ctx.facts.imports)
+        eval_here = calls.eval_switch or (calls.train_switch and ".train(" in src)
+    if not eval_here:
         view = ctx.facts.project
         if view is None or not view.reaches(_sets_eval, EVAL_REACH, src):
             return False
