@@ -744,6 +744,7 @@ class ProjectView:
         text: re.Pattern[bytes],
         source: str,
         called: bool = False,
+        bases: bool = False,
     ) -> bool:
         """Whether a dotted name ``source`` writes from one of its import
         bindings (``evaluate``, ``U.evaluate``, ``pkg.sub.Trainer``, each
@@ -756,8 +757,19 @@ class ProjectView:
         the defining file must match (``ProjectIndex.may_hold``): files
         without it are never summarised. ``called``: only names the text calls
         (``evaluate(``, ``U.Trainer(``), for what only ``call`` finds (a call of
-        a function, or of a method of an instance of a class the file builds)."""
-        for chain in self._chains(source, called):
+        a function, or of a method of an instance of a class the file builds);
+        ``bases``: with ``called``, also the base classes of the file's classes
+        (``ModeFlow._public_methods`` looks them up)."""
+        chains = self._chains(source, called)
+        if called and bases:
+            chains += [
+                written
+                for stmt in _statements(self.tree.body)
+                if isinstance(stmt, ast.ClassDef)
+                for base in stmt.bases
+                if (written := dotted(base)) is not None and written.split(".")[0] in self.bindings
+            ]
+        for chain in chains:
             target = self._target(chain)
             if target is None:
                 continue

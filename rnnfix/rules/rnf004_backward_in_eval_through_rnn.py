@@ -307,9 +307,10 @@ def may_apply(ctx: FileContext) -> bool:
         (``regions_across_calls``) needs an eval fact of
         ``ModeFlow.mode_before``, which only such a call of this file
         (``Net().eval()`` included) or the summary of a function of another
-        file of the run that this file names (called, or a base class) can
-        give: ``CallFacts.eval_switch``, else ``ProjectView.reaches`` with a
-        summary that sets eval;
+        file of the run that this file calls (``ModeFlow.external``: a
+        function, a class it builds and its methods) or names as a base class
+        (the object's state) can give: ``CallFacts.eval_switch``, else
+        ``ProjectView.reaches`` with a summary that sets eval;
       - ``train_for_gradient`` starts at a call ``M.train()``
         (``CallFacts.train_switch``) and is asked only where ``.train(`` is
         written.
@@ -325,7 +326,7 @@ def may_apply(ctx: FileContext) -> bool:
         eval_here = calls.eval_switch or (calls.train_switch and ".train(" in src)
     if not eval_here:
         view = ctx.facts.project
-        if view is None or not view.reaches(_sets_eval, EVAL_REACH, src):
+        if view is None or not view.reaches(_sets_eval, EVAL_REACH, src, called=True, bases=True):
             return False
     if not grad_text and not _imports_gradient_code(ctx):
         return False
