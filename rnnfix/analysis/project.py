@@ -96,6 +96,13 @@ def _any_of(tokens: tuple[str, ...]) -> re.Pattern[bytes]:
 _MODE_CODE = _any_of(MODE_TOKENS)
 _MODE_SWITCH = re.compile(rb"\.\s*(?:eval|train)\b")
 _RNN_CODE = _any_of(RNN_TOKENS + OVERRIDE_TOKENS)
+_LOAD_CODE = _any_of(LOAD_TOKENS)
+# One ``.name`` of a dotted name in the text (``ProjectView._chains``): the
+# name maybe parenthesised, with spaces, continuations and comments between.
+_CHAIN_PART = r"(?:[ \t\f\r\n\\)]|#[^\n]*(?![^\n]))*\.(?:[ \t\f\r\n\\]|#[^\n]*(?![^\n]))*\w+"
+_CALL_AFTER = r"(?=(?:[ \t\f\r\n\\)]|#[^\n]*(?![^\n]))*\()"
+_COMMENT = re.compile(r"#[^\n]*")
+_CHAIN_NAME = re.compile(r"\.(?:[ \t\f\r\n\\]|#[^\n]*(?![^\n]))*(\w+)")
 
 # What a module summary records per module-level name (``ProjectView._module_fact``).
 _Fact = TypeVar("_Fact")
@@ -729,6 +736,91 @@ class ProjectView:
                 if any(test(m) for m in found.methods.values()):
                     return True
             elif found.any_function(test):
+                return True
+        return False
+
+    def reaches(
+        self,
+        test: Callable[[FunctionSummary], bool],
+        text: re.Pattern[bytes],
+        source: str,
+        called: bool = False,
+        bases: bool = False,
+    ) -> bool:
+        """Whether a dotted name ``source`` writes from one of its import
+        bindings (``evaluate``, ``U.evaluate``, ``pkg.sub.Trainer``, each
+        prefix of it too) names, in another file of the run, a function for
+        which ``test`` holds, or a class or a module with one. Every lookup
+        the mode flow makes (``call``, ``lookup`` of a base class or of a
+        constructor) is of such a name, so this is a necessary condition for
+        it to find such a function (unlike ``_imports``, it follows a
+        package's submodules: ``import pkg; pkg.sub.f()``). ``text`` is what
+        the defining file must match (``ProjectIndex.may_hold``): files
+        without it are never summarised. ``called``: only names the text calls
+        (``evaluate(``, ``U.Trainer(``), for what only ``call`` finds (a call of
+        a function, or of a method of an instance of a class the file builds);
+        ``bases``: with ``called``, also the base classes of the file's classes
+        (``ModeFlow._public_methods`` looks them up)."""
+        chains = self._chains(source, called)
+        if called and bases:
+            chains += [
+                written
+                for stmt in _statements(self.tree.body)
+                if isinstance(stmt, ast.ClassDef)
+                for base in stmt.bases
+                if (written := dotted(base)) is not None and written.split(".")[0] in self.bindings
+            ]
+        for chain in chains:
+            target = self._target(chain)
+            if target is None:
+                continue
+            file, names = target
+            if not self.index.may_hold(file, names, text, self.consulted):
+                continue
+            found = (
+                self.index.member(file, names, self.consulted)
+                if names
+                else self.index.files.get(file)
+            )
+            if isinstance(found, FunctionSummary):
+                if test(found):
+                    return True
+            elif isinstance(found, ClassSummary):
+                if any(test(m) for m in found.methods.values()):
+                    return True
+            elif found is not None and found.any_function(test):
+                return True
+        return False
+
+    def _chains(self, source: str, called: bool) -> list[str]:
+        """The binding names and the dotted names rooted at them in ``source``
+        (every prefix), spaces, continuations and comments between the parts
+        removed; with ``called``, only those followed by ``(``."""
+        if not self.bindings:
+            return []
+        roots = "|".join(re.escape(b) for b in sorted(self.bindings, key=len, reverse=True))
+        call = _CALL_AFTER if called else ""
+        pattern = re.compile(rf"(?<![\w.])({roots})\b((?:{_CHAIN_PART})*){call}")
+        found: dict[str, None] = {} if called else dict.fromkeys(self.bindings)
+        for m in pattern.finditer(source):
+            parts = [m.group(1), *_CHAIN_NAME.findall(_COMMENT.sub("", m.group(2)))]
+            for i in range(len(parts) if called else 2, len(parts) + 1):
+                found[".".join(parts[:i])] = None
+        return list(found)
+
+    def loader_imported(self) -> bool:
+        """Whether an import binding of this file names a loader function of
+        another file of the run (``loader`` is not None for it): RNF006's
+        pre-filter. Only files with loading text (``LOAD_TOKENS``) record
+        loaders: the others, after the re-exports ``loader`` follows, are
+        never summarised for this."""
+        for name in self.bindings:
+            target = self._target(name)
+            if target is None or len(target[1]) != 1:
+                continue  # ``loader`` answers None for it
+            if not self.index.may_hold(target[0], target[1], _LOAD_CODE, self.consulted):
+                continue
+            if self.loader(_name(name)) is not None:
                 return True
         return False
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from rnnfix.analysis.modeflow import Mode, ModeFact, ModeFlow, TrainingStep
 from rnnfix.analysis.modestate import is_prefix
 from rnnfix.analysis.placement import anchor_for
+from rnnfix.analysis.project import FunctionSummary
+from rnnfix.analysis.ruletext import STEP_REACH, call_facts
 from rnnfix.edits import InsertStatements, Pos
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
 
@@ -115,15 +117,9 @@ class TrainStepInEvalMode(Rule):
     fix_safety = "safe"
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
-        src = ctx.source
-        strict = ctx.settings.strict
-        if (
-            not (".eval(" in src or "train(False" in src or "mode=False" in src)
-            and not (strict and (".backward(" in src or ".step(" in src))
-            # a helper of another file of the run may call ``eval()``
-            and not (ctx.project is not None and _imports_eval(ctx))
-        ):
+        if not may_apply(ctx):
             return
+        strict = ctx.settings.strict
         flow = ctx.facts.modes
         receivers = ctx.facts.receivers
         groups: dict[tuple[int, int, int, bool], _Group] = {}
@@ -250,6 +246,56 @@ def _late_train(
         if facts:
             return call.node, facts
     return None
+
+
+def may_apply(ctx: FileContext) -> bool:
+    """A necessary condition for a finding, cheap tests first. Every finding
+    is a training step that feeds an optimizer step (``feeds_optimizer_step``
+    of one of ``ModeFlow.training_steps``), which is one of
+
+    - an optimizer step of this file: ``X.step(...)`` (``step_kind``), or a
+      call without arguments of an optimizer built from ``parameters()``
+      (``_callable_optimizer``): ``CallFacts.step_call``/``callable_optimizer``;
+    - a backward (``X.backward()``, ``torch.autograd.backward``) fed to an
+      optimizer step that only a function of another file of the run runs
+      (``_feeds_step`` through ``callee_summary``), or a call of a function of
+      another file that trains the models it is given (a step of kind
+      ``"call"``): ``ProjectView.reaches`` with ``Summary.optimizer_step``
+      (after a backward of this file) or ``FunctionSummary.trains``, for the
+      names the file calls (``ModeFlow.external`` looks up only calls);
+
+    and an eval mode that can reach it: the text this rule has always asked
+    for (``.eval(``, ``train(False``, ``mode=False``; with ``--strict``, an
+    unknown mode, ``.backward(``/``.step(``), or a helper of another file of
+    the run that may call ``eval()`` (``_imports_eval``)."""
+    src = ctx.source
+    eval_here = (".eval(" in src or "train(False" in src or "mode=False" in src) or (
+        ctx.settings.strict and (".backward(" in src or ".step(" in src)
+    )
+    # a helper of another file of the run may call ``eval()``
+    if not eval_here and (ctx.project is None or not _imports_eval(ctx)):
+        return False
+    # ``.step``, ``parameters()``/``torch.optim`` (a callable optimizer) and
+    # ``backward`` are written wherever the syntax below can find them.
+    backward = False
+    if any(k in src for k in ("step", "parameters", "optim", "backward")):
+        calls = call_facts(ctx.tree, ctx.facts.imports)
+        if calls.step_call or calls.callable_optimizer:
+            return True
+        backward = calls.backward_call
+    view = ctx.facts.project
+    if view is None:
+        return False
+    test = _runs_optimizer_step if backward else _trains
+    return view.reaches(test, STEP_REACH, src, called=True)
+
+
+def _runs_optimizer_step(f: FunctionSummary) -> bool:
+    return f.summary.optimizer_step
+
+
+def _trains(f: FunctionSummary) -> bool:
+    return f.trains
 
 
 def _imports_eval(ctx: FileContext) -> bool:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from rnnfix.analysis.names import dotted, method_call
 from rnnfix.analysis.returns import ReturnFacts
+from rnnfix.analysis.ruletext import may_call_module_mode
 from rnnfix.analysis.syntax import walk_tree
 from rnnfix.analysis.torchapi import module_mode_switch
 from rnnfix.edits import ReplaceExpression
@@ -74,7 +75,7 @@ are never rewritten.
 """
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
-        if ".module." not in ctx.source:
+        if not may_apply(ctx.source):
             return
         scopes = _Scopes(ctx)
         for node in walk_tree(ctx.tree):
@@ -112,6 +113,14 @@ are never rewritten.
             yield ctx.finding(
                 self.code, node, message, Fix((edit,), safe=safe, description=f"use `{call_text}`")
             )
+
+
+def may_apply(source: str) -> bool:
+    """A necessary condition for a finding, from the text: every finding is a
+    call ``<owner>.module.train(...)``/``.eval(...)`` (its receiver is the
+    attribute ``module``), which ``may_call_module_mode`` looks for with any
+    spacing; ``.module.`` as written is what this rule has always required."""
+    return ".module." in source and may_call_module_mode(source)
 
 
 def _args_text(ctx: FileContext, call: ast.Call) -> str:

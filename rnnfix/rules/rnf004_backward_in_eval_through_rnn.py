@@ -8,8 +8,16 @@ from typing import Literal
 
 from rnnfix.analysis.evalgrad import EvalBackward, EvalGradAnalysis, global_cudnn_off, key
 from rnnfix.analysis.evalgrad_calls import regions_across_calls
+from rnnfix.analysis.modestate import Mode
+from rnnfix.analysis.project import FunctionSummary
 from rnnfix.analysis.receivers import Method
 from rnnfix.analysis.rnns import RnnSpec
+from rnnfix.analysis.ruletext import (
+    EVAL_REACH,
+    call_facts,
+    may_switch_cudnn_off,
+    may_switch_mode,
+)
 from rnnfix.analysis.trainworkaround import TrainForGradient, train_for_gradient
 from rnnfix.edits import AddImport, Edit, InsertStatements, ReplaceExpression, WrapInWith
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
@@ -168,17 +176,11 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
 """
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
+        if not may_apply(ctx):
+            return
         src = ctx.source
-        if not any(k in src for k in ("backward", "autograd", "captum")) and not (
-            ctx.project is not None and _imports_gradient_code(ctx)
-        ):
-            return
-        if not any(k in src for k in ("LSTM", "GRU", "RNN")) and not (
-            ctx.project is not None and _imports_rnn_class(ctx)
-        ):
-            return
         facts = ctx.facts
-        if global_cudnn_off(ctx.tree, facts.imports):
+        if may_switch_cudnn_off(src) and global_cudnn_off(ctx.tree, facts.imports):
             return  # no cuDNN anywhere: RNF005's business
         analysis = facts.evalgrad
         modes = facts.modes
@@ -287,6 +289,55 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
             return ctx.finding(self.code, region.sink, message + reason)
         fix = Fix(edits, safe=True, description="run the forward and backward with cuDNN off")
         return ctx.finding(self.code, region.sink, message, fix)
+
+
+def may_apply(ctx: FileContext) -> bool:
+    """A necessary condition for a finding, cheap tests first. Every finding
+    needs
+
+    - gradient code: ``backward``/``autograd``/``captum`` in the text, or a
+      gradient helper of another file of the run (``_imports_gradient_code``),
+      as this rule has always required;
+    - an RNN: ``LSTM``/``GRU``/``RNN`` in the text or an RNN class of another
+      file of the run (``_imports_rnn_class``), likewise;
+    - an eval mode, or the ``train()`` workaround:
+
+      - a region of one function (``EvalGradAnalysis.regions``) starts at a
+        mode call to eval of its own (``mode_call``); a region across calls
+        (``regions_across_calls``) needs an eval fact of
+        ``ModeFlow.mode_before``, which only such a call of this file
+        (``Net().eval()`` included) or the summary of a function of another
+        file of the run that this file calls (``ModeFlow.external``: a
+        function, a class it builds and its methods) or names as a base class
+        (the object's state) can give: ``CallFacts.eval_switch``, else
+        ``ProjectView.reaches`` with a summary that sets eval;
+      - ``train_for_gradient`` starts at a call ``M.train()``
+        (``CallFacts.train_switch``) and is asked only where ``.train(`` is
+        written.
+    """
+    src = ctx.source
+    grad_text = any(k in src for k in ("backward", "autograd", "captum"))
+    rnn_text = any(k in src for k in ("LSTM", "GRU", "RNN"))
+    if ctx.project is None and not (grad_text and rnn_text):
+        return False
+    eval_here = False
+    if may_switch_mode(src):
+        calls = call_facts(ctx.tree, ctx.facts.imports)
+        eval_here = calls.eval_switch or (calls.train_switch and ".train(" in src)
+    if not eval_here:
+        view = ctx.facts.project
+        if view is None or not view.reaches(_sets_eval, EVAL_REACH, src, called=True, bases=True):
+            return False
+    if not grad_text and not _imports_gradient_code(ctx):
+        return False
+    return rnn_text or _imports_rnn_class(ctx)
+
+
+def _sets_eval(f: FunctionSummary) -> bool:
+    """It may leave a name in eval mode; unlike ``FunctionSummary.sets_eval``,
+    an override of ``eval`` counts too (a base class's public methods give an
+    object's state in ``ModeFlow``)."""
+    return any(Mode.EVAL in e.sets for e in f.summary.effects.values())
 
 
 def _imports_gradient_code(ctx: FileContext) -> bool:

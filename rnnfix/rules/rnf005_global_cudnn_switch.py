@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rnnfix.analysis.evalgrad import global_cudnn_off
+from rnnfix.analysis.ruletext import may_switch_cudnn_off
 from rnnfix.edits import Edit, RemoveStatement
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
 from rnnfix.rules.rnf004_backward_in_eval_through_rnn import (
@@ -66,7 +67,7 @@ in the file can be wrapped; otherwise the switch is only reported.
 """
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
-        if "cudnn" not in ctx.source or "enabled" not in ctx.source:
+        if not may_apply(ctx.source):
             return
         facts = ctx.facts
         switches = global_cudnn_off(ctx.tree, facts.imports)
@@ -111,3 +112,10 @@ in the file can be wrapped; otherwise the switch is only reported.
                 return ()
             edits.extend(e for e in wrap if e not in edits)
         return tuple(edits)
+
+
+def may_apply(source: str) -> bool:
+    """A necessary condition for a finding, from the text: every finding is a
+    switch ``global_cudnn_off`` returns, an assignment of ``False``/``0`` to
+    ``torch.backends.cudnn.enabled`` (``may_switch_cudnn_off``)."""
+    return may_switch_cudnn_off(source)

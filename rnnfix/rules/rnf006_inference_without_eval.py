@@ -147,9 +147,7 @@ may reach callers rnnfix does not see.
 """
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
-        if _TRAINS.search(ctx.source):
-            return  # a file that trains is not inference code (cheap text test first)
-        if not _LOADS.search(ctx.source) and not _imports_loader(ctx):
+        if not may_apply(ctx):
             return
         found = InferenceAnalysis(ctx).inferences()
         if not found:
@@ -164,12 +162,21 @@ may reach callers rnnfix does not see.
             yield scope_finding(ctx, group)
 
 
+def may_apply(ctx: FileContext) -> bool:
+    """The pre-condition this rule has always had, its project part cheaper:
+    a file that trains is not inference code (``_TRAINS``, a text test
+    first); a finding needs a load, written here (``_LOADS``) or a loader
+    function of another file of the run that the file imports
+    (``_imports_loader``, which reads only files with loading text)."""
+    if _TRAINS.search(ctx.source):
+        return False
+    return _LOADS.search(ctx.source) is not None or _imports_loader(ctx)
+
+
 def _imports_loader(ctx: FileContext) -> bool:
     """A file that calls a loader of another file of the run need not say "load"."""
     view = ctx.facts.project
-    if view is None:
-        return False
-    return any(view.loader(ast.Name(id=name, ctx=ast.Load())) is not None for name in view.bindings)
+    return view is not None and view.loader_imported()
 
 
 class _Rnf003Regions:
