@@ -148,10 +148,14 @@ def _process_files(
     outside = _outside(everything, settings) if scan_imports else []
     if cache is None:
         return _process_uncached(paths, settings, write, jobs, progress, everything, outside)
-    keys = [normalise(p) for p in paths]
+    # ``everything`` starts with ``paths`` (``_with_context``): each path is
+    # made absolute once (a warm run on a large tree spent a tenth of its time
+    # doing it three times).
+    every_key = [normalise(p) for p in everything]
+    keys = every_key[: len(paths)]
     known: dict[str, str] = {}
     raw: dict[str, bytes] = {}
-    for key, path in zip([normalise(p) for p in everything], everything, strict=True):
+    for key, path in zip(every_key, everything, strict=True):
         try:
             if path.is_symlink() or path.stat().st_size > settings.max_file_size:
                 continue  # process_file reports it; never read a huge file twice
@@ -161,9 +165,7 @@ def _process_files(
         known[key] = digest(raw[key])
     # Files outside the run that it imports: which ones exist keys every
     # result; the bytes of those a result consulted key that result.
-    run = run_fingerprint(
-        [*(normalise(p) for p in everything), *(f"imported:{o}" for o in outside)]
-    )
+    run = run_fingerprint([*every_key, *(f"imported:{o}" for o in outside)])
     digests = FileDigests(known, settings.max_file_size)
     in_run = set(keys)
     cached: dict[str, FileResult] = {}
