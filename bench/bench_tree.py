@@ -143,7 +143,9 @@ def scaling(tree: Path, factors: list[int], runs: int, jobs: int, work: Path) ->
     for k in factors:
         dest = work / f"x{k}"
         for i in range(k):
-            shutil.copytree(tree, dest / f"copy{i}", dirs_exist_ok=True)
+            # Each copy keeps the tree's own name: its imports of itself
+            # (``import torch.nn`` in torch) must resolve as in the original.
+            shutil.copytree(tree, dest / f"copy{i}" / tree.name, dirs_exist_ok=True)
         files = sum(1 for _ in dest.rglob("*.py"))
         cmd = [sys.executable, "-m", "rnnfix", "apply", "--check", "-q", "--no-cache"]
         wall = statistics.median(
@@ -164,7 +166,12 @@ def main() -> None:
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="rnnfix-bench-") as tmp:
-        tree = Path(tmp) / "tree"
+        # The copy keeps the folder's name: a package's imports of itself
+        # (``import torch.nn`` inside torch) resolve to the run's files only
+        # then, as they do when rnnfix runs on the original (a copy named
+        # "tree" measured a run with no import resolving).
+        name = args.path.resolve().name if args.path and not args.synthetic else "tree"
+        tree = Path(tmp) / name
         if args.synthetic:
             synthetic_tree(tree, args.synthetic)
         elif args.path:
