@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from rnnfix.analysis.imports import ImportMap
 from rnnfix.analysis.names import dotted
-from rnnfix.analysis.syntax import NODE_FIELDS, child_nodes, node_fields, walk_tree
+from rnnfix.analysis.syntax import NODE_FIELDS, node_fields, walk_tree
 from rnnfix.analysis.torchapi import strip_self_returning
 
 FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -67,14 +67,14 @@ class Resolved:
 
 
 def _bound_names(fn: FuncNode, own: Iterable[ast.AST] | None = None) -> set[str]:
-    """``own``: ``_walk_own(fn)``, when the caller has it already."""
+    """``own``: ``_scope_list(fn.body)``, when the caller has it already."""
     names: set[str] = set()
     declared: set[str] = set()
     a = fn.args
     for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
         if arg is not None:
             names.add(arg.arg)
-    for node in _walk_own(fn) if own is None else own:
+    for node in _scope_list(fn.body) if own is None else own:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names.add(node.id)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
@@ -87,36 +87,13 @@ def _bound_names(fn: FuncNode, own: Iterable[ast.AST] | None = None) -> set[str]
     return names - declared
 
 
-def _walk_own(fn: FuncNode) -> Iterator[ast.AST]:
-    """The nodes of ``fn``'s body, not descending into nested functions/classes."""
-    stack: list[ast.AST] = list(reversed(fn.body))
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        stack.extend(reversed(child_nodes(node)))
-
-
-def walk_scope(body: list[ast.stmt]) -> Iterator[ast.AST]:
-    """Nodes of a scope's statements in source order, not entering nested defs
-    (their bodies are scopes of their own) but yielding the def nodes."""
-    stack: list[ast.AST] = list(reversed(body))
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            continue
-        if isinstance(node, ast.ClassDef):
-            continue
-        stack.extend(reversed(child_nodes(node)))
-
-
 _OWN_SCOPE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 def _scope_list(body: list[ast.stmt]) -> list[ast.AST]:
-    """``list(walk_scope(body))``, in one loop (the analyses' most walked nodes)."""
+    """The nodes of a scope's statements in source order (depth first), not
+    entering nested defs, classes and lambdas (scopes of their own) but
+    including their nodes; one loop (the analyses' most walked nodes)."""
     out: list[ast.AST] = []
     append = out.append
     stack: list[ast.AST] = list(reversed(body))
@@ -167,8 +144,8 @@ class FileIndex:
                         self.instance_types[text] = name
 
     def scope_nodes(self, scope: FuncNode | None) -> list[ast.AST]:
-        """``list(walk_scope(...))`` of a function's body (the module's for
-        None), computed once (do not modify the list)."""
+        """``_scope_list`` of a function's body (the module's for None),
+        computed once (do not modify the list)."""
         found = self._scope_nodes.get(scope)
         if found is None:
             found = _scope_list(self.tree.body if scope is None else scope.body)
