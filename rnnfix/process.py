@@ -13,13 +13,11 @@ import signal
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rnnfix.analysis.imported import imported_files
 from rnnfix.analysis.project import (
-    LazySummaries,
     ModuleSummary,
     ProjectIndex,
     normalise,
@@ -37,6 +35,7 @@ from rnnfix.cache import (
 )
 from rnnfix.context import DroppedFix, Finding
 from rnnfix.files import FileProblem, decode, read_source, write_atomic
+from rnnfix.pool import GC_THRESHOLD, FilePool
 from rnnfix.settings import Settings
 
 if TYPE_CHECKING:
@@ -202,20 +201,13 @@ def _process_files(
     return results
 
 
-# Allocations between collections of the youngest generation. The analysis
-# allocates millions of short-lived objects (trees, facts) that reference
-# counting frees; at Python's default (700) the cyclic collector runs
-# thousands of times over them: a tenth of a cold run's time for nothing.
-_GC_THRESHOLD = 100_000
-
-
 @contextlib.contextmanager
 def _collector_tuned() -> Iterator[None]:
     """Fewer collections while files are checked; what is loaded already
     (rnnfix and its imports) is moved out of the collector's reach."""
     before = gc.get_threshold()
     gc.freeze()
-    gc.set_threshold(_GC_THRESHOLD, *before[1:])
+    gc.set_threshold(GC_THRESHOLD, *before[1:])
     try:
         yield
     finally:
@@ -238,10 +230,11 @@ def _process_uncached(
     if jobs == 0:
         jobs = min(os.cpu_count() or 1, 8) if len(paths) >= PARALLEL_THRESHOLD else 1
     project = _build_project(everything, settings, outside)
-    if project is None:
-        return _map(paths, settings, write, None, jobs, progress)
-    results = _map(paths, settings, False, project, jobs, progress)
-    results = _settle(paths, results, settings, project)
+    with FilePool(settings, project, jobs) as pool:
+        if project is None:
+            return _map(pool, paths, write, progress)
+        results = _map(pool, paths, False, progress)
+        results = _settle(pool, paths, results, project)
     if write:
         for path, result in zip(paths, results, strict=True):
             _write(path, result, progress)
@@ -337,123 +330,53 @@ def _build_project(
 
 
 def _map(
-    paths: Sequence[Path],
-    settings: Settings,
-    write: bool,
-    project: ProjectIndex | None,
-    jobs: int,
-    progress: Progress,
+    pool: FilePool, paths: Sequence[Path], write: bool, progress: Progress
 ) -> list[FileResult]:
     results: list[FileResult] = []
-
-    def done(result: FileResult) -> None:
+    for result in pool.map(paths, write):
         results.append(result)
         progress.checked += 1
         progress.written += write and result.outcome is Outcome.CHANGED
-
-    if jobs <= 1:
-        for p in paths:
-            done(process_file(p, settings, write, project))
-        return results
-    # The index goes to each worker once (not with every chunk of paths).
-    work = partial(_process_in_worker, settings=settings, write=write)
-    from concurrent.futures import ProcessPoolExecutor  # a one-file run never starts a pool
-
-    shared = _share_summaries(project)
-    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(project,))
-    try:
-        for result in pool.map(work, paths, chunksize=max(1, len(paths) // (jobs * 8))):
-            done(result)
-    except BaseException:
-        # Ctrl-C, SIGTERM: no worker may outlive the run (or go on writing).
-        for process in list(getattr(pool, "_processes", {}).values()):
-            process.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    finally:
-        if shared is not None:
-            assert project is not None and isinstance(project.files, LazySummaries)
-            project.files.share_in(None)
-            import shutil
-
-            shutil.rmtree(shared, ignore_errors=True)
-    pool.shutdown()
     return results
 
 
-def _share_summaries(project: ProjectIndex | None) -> str | None:
-    """A folder for the workers to share the summaries they compute (each
-    would otherwise summarise the files most files import); None when there
-    is no index, or no folder can be made."""
-    if project is None or not isinstance(project.files, LazySummaries):
-        return None
-    import tempfile
-
-    try:
-        folder = tempfile.mkdtemp(prefix="rnnfix-summaries-")
-    except OSError:
-        return None
-    project.files.share_in(folder)
-    return folder
-
-
-_worker_project: ProjectIndex | None = None
-
-
-def _init_worker(project: ProjectIndex | None) -> None:
-    global _worker_project
-    _worker_project = project
-    gc.freeze()  # what the worker inherits (and the index) stays alive
-    gc.set_threshold(_GC_THRESHOLD, *gc.get_threshold()[1:])
-    # Ctrl-C reaches the whole process group: the parent decides what to do.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _die_with_parent()
-
-
-def _die_with_parent() -> None:
-    """Linux: a worker gets SIGKILL when the parent dies, even by SIGKILL."""
-    if sys.platform != "linux":
-        return
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
-
-
-def _process_in_worker(path: Path, settings: Settings, write: bool) -> FileResult:
-    return process_file(path, settings, write, _worker_project)
-
-
 def _settle(
-    paths: Sequence[Path], results: list[FileResult], settings: Settings, project: ProjectIndex
+    pool: FilePool, paths: Sequence[Path], results: list[FileResult], project: ProjectIndex
 ) -> list[FileResult]:
     """Re-check the files that looked up a file whose summary a fix changed,
-    until the summaries agree with the fixed files (or ``MAX_ROUNDS``)."""
+    until the summaries agree with the fixed files (or ``MAX_ROUNDS``); in
+    the pool's workers, which have the first pass's summaries already."""
     results = list(results)
+    keys = [normalise(p) for p in paths]
+    # A file's own summary is never a reason to check it again: its analysis
+    # reads its own source, and its own fix passes (``engine``) already see
+    # what a fix does to its functions. A lookup comes back to the file
+    # itself through re-exports (``torch/__init__.py`` re-exports half of
+    # ``torch``), so a fixed file's re-check would otherwise be a whole second
+    # fix of it, for nothing.
+    others = [r.consulted - {k} for k, r in zip(keys, results, strict=True)]
+    every_change: dict[str, ModuleSummary | None] = {}
     for _ in range(MAX_ROUNDS):
         changes: dict[str, ModuleSummary | None] = {}
-        # Only a file some result looked up can change a result: the others
-        # (the one file of ``rnnfix apply train.py``) are not summarised again.
-        looked_up = set().union(*(r.consulted for r in results))
-        for path, result in zip(paths, results, strict=True):
-            if result.outcome is Outcome.CHANGED and path.suffix == ".py":
+        # Only a file some other file looked up can change a result: the
+        # others (the one file of ``rnnfix apply train.py``) are not
+        # summarised again.
+        looked_up = set().union(*others)
+        for key, result in zip(keys, results, strict=True):
+            if result.outcome is Outcome.CHANGED and key.endswith(".py") and key in looked_up:
                 assert result.new_text is not None
-                key = normalise(path)
-                if key not in looked_up:
-                    continue
                 summary = summarise(result.new_text, key)
                 if summary != project.files.get(key):
                     changes[key] = summary
         if not changes:
             break
         project = project.updated(changes)
-        for i, (path, result) in enumerate(zip(paths, results, strict=True)):
-            if result.consulted & changes.keys():
-                results[i] = process_file(path, settings, False, project)
+        every_change.update(changes)
+        again = [i for i, consulted in enumerate(others) if consulted & changes.keys()]
+        rechecked = pool.map([paths[i] for i in again], False, every_change)
+        for i, result in zip(again, rechecked, strict=True):
+            results[i] = result
+            others[i] = result.consulted - {keys[i]}
     return results
 
 

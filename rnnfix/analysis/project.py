@@ -263,7 +263,9 @@ class LazySummaries(Mapping[str, "ModuleSummary | None"]):
         return len(self._paths.keys() | self._known.keys())
 
     def with_changes(self, changes: dict[str, ModuleSummary | None]) -> LazySummaries:
-        return LazySummaries(self._paths, {**self._known, **changes})
+        updated = LazySummaries(self._paths, {**self._known, **changes})
+        updated._shared = self._shared  # a changed file's summary is in ``_known``: never read
+        return updated
 
     def text_has(self, key: str, pattern: re.Pattern[bytes]) -> bool:
         """Whether the file on disk matches ``pattern`` (True when it is not
