@@ -48,7 +48,7 @@ from rnnfix.context import DroppedFix, Finding, Fix
 from rnnfix.settings import Settings
 
 CACHE_DIR = ".rnnfix_cache"
-_FORMAT = 2  # 2: file digests are SHA-256
+_FORMAT = 1
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
