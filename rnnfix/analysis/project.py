@@ -679,7 +679,13 @@ class ProjectView:
         """The fact ``facts`` of its module records for the module-level name
         ``expr`` resolves to in another file of the run, following re-exports."""
         text = dotted(expr)
-        target = self._target(text) if text is not None else None
+        return self._fact_of(text, facts) if text is not None else None
+
+    def _fact_of(
+        self, text: str, facts: Callable[[ModuleSummary], Mapping[str, _Fact]]
+    ) -> _Fact | None:
+        """``_module_fact`` of the dotted name ``text``."""
+        target = self._target(text)
         for _ in range(_MAX_REEXPORTS + 1):
             if target is None or len(target[1]) != 1:
                 return None
@@ -836,19 +842,22 @@ class ProjectView:
                 found[".".join(parts[:i])] = None
         return list(found)
 
-    def loader_imported(self) -> bool:
-        """Whether an import binding of this file names a loader function of
-        another file of the run (``loader`` is not None for it): RNF006's
-        pre-filter. Only files with loading text (``LOAD_TOKENS``) record
-        loaders: the others, after the re-exports ``loader`` follows, are
-        never summarised for this."""
-        for name in self.bindings:
-            target = self._target(name)
+    def loader_called(self, source: str) -> bool:
+        """Whether ``source`` (this file's text) calls a loader function of
+        another file of the run (``loader`` is not None for the callee):
+        RNF006's pre-filter. ``loader`` is asked only of a call's function
+        (``loads``), which answers only for a binding of this file or a dotted
+        name rooted at one (``restore(...)``, ``U.restore(...)``): each is
+        among the called chains of the text (``_chains``). Only files with
+        loading text (``LOAD_TOKENS``) record loaders: the others, after the
+        re-exports ``loader`` follows, are never summarised for this."""
+        for chain in self._chains(source, called=True):
+            target = self._target(chain)
             if target is None or len(target[1]) != 1:
                 continue  # ``loader`` answers None for it
             if not self.index.may_hold(target[0], target[1], _LOAD_CODE, self.consulted):
                 continue
-            if self.loader(_name(name)) is not None:
+            if self._fact_of(chain, lambda module: module.loaders) is not None:
                 return True
         return False
 

@@ -165,13 +165,13 @@ may reach callers rnnfix does not see.
 def may_apply(ctx: FileContext) -> bool:
     """The pre-condition this rule has always had, its project part cheaper:
     a file that trains is not inference code (``_TRAINS``, a text test
-    first); a finding needs a load, written here (``_LOADS``) or a loader
-    function of another file of the run that the file imports
-    (``_imports_loader``, which reads only files with loading text)."""
+    first); a finding needs a load, written here (``_LOADS``) or a call of a
+    loader function of another file of the run (``_calls_loader``, which
+    reads only files with loading text)."""
     source = ctx.source
     if _trains(source):
         return False
-    return _loads(source) or _imports_loader(ctx)
+    return _loads(source) or _calls_loader(ctx)
 
 
 # ``_TRAINS.search(s) is not None`` and ``_LOADS.search(s) is not None``, the
@@ -189,10 +189,10 @@ def _loads(source: str) -> bool:
     return "load" in source and _LOADS.search(source) is not None
 
 
-def _imports_loader(ctx: FileContext) -> bool:
+def _calls_loader(ctx: FileContext) -> bool:
     """A file that calls a loader of another file of the run need not say "load"."""
     view = ctx.facts.project
-    return view is not None and view.loader_imported()
+    return view is not None and view.loader_called(ctx.source)
 
 
 class _Rnf003Regions:
