@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rnnfix.analysis.gradctx import GradContexts, Handlers, LocalFunctions, gradient_uses
+from rnnfix.analysis.modeapi import has_mode_setter
 from rnnfix.analysis.modestate import Mode, ModeFact, is_prefix
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.regions import (
@@ -350,6 +351,8 @@ class RegionJudge:
                 continue  # an object of an unknown class: no ``eval()`` on a guess
             if own_method and model.split(".")[0] in ("self", "cls"):
                 continue
+            if isinstance(func, FUNCTIONS) and has_mode_setter(flow, func, model, Mode.EVAL):
+                continue  # its class's own ``eval()`` is how its callers evaluate
             if any(is_prefix(p, model) and p != model for p in calls):
                 continue  # the outermost model called here: its eval() covers this one
             if not all(self._eval_at(self._at(site, node), model) for site in sites):
