@@ -47,6 +47,23 @@ class Loop:
     continues: list[Frame] = field(default_factory=list)
 
 
+# Calls that end the program: nothing after them runs (a test-only branch of a
+# training script that evaluates and then calls ``quit()``).
+_PROGRAM_EXITS = frozenset({"sys.exit", "os._exit", "os.abort"})
+_BUILTIN_EXITS = frozenset({"exit", "quit"})
+
+
+def ends_program(expr: ast.expr, qualname: Callable[[ast.AST], str | None]) -> bool:
+    """``expr`` is ``sys.exit(...)``, ``os._exit(...)``, ``os.abort()`` or the
+    builtins ``exit(...)``/``quit(...)`` (a name no import rebinds)."""
+    if not isinstance(expr, ast.Call):
+        return False
+    q = qualname(expr.func)
+    if q is not None:
+        return q in _PROGRAM_EXITS
+    return isinstance(expr.func, ast.Name) and expr.func.id in _BUILTIN_EXITS
+
+
 def chained_mode(value: ast.AST) -> Mode | None:
     """The mode the last mode call in a self-returning chain sets:
     ``Net().to(dev).eval()`` -> eval."""
@@ -140,7 +157,9 @@ class ScopeRun:
         if isinstance(s, ast.Return):
             self.returns.append(self.exprs(s.value, f))
             return None
-        if isinstance(s, ast.Raise):
+        if isinstance(s, ast.Raise) or (
+            isinstance(s, ast.Expr) and ends_program(s.value, self.flow.imports.qualname)
+        ):
             return None
         if isinstance(s, ast.Assert):
             f = self.exprs(s.test, f)
