@@ -64,6 +64,21 @@ def ends_program(expr: ast.expr, qualname: Callable[[ast.AST], str | None]) -> b
     return isinstance(expr.func, ast.Name) and expr.func.id in _BUILTIN_EXITS
 
 
+def _own_method_result(value: ast.expr, key: str, canonical: Callable[[str], str]) -> bool:
+    """``model = model.merge_and_unload()``: what a model's own method returns,
+    bound to the model's own name, is the model itself or modules taken from
+    it (``get_base_model()``, ``merge_and_unload()``, ``fuse()``), in the mode
+    they had. Not a loader (``model.from_pretrained(...)``,
+    ``model.load_from_checkpoint(...)``): that builds a new object."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
+        return False
+    name = value.func.attr.lower()
+    if name.startswith(("from_", "load", "build", "create", "make", "new")):
+        return False
+    recv = dotted(value.func.value)
+    return recv is not None and canonical(recv) == key
+
+
 def chained_mode(value: ast.AST) -> Mode | None:
     """The mode the last mode call in a self-returning chain sets:
     ``Net().to(dev).eval()`` -> eval."""
@@ -281,8 +296,8 @@ class ScopeRun:
             return
         inner = dotted(unwrap_built(value, imports))
         inner = self.key(inner) if inner is not None else None
-        if inner == key:
-            return  # ``model = model.to(device)``
+        if inner == key or _own_method_result(value, key, self.key):
+            return  # ``model = model.to(device)``, ``model = model.merge_and_unload()``
         if inner is not None and self.flow.is_model(inner):
             f.set(key, f.lookup(inner))  # an alias or a wrapper: same modules
             return
