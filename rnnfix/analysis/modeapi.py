@@ -43,8 +43,10 @@ def has_mode_setter(flow: ModeFlow, fn: FuncNode, key: str, mode: Mode) -> bool:
     this, _, rest = key.partition(".")
     if this != info.params[0] or not rest:
         return False
-    for method in flow.public_methods(info.cls).values():
-        if method is fn or not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    for name, method in flow.public_methods(info.cls).items():
+        if name == "__init__" or method is fn:
+            continue  # a constructor's train() is the start, not a switch for callers
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         other = flow.function_info(method)
         if other is None or not other.is_method:
