@@ -22,15 +22,23 @@ is the evaluation whose eval mode may reach the next ``fit()``.
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.modestate import Mode, is_prefix
+from rnnfix.analysis.names import dotted
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modeflow import ModeFlow
     from rnnfix.analysis.scopes import FuncNode
 
-__all__ = ["has_mode_setter"]
+__all__ = ["callable_parameters", "function_parameters", "has_mode_setter"]
+
+# Annotations that say a parameter is a function, not a module: calling it is
+# no forward (``def standard_test(self, fn: Callable[..., Any], kwargs)``).
+_CALLABLE = re.compile(
+    r"(?:typing\.|collections\.abc\.|types\.)?(?:Callable|FunctionType|MethodType)\b"
+)
 
 
 def has_mode_setter(flow: ModeFlow, fn: FuncNode, key: str, mode: Mode) -> bool:
@@ -69,3 +77,47 @@ def _sets(flow: ModeFlow, method: FuncNode, key: str, mode: Mode) -> bool:
         return False  # it evaluates (or trains) itself: not a switch for the caller
     info = flow.function_info(method)
     return info is not None and not flow.summary(info).optimizer_step
+
+
+def callable_parameters(fn: FuncNode) -> set[str]:
+    """Parameters of ``fn`` annotated as functions (``Callable[..., Any]``,
+    ``typing.Callable``, ``FunctionType``, also quoted): what calling one runs
+    is a function's body, not a model's forward."""
+    out: set[str] = set()
+    args = fn.args
+    for a in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+        ann = a.annotation
+        if ann is None:
+            continue
+        if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+            text: str | None = ann.value.strip()
+        else:
+            text = dotted(ann.value if isinstance(ann, ast.Subscript) else ann)
+        if text is not None and _CALLABLE.match(text):
+            out.add(a.arg)
+    return out
+
+
+def function_parameters(parents: dict[ast.AST, ast.AST], node: ast.AST) -> set[str]:
+    """Parameters of the functions around ``node`` (its own when it is one)
+    that hold functions: annotated so (``callable_parameters``), or handed to
+    ``functools.wraps`` by a decorator inside (``@wraps(fn) def wrapper``)."""
+    out: set[str] = set()
+    current: ast.AST | None = node
+    while current is not None:
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out |= callable_parameters(current)
+            params = {a.arg for a in (*current.args.posonlyargs, *current.args.args)}
+            for inner in ast.walk(current):
+                if not isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                for d in inner.decorator_list:
+                    if (
+                        isinstance(d, ast.Call)
+                        and (dotted(d.func) or "").rsplit(".", 1)[-1] == "wraps"
+                        and d.args
+                        and (name := dotted(d.args[0])) in params
+                    ):
+                        out.add(name)
+        current = parents.get(current)
+    return out

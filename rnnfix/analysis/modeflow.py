@@ -44,7 +44,7 @@ from rnnfix.analysis.flow import Effect, ScopeRun, calls_in
 from rnnfix.analysis.gradctx import grad_context
 from rnnfix.analysis.gradentry import entry_gradients
 from rnnfix.analysis.intent import deliberate_eval
-from rnnfix.analysis.modeapi import has_mode_setter
+from rnnfix.analysis.modeapi import callable_parameters, has_mode_setter
 from rnnfix.analysis.models import (
     ModelInfo,
     ModuleClasses,
@@ -523,6 +523,7 @@ class ModeFlow:
     def _add_parameter_models(self) -> None:
         for info in self.index.functions.values():
             params = set(info.params[1:] if info.is_method else info.params) | set(info.kwonly)
+            params -= callable_parameters(info.node)
             this = info.params[0] if info.is_method else None
             cls_name = info.cls.name if info.cls is not None else None
             for node in self.index.scope_nodes(info.node):

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rnnfix.analysis.gradctx import GradContexts, Handlers, LocalFunctions, gradient_uses
-from rnnfix.analysis.modeapi import has_mode_setter
+from rnnfix.analysis.modeapi import function_parameters, has_mode_setter
 from rnnfix.analysis.modestate import Mode, ModeFact, is_prefix
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.regions import (
@@ -100,8 +100,11 @@ class RegionJudge:
             body = body_without_docstring(node)
         else:
             body = [node]
+        functions = function_parameters(self.parents, node)
         calls = {
-            m: cs for m, cs in self.index.model_calls(body).items() if m not in ("self", "cls")
+            m: cs
+            for m, cs in self.index.model_calls(body).items()
+            if m not in ("self", "cls") and m.split(".")[0] not in functions
         }
         if not body or not calls:
             return Verdict.NOT_A_REGION
