@@ -144,6 +144,10 @@ is evaluation by no signal above. Also left alone:
   for it (`def eval(self): self.net.eval()`, with no forward and no training
   step): its callers call `agent.eval()` first, and an `eval()` inside the
   method would outlive the call (`no_grad` is still judged);
+- a call of a parameter that holds a function (annotated `Callable`, or
+  handed to `functools.wraps` by a decorator inside): a test decorator's
+  `fn(self, **kwargs)` is no forward, and `no_grad` would run every test it
+  wraps without gradients;
 - a loop of a function that already ran the same model before the loop, in
   the mode it still has, and trains nothing before it (`expected =
   module(x)`, then each layout compared with it): the loop is part of what
