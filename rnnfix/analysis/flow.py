@@ -47,6 +47,38 @@ class Loop:
     continues: list[Frame] = field(default_factory=list)
 
 
+# Calls that end the program: nothing after them runs (a test-only branch of a
+# training script that evaluates and then calls ``quit()``).
+_PROGRAM_EXITS = frozenset({"sys.exit", "os._exit", "os.abort"})
+_BUILTIN_EXITS = frozenset({"exit", "quit"})
+
+
+def ends_program(expr: ast.expr, qualname: Callable[[ast.AST], str | None]) -> bool:
+    """``expr`` is ``sys.exit(...)``, ``os._exit(...)``, ``os.abort()`` or the
+    builtins ``exit(...)``/``quit(...)`` (a name no import rebinds)."""
+    if not isinstance(expr, ast.Call):
+        return False
+    q = qualname(expr.func)
+    if q is not None:
+        return q in _PROGRAM_EXITS
+    return isinstance(expr.func, ast.Name) and expr.func.id in _BUILTIN_EXITS
+
+
+def _own_method_result(value: ast.expr, key: str, canonical: Callable[[str], str]) -> bool:
+    """``model = model.merge_and_unload()``: what a model's own method returns,
+    bound to the model's own name, is the model itself or modules taken from
+    it (``get_base_model()``, ``merge_and_unload()``, ``fuse()``), in the mode
+    they had. Not a loader (``model.from_pretrained(...)``,
+    ``model.load_from_checkpoint(...)``): that builds a new object."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
+        return False
+    name = value.func.attr.lower()
+    if name.startswith(("from_", "load", "build", "create", "make", "new")):
+        return False
+    recv = dotted(value.func.value)
+    return recv is not None and canonical(recv) == key
+
+
 def chained_mode(value: ast.AST) -> Mode | None:
     """The mode the last mode call in a self-returning chain sets:
     ``Net().to(dev).eval()`` -> eval."""
@@ -140,7 +172,9 @@ class ScopeRun:
         if isinstance(s, ast.Return):
             self.returns.append(self.exprs(s.value, f))
             return None
-        if isinstance(s, ast.Raise):
+        if isinstance(s, ast.Raise) or (
+            isinstance(s, ast.Expr) and ends_program(s.value, self.flow.imports.qualname)
+        ):
             return None
         if isinstance(s, ast.Assert):
             f = self.exprs(s.test, f)
@@ -262,8 +296,8 @@ class ScopeRun:
             return
         inner = dotted(unwrap_built(value, imports))
         inner = self.key(inner) if inner is not None else None
-        if inner == key:
-            return  # ``model = model.to(device)``
+        if inner == key or _own_method_result(value, key, self.key):
+            return  # ``model = model.to(device)``, ``model = model.merge_and_unload()``
         if inner is not None and self.flow.is_model(inner):
             f.set(key, f.lookup(inner))  # an alias or a wrapper: same modules
             return

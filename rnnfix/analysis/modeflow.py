@@ -44,6 +44,7 @@ from rnnfix.analysis.flow import Effect, ScopeRun, calls_in
 from rnnfix.analysis.gradctx import grad_context
 from rnnfix.analysis.gradentry import entry_gradients
 from rnnfix.analysis.intent import deliberate_eval
+from rnnfix.analysis.modeapi import callable_parameters, has_mode_setter
 from rnnfix.analysis.models import (
     ModelInfo,
     ModuleClasses,
@@ -522,6 +523,7 @@ class ModeFlow:
     def _add_parameter_models(self) -> None:
         for info in self.index.functions.values():
             params = set(info.params[1:] if info.is_method else info.params) | set(info.kwonly)
+            params -= callable_parameters(info.node)
             this = info.params[0] if info.is_method else None
             cls_name = info.cls.name if info.cls is not None else None
             for node in self.index.scope_nodes(info.node):
@@ -833,6 +835,8 @@ class ModeFlow:
         this, _, rest = key.partition(".")
         if this != info.params[0] or not rest:
             return frozenset()
+        if has_mode_setter(self, fn, key, Mode.TRAIN):
+            return frozenset()  # its callers switch it back to train (``agent.train()``)
         out: set[ModeFact] = set()
         for name, method in self._public_methods(cls).items():
             if only is not None and name not in only:
@@ -862,6 +866,11 @@ class ModeFlow:
                     continue
             out.add(ModeFact(Mode.EVAL, fn, cause))
         return frozenset(out)
+
+    def public_methods(
+        self, cls: ast.ClassDef
+    ) -> dict[str, FuncNode | tuple[FunctionSummary, ast.expr]]:
+        return self._public_methods(cls)
 
     def _public_methods(
         self, cls: ast.ClassDef

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rnnfix.analysis.gradctx import GradContexts, Handlers, LocalFunctions, gradient_uses
+from rnnfix.analysis.modeapi import function_parameters, has_mode_setter
 from rnnfix.analysis.modestate import Mode, ModeFact, is_prefix
 from rnnfix.analysis.names import dotted
 from rnnfix.analysis.regions import (
@@ -99,8 +100,11 @@ class RegionJudge:
             body = body_without_docstring(node)
         else:
             body = [node]
+        functions = function_parameters(self.parents, node)
         calls = {
-            m: cs for m, cs in self.index.model_calls(body).items() if m not in ("self", "cls")
+            m: cs
+            for m, cs in self.index.model_calls(body).items()
+            if m not in ("self", "cls") and m.split(".")[0] not in functions
         }
         if not body or not calls:
             return Verdict.NOT_A_REGION
@@ -329,6 +333,38 @@ class RegionJudge:
                 return True
         return False
 
+    def _ran_before(self, region: ast.AST, func: ast.AST | None, model: str) -> bool:
+        """A loop region of a function that trains nothing before it, whose
+        ``model`` the function already ran before the loop, in the mode it
+        still has (``expected = module(x)``, then ``for layout in
+        test_layouts: assert allclose(module(...), expected)``): the loop is
+        part of what the whole function does with the model, not an
+        evaluation of its own. An ``eval()`` before the loop would switch the
+        mode between forwards the function compares, and ``no_grad`` would
+        differ from the forward before it: mode and grad are the author's or
+        the caller's choice there."""
+        if region is func or not isinstance(func, FUNCTIONS):
+            return False
+        start = (region.lineno, region.col_offset)  # type: ignore[attr-defined]
+        first: tuple[int, int] | None = None
+        switched: list[tuple[int, int]] = []
+        for n in walk_all_local(func.body):
+            if not isinstance(n, ast.Call) or (n.lineno, n.col_offset) >= start:
+                continue
+            if self.ctx.facts.modes.step_kind(n) is not None:
+                return False  # train, then evaluate: the usual place for ``eval()``
+            switch = mode_switch(n)
+            if switch is not None:
+                recv = dotted(switch.receiver)
+                if recv is not None and (is_prefix(recv, model) or is_prefix(model, recv)):
+                    switched.append((n.lineno, n.col_offset))
+                continue
+            called = dotted(n.func)
+            if called is not None and is_prefix(model, called):
+                at = (n.lineno, n.col_offset)
+                first = at if first is None or at < first else first
+        return first is not None and not any(at > first for at in switched)
+
     # --- what is missing --------------------------------------------------
     def _need(
         self, region: EvalRegion, body: list[ast.stmt], calls: dict[str, list[ast.Call]]
@@ -350,6 +386,8 @@ class RegionJudge:
                 continue  # an object of an unknown class: no ``eval()`` on a guess
             if own_method and model.split(".")[0] in ("self", "cls"):
                 continue
+            if isinstance(func, FUNCTIONS) and has_mode_setter(flow, func, model, Mode.EVAL):
+                continue  # its class's own ``eval()`` is how its callers evaluate
             if any(is_prefix(p, model) and p != model for p in calls):
                 continue  # the outermost model called here: its eval() covers this one
             if not all(self._eval_at(self._at(site, node), model) for site in sites):
@@ -359,6 +397,8 @@ class RegionJudge:
         need.grad = any(
             self._grad_on(self._at(site, node)) for sites in calls.values() for site in sites
         )
+        if calls and all(self._ran_before(node, func, m) for m in calls):
+            need.eval_models, need.grad = [], False
         need.volatile = need.grad and any(
             isinstance(n, ast.keyword)
             and n.arg == "volatile"

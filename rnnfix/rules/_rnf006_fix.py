@@ -40,6 +40,7 @@ def scope_finding(ctx: FileContext, group: list[Inference]) -> Finding:
     why_not: str | None = None
     safe = True
     edits: list[Edit] = []
+    anchors: list[tuple[ast.stmt, Literal["before", "after"]]] = []
     for inf in evals:
         model = inf.load.model
         anchor = _eval_anchor(inf)
@@ -53,8 +54,9 @@ def scope_finding(ctx: FileContext, group: list[Inference]) -> Finding:
         if not (check.provable or inf.load.built_module or _module_class(ctx, inf)):
             safe = False  # a loaded object of a class rnnfix cannot read
         edits.append(InsertStatements(ctx.pos(anchor[0]), (f"{model}.eval()",), anchor[1]))
+        anchors.append(anchor)
     if why_not is None and grad:
-        found = _no_grad(ctx, group, scope, t)
+        found = _no_grad(ctx, group, scope, t, anchors)
         if isinstance(found, str):
             why_not = found
         else:
@@ -164,7 +166,11 @@ def _eval_anchor(inf: Inference) -> tuple[ast.stmt, Literal["before", "after"]] 
 
 
 def _no_grad(
-    ctx: FileContext, group: list[Inference], scope: ast.AST | None, t: str
+    ctx: FileContext,
+    group: list[Inference],
+    scope: ast.AST | None,
+    t: str,
+    anchors: list[tuple[ast.stmt, Literal["before", "after"]]],
 ) -> list[Edit] | str:
     units = {
         id(f.unit): f.unit
@@ -186,7 +192,7 @@ def _no_grad(
             return found
         edits.append(found)
     elif units:
-        edits.extend(_wraps(ctx, list(units.values())))
+        edits.extend(_wraps(ctx, list(units.values()), anchors))
     for fn in functions.values():
         assert isinstance(fn, FUNCTIONS)
         found = _decorate(ctx, fn, fn.body, group, t)
@@ -248,10 +254,20 @@ def _called_elsewhere(ctx: FileContext, name: str) -> bool:
     return False
 
 
-def _wraps(ctx: FileContext, units: list[ast.stmt]) -> list[Edit]:
+def _wraps(
+    ctx: FileContext,
+    units: list[ast.stmt],
+    anchors: list[tuple[ast.stmt, Literal["before", "after"]]],
+) -> list[Edit]:
     """``with torch.no_grad():`` around each run of units in one block: from
-    the first to the last, unless a definition or an import lies between."""
+    the first to the last, unless a definition or an import lies between, or
+    a statement an ``eval()`` goes after (a second model loaded between the
+    first model's inference and its own: the ``eval()`` stays right after its
+    load, between two ``with`` blocks), or a unit an ``eval()`` goes before
+    starts a run of its own."""
     parents = ctx.facts.parents
+    after = {id(n) for a, where in anchors if where == "after" for n in ast.walk(a)}
+    before = {id(a) for a, where in anchors if where == "before"}
     inside = {id(n) for u in units for n in ast.walk(u) if n is not u}
     blocks: dict[int, tuple[list[ast.stmt], list[int]]] = {}
     for unit in units:
@@ -268,7 +284,10 @@ def _wraps(ctx: FileContext, units: list[ast.stmt]) -> list[Edit]:
         indexes.sort()
         start = prev = indexes[0]
         for i in indexes[1:]:
-            if any(isinstance(s, _NOT_IN_WITH) for s in block[prev + 1 : i]):
+            if id(block[i]) in before or any(
+                isinstance(s, _NOT_IN_WITH) or any(id(n) in after for n in ast.walk(s))
+                for s in block[prev + 1 : i]
+            ):
                 edits.append(_wrap(ctx, block[start], block[prev], t))
                 start = i
             prev = i

@@ -61,7 +61,11 @@ with its object's models in any mode the class's public methods, inherited ones
 included, may leave them in, when nothing in its file calls it; when its file does call
 it, in the mode that what other files of the run call on an instance before it leaves
 (`clf.predict(x)` then `clf.fit(loader)`, in sequence or in a loop). A `predict()` that
-leaves `self.net` in eval gets `self.net.train()` at the start of `fit()`.
+leaves `self.net` in eval gets `self.net.train()` at the start of `fit()`. Not when the
+class has its own mode setter for that model: a public method that switches it to train
+and neither calls a model nor trains (`def train(self): self.net.train()`, a
+`load_checkpoint(path, evaluate)` that leaves it in train or eval as asked); its callers
+choose the mode.
 
 A backward that runs in eval mode on purpose (saliency, adversarial examples) and feeds
 no optimizer step is not a training step: RNF004 covers it.

@@ -140,6 +140,19 @@ is evaluation by no signal above. Also left alone:
   module's user sets its mode (`no_grad` is still judged as below);
 - a region that switches a model to eval itself (`model.eval()` inside the
   loop): the author manages the modes there;
+- `self.<model>` in a method of a plain class that has its own mode setter
+  for it (`def eval(self): self.net.eval()`, with no forward and no training
+  step): its callers call `agent.eval()` first, and an `eval()` inside the
+  method would outlive the call (`no_grad` is still judged);
+- a call of a parameter that holds a function (annotated `Callable`, or
+  handed to `functools.wraps` by a decorator inside): a test decorator's
+  `fn(self, **kwargs)` is no forward, and `no_grad` would run every test it
+  wraps without gradients;
+- a loop of a function that already ran the same model before the loop, in
+  the mode it still has, and trains nothing before it (`expected =
+  module(x)`, then each layout compared with it): the loop is part of what
+  the whole function does, and a switch there would land between forwards
+  it compares;
 - `train()` that looks deliberate: Monte Carlo dropout (forwards repeated
   in `for _ in range(n)`, or a function named for sampling, uncertainty,
   dropout, BatchNorm statistics or adaptation);
