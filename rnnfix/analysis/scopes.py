@@ -87,6 +87,7 @@ def _bound_names(fn: FuncNode, own: Iterable[ast.AST] | None = None) -> set[str]
     return names - declared
 
 
+_ASSIGNS = frozenset({ast.Assign, ast.AnnAssign})
 _OWN_SCOPE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
@@ -135,6 +136,8 @@ class FileIndex:
         # dotted text -> local class it was built from (``trainer = Trainer()``)
         self.instance_types: dict[str, str] = {}
         for node in walk_tree(tree):
+            if node.__class__ not in _ASSIGNS:
+                continue  # most nodes (parsed trees hold no subclasses of these)
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 name = self.constructed_class(node.value)
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
