@@ -70,7 +70,7 @@ def node_fields(cls: type) -> tuple[str, ...]:
 # attribute, subscript...), shared singletons no analysis reads as nodes of
 # the walk (they read ``node.ctx``): left out of ``walk_tree``'s list, which
 # every analysis loops over; ``tree_parents`` still has them.
-_CONTEXTS = frozenset({ast.Load, ast.Store, ast.Del})
+CONTEXTS = frozenset({ast.Load, ast.Store, ast.Del})
 
 # The last few whole-module indexes: several analyses walk the same tree.
 # Keyed by the tree object itself (held here, so its id is never reused while
@@ -93,7 +93,7 @@ def _module_index(tree: ast.AST) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]
     AST = ast.AST
     append = nodes.append
     known = NODE_FIELDS
-    contexts = _CONTEXTS
+    contexts = CONTEXTS
     i = 0
     while i < len(nodes):
         node = nodes[i]
@@ -185,7 +185,7 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
 
 def walk_tree(tree: ast.AST) -> list[ast.AST]:
     """``list(ast.walk(tree))`` for a whole module, less the expression
-    contexts (``Load``/``Store``/``Del``, see ``_CONTEXTS``), computed once per
+    contexts (``Load``/``Store``/``Del``, see ``CONTEXTS``), computed once per
     tree and shared by the analyses (do not modify the list)."""
     return _module_index(tree)[0]
 
