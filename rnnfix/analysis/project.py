@@ -97,8 +97,8 @@ _MODE_CODE = _any_of(MODE_TOKENS)
 _MODE_SWITCH = re.compile(rb"\.\s*(?:eval|train)\b")
 _RNN_CODE = _any_of(RNN_TOKENS + OVERRIDE_TOKENS)
 _LOAD_CODE = _any_of(LOAD_TOKENS)
-# The name of a ``def`` in a file's text (``LazySummaries.may_define``).
-_DEFINED_NAME = re.compile(rb"\bdef[ \t\f\\\r\n]+(\w+)")
+# The name of a ``def`` or ``class`` in a file's text (``LazySummaries.may_define``).
+_DEFINED_NAME = re.compile(rb"\b(def|class)[ \t\f\\\r\n]+(\w+)")
 # One ``.name`` of a dotted name in the text (``ProjectView._chains``): the
 # name maybe parenthesised, with spaces, continuations and comments between.
 _CHAIN_PART = r"(?:[ \t\f\r\n\\)]|#[^\n]*(?![^\n]))*\.(?:[ \t\f\r\n\\]|#[^\n]*(?![^\n]))*\w+"
@@ -280,21 +280,25 @@ class LazySummaries(Mapping[str, "ModuleSummary | None"]):
             memo[key, pattern] = data is None or pattern.search(data) is not None
         return bool(memo[key, pattern])
 
-    def may_define(self, key: str, name: str) -> bool:
-        """Whether the file on disk may define a function ``name``: its text
-        has ``def name`` (the parts maybe split by spaces or a continued
-        line). True when it is not read from disk, unreadable, or for a name
-        other than ASCII (identifiers are NFKC-normalised)."""
+    def may_define(self, key: str, name: str, classes: bool = False) -> bool:
+        """Whether the file on disk may define a function ``name`` (or, with
+        ``classes``, a class): its text has ``def name`` (``class name``), the
+        parts maybe split by spaces or a continued line. True when it is not
+        read from disk, unreadable, or for a name other than ASCII
+        (identifiers are NFKC-normalised)."""
         if key in self._known or key not in self._paths or not name.isascii():
             return True
         memo = self.__dict__.setdefault("_defined", {})
         if key not in memo:
             data = _read(self._paths[key])
+            found: dict[bytes, set[str]] = {b"def": set(), b"class": set()}
+            for keyword, defined in _DEFINED_NAME.findall(data or b""):
+                found[keyword].add(defined.decode())
             memo[key] = (
-                None if data is None else frozenset(m.decode() for m in _DEFINED_NAME.findall(data))
+                None if data is None else (frozenset(found[b"def"]), frozenset(found[b"class"]))
             )
-        names: frozenset[str] | None = memo[key]
-        return names is None or name in names
+        names: tuple[frozenset[str], frozenset[str]] | None = memo[key]
+        return names is None or name in names[0] or (classes and name in names[1])
 
     def bindings(self, key: str, name: str) -> dict[str, Binding] | None:
         """The import bindings of a file, for following the re-export of
@@ -637,6 +641,34 @@ class ProjectIndex:
             return False  # (a file importing from itself is followed, as ``_module_fact`` does)
         return self.may_load_from(found[0], found[1][0], consulted, depth + 1)
 
+    def may_member(
+        self, file: str, names: tuple[str, ...], consulted: set[str], depth: int = 0
+    ) -> bool:
+        """A necessary condition for ``member(file, names)`` not to be None,
+        never summarising: the name is a function or a class of the file
+        (``ModuleSummary.functions``/``classes`` hold only those its text
+        defines), or an import binding of it leads, as ``member`` follows
+        re-exports, to a file for which this holds. A summary already
+        computed lets it through (``member`` is cheap then)."""
+        files = self.files
+        if not isinstance(files, LazySummaries) or not names:
+            return True
+        consulted.add(file)
+        if file in files._known or files.may_define(file, names[0], classes=True):
+            return True
+        if depth >= _MAX_REEXPORTS:
+            return False
+        bindings = files.bindings(file, names[0])
+        if bindings is None:
+            return True
+        binding = bindings.get(names[0])
+        if binding is None:
+            return False
+        found = self.resolve(file, binding[0], binding[1] + names[1:])
+        if found is None or found[0] == file or not found[1]:
+            return False
+        return self.may_member(found[0], found[1], consulted, depth + 1)
+
     def may_hold(
         self,
         file: str,
@@ -975,6 +1007,8 @@ class ProjectView:
             file, names = target
             if not self.index.may_hold(file, names, text, self.consulted):
                 continue
+            if not self.index.may_member(file, names, self.consulted):
+                continue  # ``lookup`` answers None: no summary needed
             found = self.lookup(_name(local)) if names else self.index.files.get(file)
             if found is not None:
                 yield found
