@@ -250,6 +250,8 @@ class LoadFinder:
         return bool(loaded & used)
 
     def loads(self) -> list[Load]:
+        if not self.may_find():
+            return []
         out: list[Load] = []
         index = self.index
         scopes: list[FuncNode | None] = [None, *index.functions]
@@ -266,6 +268,44 @@ class LoadFinder:
                 if load is not None and not self._pretrained(load.model):
                     out.append(load)
         return out
+
+    def may_find(self) -> bool:
+        """A necessary condition for ``loads()`` to find anything, read from
+        the whole tree without the file index or the module classes
+        (``loads()`` builds both, and asks the project summaries about the
+        file's base classes, for every file that passes ``may_load``; almost
+        none of them has a load). ``_load_of`` finds
+
+        - a ``load_state_dict``, ``torch.load`` or ``load_from_checkpoint``
+          call of this file (``state_dict_receiver``, ``is_torch_load``,
+          ``is_checkpoint_load``; a pick of a checkpoint dict needs a
+          ``torch.load``), also the one inside a function of this file that
+          ``_loads_into`` or ``returns_loaded_model`` reads;
+        - or a loader of another file of the run: an ``Assign`` to one dotted
+          target, not a chained mode call, of a call, not picked, whose
+          function ``ProjectView.may_be_loader`` lets through."""
+        ctx = self.ctx
+        nodes = walk_tree(ctx.tree)
+        qualname = ctx.facts.imports.qualname
+        for node in nodes:
+            if isinstance(node, ast.Call) and (
+                state_dict_receiver(node) is not None
+                or is_torch_load(node, qualname)
+                or is_checkpoint_load(node)
+            ):
+                return True
+        view = ctx.facts.project
+        if view is None or not view.bindings:
+            return False
+        for stmt in nodes:
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+                continue
+            if dotted(stmt.targets[0]) is None or chained_mode(stmt.value) is not None:
+                continue
+            inner, picked = unwrap_value(stmt.value)
+            if isinstance(inner, ast.Call) and not picked and view.may_be_loader(inner.func):
+                return True
+        return False
 
     def _load_of(
         self, stmt: ast.stmt, scope: FuncNode | None, checkpoints: set[str]

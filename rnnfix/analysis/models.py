@@ -205,6 +205,9 @@ def assignment_pairs(node: ast.Assign | ast.AnnAssign) -> list[tuple[ast.expr, a
     return out
 
 
+_MODEL_KINDS = frozenset({ast.Assign, ast.AnnAssign, ast.Call})
+
+
 def find_models(
     tree: ast.Module, index: FileIndex, imports: ImportMap, classes: ModuleClasses
 ) -> dict[str, ModelInfo]:
@@ -214,6 +217,8 @@ def find_models(
     called: set[str] = set()
     parameters: set[str] = set()
     for node in walk_tree(tree):
+        if node.__class__ not in _MODEL_KINDS:
+            continue  # most nodes (parsed trees hold no subclasses of these)
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             for t, value in assignment_pairs(node):
                 found = built_class(value, imports, classes)

@@ -97,6 +97,8 @@ _MODE_CODE = _any_of(MODE_TOKENS)
 _MODE_SWITCH = re.compile(rb"\.\s*(?:eval|train)\b")
 _RNN_CODE = _any_of(RNN_TOKENS + OVERRIDE_TOKENS)
 _LOAD_CODE = _any_of(LOAD_TOKENS)
+# The name of a ``def`` or ``class`` in a file's text (``LazySummaries.may_define``).
+_DEFINED_NAME = re.compile(rb"\b(def|class)[ \t\f\\\r\n]+(\w+)")
 # One ``.name`` of a dotted name in the text (``ProjectView._chains``): the
 # name maybe parenthesised, with spaces, continuations and comments between.
 _CHAIN_PART = r"(?:[ \t\f\r\n\\)]|#[^\n]*(?![^\n]))*\.(?:[ \t\f\r\n\\]|#[^\n]*(?![^\n]))*\w+"
@@ -278,6 +280,26 @@ class LazySummaries(Mapping[str, "ModuleSummary | None"]):
             memo[key, pattern] = data is None or pattern.search(data) is not None
         return bool(memo[key, pattern])
 
+    def may_define(self, key: str, name: str, classes: bool = False) -> bool:
+        """Whether the file on disk may define a function ``name`` (or, with
+        ``classes``, a class): its text has ``def name`` (``class name``), the
+        parts maybe split by spaces or a continued line. True when it is not
+        read from disk, unreadable, or for a name other than ASCII
+        (identifiers are NFKC-normalised)."""
+        if key in self._known or key not in self._paths or not name.isascii():
+            return True
+        memo = self.__dict__.setdefault("_defined", {})
+        if key not in memo:
+            data = _read(self._paths[key])
+            found: dict[bytes, set[str]] = {b"def": set(), b"class": set()}
+            for keyword, defined in _DEFINED_NAME.findall(data or b""):
+                found[keyword].add(defined.decode())
+            memo[key] = (
+                None if data is None else (frozenset(found[b"def"]), frozenset(found[b"class"]))
+            )
+        names: tuple[frozenset[str], frozenset[str]] | None = memo[key]
+        return names is None or name in names[0] or (classes and name in names[1])
+
     def bindings(self, key: str, name: str) -> dict[str, Binding] | None:
         """The import bindings of a file, for following the re-export of
         ``name``: from its summary when there is one, else parsed (never
@@ -406,6 +428,8 @@ class ProjectIndex:
         self._resolved = {}
         self._orders: dict[tuple[str, str], tuple[Order, frozenset[str]]] = {}
         self._returns: dict[str, ReturnSummary | None] = {}
+        self._stem_set: frozenset[str] | None = None
+        self._stems_known = False
 
     @classmethod
     def build(cls, paths: Iterable[Path]) -> ProjectIndex:
@@ -472,12 +496,42 @@ class ProjectIndex:
             roots, shortest = [folder], 0
         else:
             roots, shortest = _ancestors(folder), 1
+        stems = self._stems() if parts else None
         for root in roots:
-            for i in range(len(parts), shortest - 1, -1):
+            # No file of the run lies under ``root/<first part>``: only the
+            # package's own ``__init__.py`` (``parts[:0]``) may answer.
+            longest = len(parts)
+            if stems is not None and os.path.join(root, parts[0]) not in stems:
+                longest = 0
+            for i in range(longest, shortest - 1, -1):
                 found = self._module_file(root, parts[:i])
                 if found is not None:
                     return found, parts[i:]
         return None
+
+    def _stems(self) -> frozenset[str] | None:
+        """Every path ``_module_file`` can find a file of the run under: each
+        file without ``.py`` and each of its folders. None (no shortcut) when
+        a path of the index is not absolute and normal (summaries given as
+        data), where joining strings need not give the same text."""
+        if not self._stems_known:
+            self._stems_known = True
+            stems: set[str] | None = set()
+            for path in self.files:
+                if stems is None or not os.path.isabs(path) or os.path.normpath(path) != path:
+                    stems = None
+                    break
+                if path.endswith(".py"):
+                    stems.add(path[:-3])
+                folder = os.path.dirname(path)
+                while folder not in stems:
+                    stems.add(folder)
+                    parent = os.path.dirname(folder)
+                    if parent == folder:
+                        break
+                    folder = parent
+            self._stem_set = frozenset(stems) if stems is not None else None
+        return self._stem_set
 
     def _module_file(self, root: str, parts: tuple[str, ...]) -> str | None:
         stem = os.path.join(root, *parts)
@@ -553,6 +607,67 @@ class ProjectIndex:
             return None
         view = ProjectView(self, path, tree)
         return method_order(tree, lambda expr: view.lookup(expr) is cls)
+
+    def may_load_from(self, file: str, name: str, consulted: set[str], depth: int = 0) -> bool:
+        """A necessary condition for ``ProjectView.loader`` to find the
+        module-level name ``name`` of ``file`` a loader (``_module_fact`` over
+        ``ModuleSummary.loaders``), never summarising: a summary already
+        computed answers as ``_module_fact`` reads it; a file on disk records
+        loaders only when its text has loading text (``LOAD_TOKENS``) and
+        ``def name``; else the name is followed on through the file's import
+        binding, as ``_module_fact`` does."""
+        files = self.files
+        if not isinstance(files, LazySummaries):
+            return True
+        consulted.add(file)
+        if file in files._known:
+            module = files._known[file]
+            if module is None:
+                return False
+            if name in module.loaders:
+                return True
+        elif files.text_has(file, _LOAD_CODE) and files.may_define(file, name):
+            return True
+        if depth >= _MAX_REEXPORTS:
+            return False
+        bindings = files.bindings(file, name)
+        if bindings is None:
+            return True
+        binding = bindings.get(name)
+        if binding is None:
+            return False
+        found = self.resolve(file, binding[0], binding[1])
+        if found is None or len(found[1]) != 1:
+            return False  # (a file importing from itself is followed, as ``_module_fact`` does)
+        return self.may_load_from(found[0], found[1][0], consulted, depth + 1)
+
+    def may_member(
+        self, file: str, names: tuple[str, ...], consulted: set[str], depth: int = 0
+    ) -> bool:
+        """A necessary condition for ``member(file, names)`` not to be None,
+        never summarising: the name is a function or a class of the file
+        (``ModuleSummary.functions``/``classes`` hold only those its text
+        defines), or an import binding of it leads, as ``member`` follows
+        re-exports, to a file for which this holds. A summary already
+        computed lets it through (``member`` is cheap then)."""
+        files = self.files
+        if not isinstance(files, LazySummaries) or not names:
+            return True
+        consulted.add(file)
+        if file in files._known or files.may_define(file, names[0], classes=True):
+            return True
+        if depth >= _MAX_REEXPORTS:
+            return False
+        bindings = files.bindings(file, names[0])
+        if bindings is None:
+            return True
+        binding = bindings.get(names[0])
+        if binding is None:
+            return False
+        found = self.resolve(file, binding[0], binding[1] + names[1:])
+        if found is None or found[0] == file or not found[1]:
+            return False
+        return self.may_member(found[0], found[1], consulted, depth + 1)
 
     def may_hold(
         self,
@@ -855,11 +970,25 @@ class ProjectView:
             target = self._target(chain)
             if target is None or len(target[1]) != 1:
                 continue  # ``loader`` answers None for it
+            # ``may_hold`` as this gate has always asked; ``may_load_from``
+            # (a necessary condition too) skips more files' summaries.
             if not self.index.may_hold(target[0], target[1], _LOAD_CODE, self.consulted):
+                continue
+            if not self.index.may_load_from(target[0], target[1][0], self.consulted):
                 continue
             if self._fact_of(chain, lambda module: module.loaders) is not None:
                 return True
         return False
+
+    def may_be_loader(self, expr: ast.AST) -> bool:
+        """A necessary condition for ``loader(expr)`` not to be None (read
+        from text and import lines, never summarising): what
+        ``loader_called`` asks of each called chain, for a dotted name."""
+        text = dotted(expr)
+        target = self._target(text) if text is not None else None
+        if target is None or len(target[1]) != 1:
+            return False
+        return self.index.may_load_from(target[0], target[1][0], self.consulted)
 
     def imports_rnn_class(self) -> bool:
         """Whether this file imports a class of the run that holds an RNN (or
@@ -887,6 +1016,8 @@ class ProjectView:
             file, names = target
             if not self.index.may_hold(file, names, text, self.consulted):
                 continue
+            if not self.index.may_member(file, names, self.consulted):
+                continue  # ``lookup`` answers None: no summary needed
             found = self.lookup(_name(local)) if names else self.index.files.get(file)
             if found is not None:
                 yield found
@@ -1003,9 +1134,15 @@ def _statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
     """Every statement, nested ones included, without walking expressions
     (imports are statements; expressions are most of a tree's nodes)."""
     stack = list(reversed(body))
+    blocks = _BLOCKS
     while stack:
         stmt = stack.pop()
         yield stmt
+        fields = blocks.get(stmt.__class__)
+        if fields is None:
+            fields = _block_fields(stmt.__class__)
+        if not fields:
+            continue  # a simple statement (most of them)
         for name in ("body", "orelse", "finalbody"):
             block = getattr(stmt, name, None)
             if isinstance(block, list):
@@ -1014,6 +1151,18 @@ def _statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
             stack.extend(reversed(handler.body))
         for case in getattr(stmt, "cases", None) or ():
             stack.extend(reversed(case.body))
+
+
+# Per statement class: whether it has a block of statements (``_statements``).
+_BLOCKS: dict[type, bool] = {}
+
+
+def _block_fields(cls: type) -> bool:
+    fields = getattr(cls, "_fields", ())
+    found = _BLOCKS[cls] = any(
+        f in fields for f in ("body", "orelse", "finalbody", "handlers", "cases")
+    )
+    return found
 
 
 # --- summaries ---------------------------------------------------------------

@@ -100,6 +100,7 @@ class CallFacts:
     callable_optimizer: bool
 
 
+_CALL_FACT_KINDS = frozenset({ast.Call, ast.Assign, ast.AnnAssign})
 _FACTS: list[tuple[ast.AST, CallFacts]] = []  # the last few trees (rules ask in turn)
 
 
@@ -111,6 +112,8 @@ def call_facts(tree: ast.Module, imports: ImportMap) -> CallFacts:
     bare: set[str] = set()
     built: set[str] = set()
     for node in walk_tree(tree):
+        if node.__class__ not in _CALL_FACT_KINDS:
+            continue  # most nodes (parsed trees hold no subclasses of these)
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Attribute):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from rnnfix.analysis.imports import ImportMap
 from rnnfix.analysis.names import dotted
-from rnnfix.analysis.syntax import NODE_FIELDS, node_fields, walk_tree
+from rnnfix.analysis.syntax import CONTEXTS, NODE_FIELDS, node_fields, walk_tree
 from rnnfix.analysis.torchapi import strip_self_returning
 
 FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -87,19 +87,22 @@ def _bound_names(fn: FuncNode, own: Iterable[ast.AST] | None = None) -> set[str]
     return names - declared
 
 
+_ASSIGNS = frozenset({ast.Assign, ast.AnnAssign})
 _OWN_SCOPE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 def _scope_list(body: list[ast.stmt]) -> list[ast.AST]:
     """The nodes of a scope's statements in source order (depth first), not
     entering nested defs, classes and lambdas (scopes of their own) but
-    including their nodes; one loop (the analyses' most walked nodes)."""
+    including their nodes, nor listing the expression contexts (as
+    ``walk_tree``); one loop (the analyses' most walked nodes)."""
     out: list[ast.AST] = []
     append = out.append
     stack: list[ast.AST] = list(reversed(body))
     pop = stack.pop
     AST = ast.AST
     known = NODE_FIELDS
+    contexts = CONTEXTS
     while stack:
         node = pop()
         append(node)
@@ -112,7 +115,8 @@ def _scope_list(body: list[ast.stmt]) -> list[ast.AST]:
         for name in fields:
             value = getattr(node, name, None)
             if isinstance(value, AST):
-                children.append(value)
+                if value.__class__ not in contexts:
+                    children.append(value)
             elif isinstance(value, list):
                 children.extend([item for item in value if isinstance(item, AST)])
         children.reverse()
@@ -135,6 +139,8 @@ class FileIndex:
         # dotted text -> local class it was built from (``trainer = Trainer()``)
         self.instance_types: dict[str, str] = {}
         for node in walk_tree(tree):
+            if node.__class__ not in _ASSIGNS:
+                continue  # most nodes (parsed trees hold no subclasses of these)
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 name = self.constructed_class(node.value)
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]

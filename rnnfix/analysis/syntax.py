@@ -66,6 +66,12 @@ def node_fields(cls: type) -> tuple[str, ...]:
     return found
 
 
+# ``Load``/``Store``/``Del``: a third of a tree's nodes (one per name,
+# attribute, subscript...), shared singletons no analysis reads as nodes of
+# the walk (they read ``node.ctx``): left out of ``walk_tree``'s list, which
+# every analysis loops over; ``tree_parents`` still has them.
+CONTEXTS = frozenset({ast.Load, ast.Store, ast.Del})
+
 # The last few whole-module indexes: several analyses walk the same tree.
 # Keyed by the tree object itself (held here, so its id is never reused while
 # cached); trees are never mutated after parsing.
@@ -87,6 +93,7 @@ def _module_index(tree: ast.AST) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]
     AST = ast.AST
     append = nodes.append
     known = NODE_FIELDS
+    contexts = CONTEXTS
     i = 0
     while i < len(nodes):
         node = nodes[i]
@@ -98,7 +105,8 @@ def _module_index(tree: ast.AST) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]
             value = getattr(node, name, None)
             if isinstance(value, AST):
                 parents[value] = node
-                append(value)
+                if value.__class__ not in contexts:
+                    append(value)
             elif isinstance(value, list):
                 for item in value:
                     if isinstance(item, AST):
@@ -176,8 +184,9 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
 
 
 def walk_tree(tree: ast.AST) -> list[ast.AST]:
-    """``list(ast.walk(tree))`` for a whole module, computed once per tree and
-    shared by the analyses (do not modify the list)."""
+    """``list(ast.walk(tree))`` for a whole module, less the expression
+    contexts (``Load``/``Store``/``Del``, see ``CONTEXTS``), computed once per
+    tree and shared by the analyses (do not modify the list)."""
     return _module_index(tree)[0]
 
 

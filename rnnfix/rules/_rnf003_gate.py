@@ -50,6 +50,20 @@ if TYPE_CHECKING:
     from rnnfix.analysis.project import ProjectView
 
 _NOT_MODELS = ("self", "cls")  # the judge drops these (a module's own forward)
+# The node classes ``ModelEvidence`` reads (parsed trees hold no subclasses).
+_KINDS = frozenset(
+    {
+        ast.Call,
+        ast.Assign,
+        ast.AnnAssign,
+        ast.FunctionDef,
+        ast.AsyncFunctionDef,
+        ast.arg,
+        ast.ClassDef,
+        ast.Import,
+        ast.ImportFrom,
+    }
+)
 
 
 class ModelEvidence:
@@ -75,7 +89,10 @@ class ModelEvidence:
         functions: list[tuple[str, list[ast.arg]]] = []
         annotated: list[ast.arg] = []
         calls: list[ast.Call] = []
+        kinds = _KINDS
         for node in walk_tree(tree):
+            if node.__class__ not in kinds:
+                continue  # names, constants, operators: most nodes, read by none below
             if isinstance(node, ast.Call):
                 calls.append(node)
                 func = node.func

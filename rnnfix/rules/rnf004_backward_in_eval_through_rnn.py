@@ -314,11 +314,20 @@ def may_apply(ctx: FileContext) -> bool:
       - ``train_for_gradient`` starts at a call ``M.train()``
         (``CallFacts.train_switch``) and is asked only where ``.train(`` is
         written.
+
+    The three are independent: the RNN comes first (its text is in few
+    files, and its project part reads only files with RNN or override
+    text), the eval mode last (its project part asks about every name the
+    file calls).
     """
     src = ctx.source
     grad_text = any(k in src for k in ("backward", "autograd", "captum"))
     rnn_text = any(k in src for k in ("LSTM", "GRU", "RNN"))
     if ctx.project is None and not (grad_text and rnn_text):
+        return False
+    if not rnn_text and not _imports_rnn_class(ctx):
+        return False
+    if not grad_text and not _imports_gradient_code(ctx):
         return False
     eval_here = False
     if may_switch_mode(src):
@@ -328,9 +337,7 @@ def may_apply(ctx: FileContext) -> bool:
         view = ctx.facts.project
         if view is None or not view.reaches(_sets_eval, EVAL_REACH, src, called=True, bases=True):
             return False
-    if not grad_text and not _imports_gradient_code(ctx):
-        return False
-    return rnn_text or _imports_rnn_class(ctx)
+    return True
 
 
 def _sets_eval(f: FunctionSummary) -> bool:
