@@ -95,7 +95,10 @@ class FilePool:
         self._round += 1
         update = (self._round, changes) if changes else None
         work = partial(_process_in_worker, settings=self.settings, write=write, update=update)
-        chunk = max(1, len(paths) // (self.jobs * 8))
+        # Small chunks: a chunk holding a few large files (torch's
+        # common_methods_invocations.py) would otherwise leave one worker
+        # busy after the others are done; a task costs far less than a file.
+        chunk = max(1, len(paths) // (self.jobs * 32))
         yield from self._started().map(work, paths, chunksize=chunk)
 
     def _started(self) -> ProcessPoolExecutor:
