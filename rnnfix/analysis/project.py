@@ -658,14 +658,10 @@ class ProjectIndex:
             return True
         if depth >= _MAX_REEXPORTS:
             return False
-        bindings = files.bindings(file, names[0])
-        if bindings is None:
-            return True
-        binding = bindings.get(names[0])
-        if binding is None:
-            return False
-        found = self.resolve(file, binding[0], binding[1] + names[1:])
-        if found is None or found[0] == file or not found[1]:
+        found = self._reexport(files, file, names)
+        if isinstance(found, bool):
+            return found
+        if not found[1]:
             return False
         return self.may_member(found[0], found[1], consulted, depth + 1)
 
@@ -693,6 +689,19 @@ class ProjectIndex:
             return True
         if not names or depth >= _MAX_REEXPORTS:
             return False
+        found = self._reexport(files, file, names)
+        if isinstance(found, bool):
+            return found
+        return self.may_hold(found[0], found[1], text, consulted, depth + 1)
+
+    def _reexport(
+        self, files: LazySummaries, file: str, names: tuple[str, ...]
+    ) -> tuple[str, tuple[str, ...]] | bool:
+        """Where the import binding of ``names[0]`` in ``file`` leads, as
+        ``member`` follows re-exports, read from import lines (never
+        summarising): the file and the names there; True when the file's
+        imports cannot be read (anything may be there), False when the
+        binding leads to no other file of the run."""
         bindings = files.bindings(file, names[0])
         if bindings is None:
             return True
@@ -702,7 +711,7 @@ class ProjectIndex:
         found = self.resolve(file, binding[0], binding[1] + names[1:])
         if found is None or found[0] == file:
             return False
-        return self.may_hold(found[0], found[1], text, consulted, depth + 1)
+        return found
 
 
 def _ancestors(folder: str) -> list[str]:
