@@ -238,7 +238,7 @@ class RegionJudge:
         if not sites:
             return f"`{name}` has no caller in this file"
         if self._called_elsewhere(name):
-            return f"`{name}` is called from other files of the run"
+            return f"a function named `{name}` is called from other files of the run"
         owner = self.parents.get(func)
         called = {id(s.func) for s in sites}
         for n in walk_tree(self.ctx.tree):

@@ -234,7 +234,10 @@ def _escape(
     if not callers:
         return f"what it computes is {how}, and `{func.name}` has no caller in this file"
     if _called_elsewhere(ctx, func.name):
-        return f"what it computes is {how}, and `{func.name}` is called from other files of the run"
+        return (
+            f"what it computes is {how}, and a function named `{func.name}` is called"
+            " from other files of the run"
+        )
     return None
 
 

@@ -178,8 +178,9 @@ from). So when what the region computes can leave its function with a graph
 attached (returned, yielded, stored on `self`, on a parameter or a global or
 in a container held by one, or passed to a callback; `.item()`, `.detach()`,
 `argmax`, comparisons and the like drop the graph), the region is fixed only
-if every caller is a call in this file that rnnfix reads (the function is not
-called from other files of the run, nor passed around as a value) and none
+if every caller is a call in this file that rnnfix reads (no other file of
+the run calls a function of its name, and it is not passed around as a
+value) and none
 of them trains on the result or passes it on. Otherwise it is reported
 without a fix, and the message says how the result leaves and why the
 callers are unknown. The same holds for the `eval()` part there: switching
