@@ -1,12 +1,34 @@
-"""The ``# rnnfix-args:`` first line of a fixture, turned into Settings."""
+"""The ``# rnnfix-args:`` first line of a fixture, turned into Settings; the
+fixture files the gate tests check against their analyses."""
 
 from __future__ import annotations
 
 import dataclasses
 import shlex
+from pathlib import Path
 from typing import Any
 
 from rnnfix.settings import Settings
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def single_file_fixtures() -> list[Path]:
+    """Every single-file fixture: the rules', the examples, the verify scripts."""
+    return sorted(
+        p
+        for pattern in ("RNF*/*.py", "examples/**/*.py", "verify/**/*.py")
+        for p in FIXTURES.glob(pattern)
+        if "snapshots" not in p.parts and "expected" not in p.parts
+    )
+
+
+def project_fixtures() -> list[Path]:
+    """Every multi-file fixture folder of ``fixtures/project``."""
+    return sorted(
+        p for p in (FIXTURES / "project").iterdir() if p.is_dir() and any(p.rglob("*.py"))
+    )
+
 
 _FLAGS = {
     "--unsafe-fixes": ("unsafe_fixes", True),

@@ -714,6 +714,18 @@ class ProjectIndex:
         return found
 
 
+def _has_function(
+    found: FunctionSummary | ClassSummary | ModuleSummary, test: Callable[[FunctionSummary], bool]
+) -> bool:
+    """``test`` holds for the function, for a method of the class, or for a
+    function or method of the module."""
+    if isinstance(found, FunctionSummary):
+        return test(found)
+    if isinstance(found, ClassSummary):
+        return any(test(m) for m in found.methods.values())
+    return found.any_function(test)
+
+
 def _ancestors(folder: str) -> list[str]:
     out = [folder]
     while True:
@@ -864,16 +876,7 @@ class ProjectView:
         return self._imports(lambda f: bool(f.summary.entry_grads), _MODE_CODE)
 
     def _imports(self, test: Callable[[FunctionSummary], bool], text: re.Pattern[bytes]) -> bool:
-        for found in self._imported(text):
-            if isinstance(found, FunctionSummary):
-                if test(found):
-                    return True
-            elif isinstance(found, ClassSummary):
-                if any(test(m) for m in found.methods.values()):
-                    return True
-            elif found.any_function(test):
-                return True
-        return False
+        return any(_has_function(found, test) for found in self._imported(text))
 
     def reaches(
         self,
@@ -918,13 +921,7 @@ class ProjectView:
                 if names
                 else self.index.files.get(file)
             )
-            if isinstance(found, FunctionSummary):
-                if test(found):
-                    return True
-            elif isinstance(found, ClassSummary):
-                if any(test(m) for m in found.methods.values()):
-                    return True
-            elif found is not None and found.any_function(test):
+            if found is not None and _has_function(found, test):
                 return True
         return False
 

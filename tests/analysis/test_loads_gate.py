@@ -16,24 +16,7 @@ import pytest
 from rnnfix.analysis.loads import LoadFinder
 from rnnfix.analysis.project import ProjectIndex
 from rnnfix.context import FileContext
-from tests.fixture_args import settings_for
-
-_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-
-
-def _single_files() -> list[Path]:
-    return sorted(
-        p
-        for pattern in ("RNF*/*.py", "examples/**/*.py", "verify/**/*.py")
-        for p in _FIXTURES.glob(pattern)
-        if "snapshots" not in p.parts and "expected" not in p.parts
-    )
-
-
-def _projects() -> list[Path]:
-    return sorted(
-        p for p in (_FIXTURES / "project").iterdir() if p.is_dir() and any(p.rglob("*.py"))
-    )
+from tests.fixture_args import FIXTURES, project_fixtures, settings_for, single_file_fixtures
 
 
 def _loads(path: Path, paths: list[Path] | None, monkeypatch: pytest.MonkeyPatch) -> int:
@@ -58,12 +41,12 @@ def _loads(path: Path, paths: list[Path] | None, monkeypatch: pytest.MonkeyPatch
     return len(found)
 
 
-@pytest.mark.parametrize("path", _single_files(), ids=lambda p: str(p.relative_to(_FIXTURES)))
+@pytest.mark.parametrize("path", single_file_fixtures(), ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_single_file_with_a_load_passes(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _loads(path, None, monkeypatch)
 
 
-@pytest.mark.parametrize("folder", _projects(), ids=lambda p: p.name)
+@pytest.mark.parametrize("folder", project_fixtures(), ids=lambda p: p.name)
 def test_project_file_with_a_load_passes(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     paths = sorted(folder.rglob("*.py"))
     for path in paths:
@@ -72,10 +55,10 @@ def test_project_file_with_a_load_passes(folder: Path, monkeypatch: pytest.Monke
 
 def test_the_fixtures_have_loads_to_check(monkeypatch: pytest.MonkeyPatch) -> None:
     """Guard against a harness that silently checks nothing."""
-    assert sum(_loads(p, None, monkeypatch) for p in _single_files()) > 0
-    loaders = _FIXTURES / "project"
+    assert sum(_loads(p, None, monkeypatch) for p in single_file_fixtures()) > 0
+    loaders = FIXTURES / "project"
     counted = 0
-    for folder in _projects():
+    for folder in project_fixtures():
         paths = sorted(folder.rglob("*.py"))
         counted += sum(_loads(p, paths, monkeypatch) for p in paths)
     assert counted > 0, loaders

@@ -13,14 +13,7 @@ from pathlib import Path
 import pytest
 
 from rnnfix.analysis.project import ProjectIndex, normalise
-
-_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-
-
-def _projects() -> list[Path]:
-    return sorted(
-        p for p in (_FIXTURES / "project").iterdir() if p.is_dir() and any(p.rglob("*.py"))
-    )
+from tests.fixture_args import project_fixtures
 
 
 def _checked(folder: Path) -> int:
@@ -44,13 +37,13 @@ def _checked(folder: Path) -> int:
     return found
 
 
-@pytest.mark.parametrize("folder", _projects(), ids=lambda p: p.name)
+@pytest.mark.parametrize("folder", project_fixtures(), ids=lambda p: p.name)
 def test_member_found_passes(folder: Path) -> None:
     _checked(folder)
 
 
 def test_the_fixtures_have_members_to_check() -> None:
-    assert sum(_checked(f) for f in _projects()) > 0
+    assert sum(_checked(f) for f in project_fixtures()) > 0
 
 
 def test_a_name_the_file_does_not_define_is_ruled_out(tmp_path: Path) -> None:

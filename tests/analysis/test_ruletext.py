@@ -31,10 +31,9 @@ from rnnfix.rules import (
     rnf006_inference_without_eval,
 )
 from rnnfix.settings import Settings
-from tests.fixture_args import settings_for
+from tests.fixture_args import FIXTURES, project_fixtures, settings_for, single_file_fixtures
 
-_ROOT = Path(__file__).resolve().parents[2]
-_FIXTURES = _ROOT / "fixtures"
+_ROOT = FIXTURES.parent
 
 _RULES: list[tuple[ModuleType, str]] = [
     (rnf001_train_step_in_eval_mode, "TrainStepInEvalMode"),
@@ -43,21 +42,6 @@ _RULES: list[tuple[ModuleType, str]] = [
     (rnf005_global_cudnn_switch, "GlobalCudnnSwitch"),
     (rnf006_inference_without_eval, "InferenceWithoutEval"),
 ]
-
-
-def _single_files() -> list[Path]:
-    return sorted(
-        p
-        for pattern in ("RNF*/*.py", "examples/**/*.py", "verify/**/*.py")
-        for p in _FIXTURES.glob(pattern)
-        if "snapshots" not in p.parts and "expected" not in p.parts
-    )
-
-
-def _projects() -> list[Path]:
-    return sorted(
-        p for p in (_FIXTURES / "project").iterdir() if p.is_dir() and any(p.rglob("*.py"))
-    )
 
 
 def _contexts(path: Path, project: ProjectIndex | None) -> Iterator[Callable[[], FileContext]]:
@@ -100,12 +84,12 @@ def _check(path: Path, project: ProjectIndex | None, monkeypatch: pytest.MonkeyP
     return found
 
 
-@pytest.mark.parametrize("path", _single_files(), ids=lambda p: str(p.relative_to(_FIXTURES)))
+@pytest.mark.parametrize("path", single_file_fixtures(), ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_single_file_with_a_finding_passes(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _check(path, None, monkeypatch)
 
 
-@pytest.mark.parametrize("folder", _projects(), ids=lambda p: p.name)
+@pytest.mark.parametrize("folder", project_fixtures(), ids=lambda p: p.name)
 def test_project_file_with_a_finding_passes(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     paths = sorted(folder.rglob("*.py"))
     for path in paths:
@@ -116,7 +100,7 @@ def test_project_file_with_a_finding_passes(folder: Path, monkeypatch: pytest.Mo
 
 def test_the_fixtures_have_findings_to_check(monkeypatch: pytest.MonkeyPatch) -> None:
     """Guard against a harness that silently checks nothing."""
-    total = sum(_check(p, None, monkeypatch) for p in _single_files()[:40])
+    total = sum(_check(p, None, monkeypatch) for p in single_file_fixtures()[:40])
     assert total > 0
 
 
