@@ -16,10 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from rnnfix.analysis.project import ProjectIndex
-from rnnfix.files import discover, read_source
-from rnnfix.process import process_file, process_files
-from rnnfix.settings import Settings
+from rnnfix.analysis.project.index import ProjectIndex
+from rnnfix.config.settings import Settings
+from rnnfix.run.process import process_file, process_files
+from rnnfix.source.files import discover, read_source
 
 CLEAN = """
 import torch

@@ -16,22 +16,22 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from rnnfix.context import Finding
-    from rnnfix.engine import SourceResult
-    from rnnfix.settings import Settings
+    from rnnfix.analysis.context import Finding
+    from rnnfix.config.settings import Settings
+    from rnnfix.run.engine import SourceResult
 
 
 def check(source: str, settings: Settings | None = None, **options: Any) -> list[Finding]:
     """Findings in ``source``. ``options`` are ``Settings`` fields
     (``select=("RNF001",)``, ``strict=True``). Raises ``SyntaxError``."""
-    from rnnfix.engine import check_source
+    from rnnfix.run.engine import check_source
 
     return check_source(source, _settings(settings, options))
 
 
 def fix(source: str, settings: Settings | None = None, **options: Any) -> SourceResult:
     """Fixed source and what is left. Raises ``SyntaxError`` for bad input."""
-    from rnnfix.engine import fix_source
+    from rnnfix.run.engine import fix_source
 
     return fix_source(source, _settings(settings, options))
 
@@ -39,7 +39,7 @@ def fix(source: str, settings: Settings | None = None, **options: Any) -> Source
 def _settings(settings: Settings | None, options: dict[str, Any]) -> Settings:
     import dataclasses
 
-    from rnnfix.settings import Settings
+    from rnnfix.config.settings import Settings
 
     base = settings or Settings()
     for key in ("select", "ignore"):

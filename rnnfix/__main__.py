@@ -1,3 +1,3 @@
-from rnnfix.cli import main
+from rnnfix.cli.app import main
 
 main()

@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from rnnfix.settings import Settings
+from rnnfix.config.settings import Settings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

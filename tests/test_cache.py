@@ -1,4 +1,4 @@
-"""The result cache (``rnnfix/cache.py``): a warm run answers from it, and it
+"""The result cache (``rnnfix/run/cache.py``): a warm run answers from it, and it
 never answers with a stale result.
 
 Each invalidation test changes one input and checks that the result is the one
@@ -19,14 +19,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import rnnfix.cache
-import rnnfix.engine
-import rnnfix.process
-from rnnfix.cache import CACHE_DIR, ResultCache, cache_root
-from rnnfix.cli import cli
-from rnnfix.files import discover
-from rnnfix.process import FileResult, Outcome, process_files
-from rnnfix.settings import Settings
+import rnnfix.run.cache
+import rnnfix.run.engine
+import rnnfix.run.process
+from rnnfix.cli.app import cli
+from rnnfix.config.settings import Settings
+from rnnfix.run.cache import CACHE_DIR, ResultCache, cache_root
+from rnnfix.run.process import FileResult, Outcome, process_files
+from rnnfix.source.files import discover
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 HELPER_PROJECT = FIXTURES / "project" / "helper_in_other_file"
@@ -71,8 +71,8 @@ def _forbid_fixing(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("the engine ran: the cache was not used")
 
     # ``process_text`` imports ``fix_source`` from the engine when it fixes.
-    monkeypatch.setattr(rnnfix.engine, "fix_source", boom)
-    monkeypatch.setattr(rnnfix.process.ProjectIndex, "build", boom)
+    monkeypatch.setattr(rnnfix.run.engine, "fix_source", boom)
+    monkeypatch.setattr(rnnfix.run.process.ProjectIndex, "build", boom)
 
 
 def test_warm_run_is_served_from_the_cache(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -126,7 +126,7 @@ def test_settings_have_caches_of_their_own(project: Path) -> None:
 
 def test_a_new_rnnfix_version_starts_afresh(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _run(project)
-    monkeypatch.setattr(rnnfix.cache, "__version__", "999.0")
+    monkeypatch.setattr(rnnfix.run.cache, "__version__", "999.0")
     _run(project)
     assert len([p for p in (project / CACHE_DIR).glob("*.json")]) == 2
 
@@ -231,13 +231,13 @@ def test_a_warm_run_imports_no_engine_rules_or_libcst(project: Path) -> None:
     the engine, the rules and libcst are what a cold start pays for."""
     code = (
         "import sys\n"
-        "from rnnfix.cli import main\n"
+        "from rnnfix.cli.app import main\n"
         f"sys.argv = ['rnnfix', 'apply', '--check', {str(project)!r}]\n"
         "try:\n"
         "    main()\n"
         "except SystemExit:\n"
         "    pass\n"
-        "heavy = ('rnnfix.engine', 'rnnfix.rules.rnf001_train_step_in_eval_mode', 'libcst',"
+        "heavy = ('rnnfix.run.engine', 'rnnfix.rules.rnf001_train_step_in_eval_mode', 'libcst',"
         " 'rnnfix.verify')\n"
         "print('LOADED', [m for m in heavy if m in sys.modules])\n"
     )
@@ -248,5 +248,5 @@ def test_a_warm_run_imports_no_engine_rules_or_libcst(project: Path) -> None:
         )
         for _ in range(2)
     ]
-    assert "LOADED ['rnnfix.engine'" in runs[0].stdout, runs[0].stdout + runs[0].stderr
+    assert "LOADED ['rnnfix.run.engine'" in runs[0].stdout, runs[0].stdout + runs[0].stderr
     assert "LOADED []" in runs[1].stdout, runs[1].stdout + runs[1].stderr

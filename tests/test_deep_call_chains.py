@@ -3,8 +3,8 @@ analysed, not fail as "nesting too deep" (issue 13's safety contract)."""
 
 from __future__ import annotations
 
-from rnnfix.process import Outcome, process_text
-from rnnfix.settings import Settings
+from rnnfix.config.settings import Settings
+from rnnfix.run.process import Outcome, process_text
 
 HEAD = """import torch
 import torch.nn as nn

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rnnfix.edits import (
+from rnnfix.source.edits import (
     AddDecorator,
     AddImport,
     EditError,

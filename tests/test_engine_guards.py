@@ -11,11 +11,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-import rnnfix.engine as engine
-from rnnfix.edits import AddDecorator, InsertStatements, ReplaceExpression, WrapInWith
-from rnnfix.engine import fix_source
+import rnnfix.run.engine as engine
+from rnnfix.config.settings import Settings
 from rnnfix.rules import FileContext, Finding, Fix, Rule
-from rnnfix.settings import Settings
+from rnnfix.run.engine import fix_source
+from rnnfix.source.edits import AddDecorator, InsertStatements, ReplaceExpression, WrapInWith
 
 # The fake rules' calls, bound (the name net would refuse them otherwise).
 LIB = "from lib import make, prepare, target, train\n"

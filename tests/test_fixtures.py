@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from rnnfix.engine import fix_source
 from rnnfix.report.formats import text_line
+from rnnfix.run.engine import fix_source
 from tests.fixture_args import settings_for
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

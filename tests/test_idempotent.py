@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rnnfix.engine import fix_source
-from rnnfix.process import Outcome, process_notebook
+from rnnfix.run.engine import fix_source
+from rnnfix.run.process import Outcome, process_notebook
 from tests.fixture_args import settings_for
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

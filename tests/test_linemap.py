@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rnnfix.linemap import LineMap, identity
 from rnnfix.rules import Finding
+from rnnfix.run.linemap import LineMap, identity
 
 OLD = "def f(model, xs):\n    for x in xs:\n        model(x)\n    return 1\n"
 NEW = (

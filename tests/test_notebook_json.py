@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rnnfix.notebook_json import source_spans, splice
+from rnnfix.source.notebook_json import source_spans, splice
 
 ODD = """{
   "cells" : [

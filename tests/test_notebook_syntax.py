@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from rnnfix.notebook_syntax import (
+from rnnfix.source.notebook_syntax import (
     cell_magic,
     has_python_body,
     is_automagic,

@@ -22,12 +22,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from rnnfix.analysis.project import ProjectIndex, normalise, summarise
-from rnnfix.cli import cli
-from rnnfix.files import discover
-from rnnfix.process import FileResult, Outcome, process_files
+from rnnfix.analysis.project.index import ProjectIndex, normalise, summarise
+from rnnfix.cli.app import cli
+from rnnfix.config.settings import Settings
 from rnnfix.report.formats import text_line
-from rnnfix.settings import Settings
+from rnnfix.run.process import FileResult, Outcome, process_files
+from rnnfix.source.files import discover
 
 PROJECTS = Path(__file__).resolve().parent.parent / "fixtures" / "project"
 CASES = sorted(p for p in PROJECTS.iterdir() if p.is_dir() and p.name != "snapshots")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rnnfix.analysis.project import LazySummaries, ProjectIndex, ProjectView, normalise
-from rnnfix.files import discover
+from rnnfix.analysis.project.index import LazySummaries, ProjectIndex, ProjectView, normalise
+from rnnfix.source.files import discover
 
 PROJECTS = Path(__file__).resolve().parent.parent / "fixtures" / "project"
 CASES = sorted(p for p in PROJECTS.iterdir() if p.is_dir() and p.name != "snapshots")
@@ -105,8 +105,8 @@ def test_rnn_classes_are_found(tmp_path: Path) -> None:
     ],
 )
 def test_import_lines_agree_with_a_full_parse(text: str) -> None:
-    from rnnfix.analysis.importtext import text_bindings
-    from rnnfix.analysis.project import import_bindings
+    from rnnfix.analysis.project.importtext import text_bindings
+    from rnnfix.analysis.project.index import import_bindings
 
     full = import_bindings(ast.parse(text))
     read = text_bindings(text.encode())

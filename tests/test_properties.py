@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rnnfix.engine import fix_source
-from rnnfix.settings import Settings
+from rnnfix.config.settings import Settings
+from rnnfix.run.engine import fix_source
 
 LONG_RUN = "RNNFIX_FUZZ_EXAMPLES" in os.environ
 EXAMPLES = int(os.environ.get("RNNFIX_FUZZ_EXAMPLES", "30"))

@@ -1,4 +1,4 @@
-"""Return-value summaries (``rnnfix.analysis.returns``): what RNF002's proof
+"""Return-value summaries (``rnnfix.analysis.torch.returns``): what RNF002's proof
 that a name holds a data-parallel wrapper may rely on."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pickle
 import textwrap
 from pathlib import Path
 
-from rnnfix.analysis.imports import ImportMap
-from rnnfix.analysis.project import ProjectIndex
-from rnnfix.analysis.returns import ReturnFacts, Returns
+from rnnfix.analysis.project.index import ProjectIndex
+from rnnfix.analysis.syntax.imports import ImportMap
+from rnnfix.analysis.torch.returns import ReturnFacts, Returns
 
 HEADER = """
 import torch

@@ -1,5 +1,5 @@
 """A file given alone still sees the project files it imports
-(``rnnfix.analysis.imported``): resolution, what stays unknown (third-party
+(``rnnfix.analysis.project.imported``): resolution, what stays unknown (third-party
 code, anything outside the project), ``--isolated``, and the result cache
 keyed on the imported files' bytes. The fixture projects ``alone_*`` and
 ``noop_alone_*`` of ``fixtures/project/`` cover the fixes themselves."""
@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import rnnfix.analysis.imported
-import rnnfix.engine
-import rnnfix.process
-from rnnfix.analysis.imported import imported_files
-from rnnfix.cache import ResultCache, cache_root
-from rnnfix.cli import cli
-from rnnfix.process import FileResult, Outcome, process_files
-from rnnfix.settings import Settings
+import rnnfix.analysis.project.imported
+import rnnfix.run.engine
+import rnnfix.run.process
+from rnnfix.analysis.project.imported import imported_files
+from rnnfix.cli.app import cli
+from rnnfix.config.settings import Settings
+from rnnfix.run.cache import ResultCache, cache_root
+from rnnfix.run.process import FileResult, Outcome, process_files
 
 PROJECTS = Path(__file__).resolve().parent.parent / "fixtures" / "project"
 RESTORING_UTILS = (PROJECTS / "noop_helper_restores_train" / "utils.py").read_text()
@@ -95,7 +95,7 @@ def test_folder_run_parses_nothing_to_find_imports(
     def boom(*args: object) -> None:
         raise AssertionError("a file was parsed")
 
-    monkeypatch.setattr(rnnfix.analysis.imported, "import_bindings", boom)
+    monkeypatch.setattr(rnnfix.analysis.project.imported, "import_bindings", boom)
     assert imported_files(sorted(project.glob("*.py"))) == []
 
 
@@ -169,8 +169,8 @@ def test_warm_single_file_run_is_served_from_the_cache(
     def boom(*args: object, **kwargs: object) -> None:
         raise AssertionError("the engine ran: the cache was not used")
 
-    monkeypatch.setattr(rnnfix.engine, "fix_source", boom)
-    monkeypatch.setattr(rnnfix.process.ProjectIndex, "build", boom)
+    monkeypatch.setattr(rnnfix.run.engine, "fix_source", boom)
+    monkeypatch.setattr(rnnfix.run.process.ProjectIndex, "build", boom)
     [warm] = _cached_run([project / "train.py"])
     assert _codes(warm) == _codes(cold) and warm.outcome is Outcome.CHANGED
 

@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from rnnfix.undefined import NameProblem, introduced, problems
+from rnnfix.run.undefined import NameProblem, introduced, problems
 
 
 def _problems(src: str) -> list[tuple[str, str, str]] | None:

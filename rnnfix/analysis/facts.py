@@ -6,15 +6,15 @@ import ast
 import functools
 from typing import TYPE_CHECKING
 
-from rnnfix.analysis.imports import ImportMap
-from rnnfix.analysis.syntax import tree_parents
+from rnnfix.analysis.syntax.imports import ImportMap
+from rnnfix.analysis.syntax.walks import tree_parents
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.evalgrad import EvalGradAnalysis
-    from rnnfix.analysis.modeflow import ModeFlow
-    from rnnfix.analysis.project import ProjectView
-    from rnnfix.analysis.receivers import Receivers
-    from rnnfix.context import FileContext
+    from rnnfix.analysis.context import FileContext
+    from rnnfix.analysis.evalgrad.in_scope import EvalGradAnalysis
+    from rnnfix.analysis.modes.modeflow import ModeFlow
+    from rnnfix.analysis.modes.receivers import Receivers
+    from rnnfix.analysis.project.index import ProjectView
 
 
 class FileFacts:
@@ -40,21 +40,21 @@ class FileFacts:
     @functools.cached_property
     def modes(self) -> ModeFlow:
         """The mode-flow analysis (models, modes, grad mode, training steps)."""
-        from rnnfix.analysis.modeflow import ModeFlow
+        from rnnfix.analysis.modes.modeflow import ModeFlow
 
         return ModeFlow(self.ctx)
 
     @functools.cached_property
     def receivers(self) -> Receivers:
         """Whether a fix may call ``train()``/``eval()`` on an object (overrides, real modules)."""
-        from rnnfix.analysis.receivers import Receivers
+        from rnnfix.analysis.modes.receivers import Receivers
 
         return Receivers(self.ctx)
 
     @functools.cached_property
     def evalgrad(self) -> EvalGradAnalysis:
         """Gradients computed on purpose in eval mode, RNNs, optimizer ownership."""
-        from rnnfix.analysis.evalgrad import EvalGradAnalysis
+        from rnnfix.analysis.evalgrad.in_scope import EvalGradAnalysis
 
         return EvalGradAnalysis(self.tree, self.imports, self.parents, self.project)
 

@@ -17,8 +17,8 @@ def _notebook_diff(path: str, old: str, new: str) -> str | None:
     """A notebook's diff as its cells' Python, one ``--- a/nb.ipynb:cell N``
     section per changed cell, as ruff shows it (fixes change cell sources
     only); None when the two are not the same notebook's cells."""
-    from rnnfix.notebook_syntax import split_lines
-    from rnnfix.notebooks import code_cells
+    from rnnfix.source.notebook_syntax import split_lines
+    from rnnfix.source.notebooks import code_cells
 
     before, after = code_cells(old), code_cells(new)
     if before is None or after is None or [n for n, _ in before] != [n for n, _ in after]:

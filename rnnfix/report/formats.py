@@ -6,10 +6,10 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rnnfix.process import FileResult, Outcome
 from rnnfix.report.gitlab import render_gitlab
 from rnnfix.report.sarif import render_sarif
 from rnnfix.rules import Finding
+from rnnfix.run.process import FileResult, Outcome
 
 
 def _diagnostics(results: Sequence[FileResult]) -> list[tuple[str, Finding]]:

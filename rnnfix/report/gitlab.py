@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from rnnfix.process import FileResult, Outcome
+from rnnfix.run.process import FileResult, Outcome
 
 
 def render_gitlab(results: Sequence[FileResult]) -> str:

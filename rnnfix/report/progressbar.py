@@ -1,6 +1,6 @@
 """A progress bar on stderr for runs long enough to want one.
 
-It draws ``Progress`` (``rnnfix.process``: files checked of the total) from
+It draws ``Progress`` (``rnnfix.run.process``: files checked of the total) from
 a thread, so the run itself never waits for the terminal. Nothing is drawn
 before ``delay`` seconds have passed (a short run shows nothing) nor when
 the stream is not a terminal (CI logs, pipes, files), and the line is erased

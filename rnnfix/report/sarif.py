@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from rnnfix import __version__
-from rnnfix.context import Finding
-from rnnfix.process import FileResult, Outcome
+from rnnfix.analysis.context import Finding
 from rnnfix.rules import all_rules
+from rnnfix.run.process import FileResult, Outcome
 
 
 def render_sarif(
@@ -120,7 +120,7 @@ def _source(r: FileResult, dry: bool) -> str | None:
     text = r.old_text if dry else r.new_text
     if text is None and r.outcome is Outcome.UNCHANGED and r.old_bytes is not None:
         # A cached unchanged result keeps the bytes, not the text.
-        from rnnfix.files import FileProblem, decode
+        from rnnfix.source.files import FileProblem, decode
 
         try:
             text = decode(r.old_bytes).text
@@ -130,7 +130,7 @@ def _source(r: FileResult, dry: bool) -> str | None:
 
 
 def _fix(f: Finding, source: str, uri: str) -> dict[str, Any] | None:
-    from rnnfix.edits import apply_edits
+    from rnnfix.source.edits import apply_edits
 
     assert f.fix is not None
     try:

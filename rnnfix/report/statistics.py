@@ -9,8 +9,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from rnnfix.process import FileResult
 from rnnfix.rules import all_rules
+from rnnfix.run.process import FileResult
 
 
 def statistics(results: Sequence[FileResult], fmt: str, unsafe_fixes: bool = False) -> str:

@@ -1,5 +1,7 @@
-"""Rules: one module per rule. Importing this package imports every module in
-it, which registers each ``Rule`` subclass (see ``base.Rule.__init_subclass__``)."""
+"""Rules: one module per rule (``rnf00N_<what>.py``), or one package per rule
+that needs helpers of its own (``rnf003/``, whose rule is ``rnf003/rule.py``).
+``all_rules`` imports each, which registers its ``Rule`` subclass (see
+``base.Rule.__init_subclass__``)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ def all_rules() -> dict[str, type[Rule]]:
     if not _imported:
         for info in pkgutil.iter_modules(__path__):
             if info.name != "base" and not info.name.startswith("_"):
-                importlib.import_module(f"{__name__}.{info.name}")
+                suffix = ".rule" if info.ispkg else ""
+                importlib.import_module(f"{__name__}.{info.name}{suffix}")
         _imported = True
     return dict(sorted(Rule.registry.items()))
 

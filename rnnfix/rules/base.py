@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import ClassVar, Literal
 
 # Re-exported: rules have always imported these from here.
-from rnnfix.context import FileContext, Finding, Fix
+from rnnfix.analysis.context import FileContext, Finding, Fix
 
 __all__ = ["FileContext", "Finding", "Fix", "FixSafety", "Rule"]
 

@@ -6,13 +6,13 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from rnnfix.analysis.modeflow import Mode, ModeFact, ModeFlow, TrainingStep
-from rnnfix.analysis.modestate import is_prefix
-from rnnfix.analysis.placement import anchor_for
-from rnnfix.analysis.project import FunctionSummary
+from rnnfix.analysis.modes.modeflow import Mode, ModeFact, ModeFlow, TrainingStep
+from rnnfix.analysis.modes.placement import anchor_for
+from rnnfix.analysis.modes.state import is_prefix
+from rnnfix.analysis.project.index import FunctionSummary
 from rnnfix.analysis.ruletext import STEP_REACH, call_facts
-from rnnfix.edits import InsertStatements, Pos
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
+from rnnfix.source.edits import InsertStatements, Pos
 
 _DOCS = """\
 ## What it does

@@ -5,13 +5,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from rnnfix.analysis.names import dotted, method_call
-from rnnfix.analysis.returns import ReturnFacts
 from rnnfix.analysis.ruletext import may_call_module_mode
-from rnnfix.analysis.syntax import walk_tree
-from rnnfix.analysis.torchapi import module_mode_switch
-from rnnfix.edits import ReplaceExpression
+from rnnfix.analysis.syntax.names import dotted, method_call
+from rnnfix.analysis.syntax.walks import walk_tree
+from rnnfix.analysis.torch.api import module_mode_switch
+from rnnfix.analysis.torch.returns import ReturnFacts
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
+from rnnfix.source.edits import ReplaceExpression
 
 
 class WrapperModeViaModule(Rule):

@@ -6,21 +6,21 @@ import ast
 from collections.abc import Iterator, Sequence
 from typing import Literal
 
-from rnnfix.analysis.evalgrad import EvalBackward, EvalGradAnalysis, global_cudnn_off, key
-from rnnfix.analysis.evalgrad_calls import regions_across_calls
-from rnnfix.analysis.modestate import Mode
-from rnnfix.analysis.project import FunctionSummary
-from rnnfix.analysis.receivers import Method
-from rnnfix.analysis.rnns import RnnSpec
+from rnnfix.analysis.evalgrad.across_calls import regions_across_calls
+from rnnfix.analysis.evalgrad.in_scope import EvalBackward, EvalGradAnalysis, global_cudnn_off, key
+from rnnfix.analysis.evalgrad.trainworkaround import TrainForGradient, train_for_gradient
+from rnnfix.analysis.modes.receivers import Method
+from rnnfix.analysis.modes.state import Mode
+from rnnfix.analysis.project.index import FunctionSummary
 from rnnfix.analysis.ruletext import (
     EVAL_REACH,
     call_facts,
     may_switch_cudnn_off,
     may_switch_mode,
 )
-from rnnfix.analysis.trainworkaround import TrainForGradient, train_for_gradient
-from rnnfix.edits import AddImport, Edit, InsertStatements, ReplaceExpression, WrapInWith
+from rnnfix.analysis.torch.rnns import RnnSpec
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
+from rnnfix.source.edits import AddImport, Edit, InsertStatements, ReplaceExpression, WrapInWith
 
 _ERROR = '"cudnn RNN backward can only be called in training mode"'
 

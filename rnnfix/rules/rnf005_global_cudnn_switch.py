@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from rnnfix.analysis.evalgrad import global_cudnn_off
+from rnnfix.analysis.evalgrad.in_scope import global_cudnn_off
 from rnnfix.analysis.ruletext import may_switch_cudnn_off
-from rnnfix.edits import Edit, RemoveStatement
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
 from rnnfix.rules.rnf004_backward_in_eval_through_rnn import (
     alone_on_lines,
     cudnn_off_edits,
     same_region,
 )
+from rnnfix.source.edits import Edit, RemoveStatement
 
 
 class GlobalCudnnSwitch(Rule):

@@ -143,7 +143,7 @@ def verify_command(
 def _run_fix(
     argv: list[str], timeout: float, as_json: bool, *, write: bool, rnn_only: bool, strategy: str
 ) -> None:
-    from rnnfix.settings import Settings
+    from rnnfix.config.settings import Settings
     from rnnfix.verify.fixloop import verify_fix
     from rnnfix.verify.fixreport import format_fix_json, format_fix_text
 

@@ -14,7 +14,7 @@
    next round fixes it, up to :data:`MAX_ROUNDS`.
 
 Sites of the proving run are mapped back to the lines the edits were planned
-on (``rnnfix.linemap``) before records are compared.
+on (``rnnfix.run.linemap``) before records are compared.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
-from rnnfix.edits import EditError, apply_edits
-from rnnfix.files import FileProblem, write_atomic
-from rnnfix.linemap import LineMap
-from rnnfix.settings import Settings
+from rnnfix.config.settings import Settings
+from rnnfix.run.linemap import LineMap
+from rnnfix.source.edits import EditError, apply_edits
+from rnnfix.source.files import FileProblem, write_atomic
 from rnnfix.verify.fixplan import PlannedFix, Planner, Unfixed
 from rnnfix.verify.records import (
     CUDNN_BACKWARD_IN_EVAL,
@@ -177,7 +177,7 @@ def _edited(
     path: Path, group: list[PlannedFix], report: FixReport
 ) -> tuple[bytes, str, str, bytes] | None:
     """Original bytes and text, edited text and bytes (same encoding, BOM)."""
-    from rnnfix.files import read_source
+    from rnnfix.source.files import read_source
 
     try:
         data, decoded = read_source(path)
@@ -279,7 +279,7 @@ def _fails_alike(baseline: VerifyResult, proof: VerifyResult) -> bool:
 
 
 def _line_maps(originals: dict[Path, bytes], texts: dict[Path, str]) -> dict[str, LineMap]:
-    from rnnfix.files import decode
+    from rnnfix.source.files import decode
 
     maps: dict[str, LineMap] = {}
     for path in originals:

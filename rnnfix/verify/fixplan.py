@@ -8,7 +8,7 @@ from the static machinery, as ``rnnfix apply`` would place it:
 
 - the *origin* is the statement that led to the ``eval()`` and the *step* the
   statement that led to the forward, both in the innermost frame the two
-  chains share (the same function); ``rnnfix.analysis.placement.anchor_for``
+  chains share (the same function); ``rnnfix.analysis.modes.placement.anchor_for``
   (RNF001's placement) then gives the statement ``train()`` goes before: the
   head of the innermost loop carrying the eval mode round to the forward,
   the training loop or call right after an evaluation, never between the
@@ -36,18 +36,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rnnfix.analysis.placement import anchor_for, function_head, statement_path
-from rnnfix.analysis.scopes import LOOPS, FuncNode
-from rnnfix.analysis.syntax import walk_local
-from rnnfix.context import FileContext
-from rnnfix.edits import Edit, InsertStatements
-from rnnfix.files import FileProblem, read_source
+from rnnfix.analysis.context import FileContext
+from rnnfix.analysis.modes.placement import anchor_for, function_head, statement_path
+from rnnfix.analysis.syntax.scopes import LOOPS, FuncNode
+from rnnfix.analysis.syntax.walks import walk_local
+from rnnfix.config.settings import Settings
 from rnnfix.rules.rnf004_backward_in_eval_through_rnn import (
     _common_block,
     alone_on_lines,
     cudnn_off_wrap,
 )
-from rnnfix.settings import Settings
+from rnnfix.source.edits import Edit, InsertStatements
+from rnnfix.source.files import FileProblem, read_source
 from rnnfix.verify.records import CUDNN_BACKWARD_IN_EVAL, Provenance, Record, Site, format_chain
 
 #: Frames whose code is not a block of statements: nothing can be inserted there.

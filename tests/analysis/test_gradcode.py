@@ -6,8 +6,8 @@ import ast
 
 import pytest
 
-from rnnfix.analysis.gradcode import attribution, forward_model, input_gradient
-from rnnfix.analysis.imports import ImportMap
+from rnnfix.analysis.grads.gradcode import attribution, forward_model, input_gradient
+from rnnfix.analysis.syntax.imports import ImportMap
 
 
 def _no_values(name: str, use: ast.AST) -> list[ast.expr]:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from rnnfix.analysis.loads import LoadFinder
-from rnnfix.analysis.project import ProjectIndex
-from rnnfix.context import FileContext
+from rnnfix.analysis.context import FileContext
+from rnnfix.analysis.modes.loads import LoadFinder
+from rnnfix.analysis.project.index import ProjectIndex
 from tests.fixture_args import FIXTURES, project_fixtures, settings_for, single_file_fixtures
 
 

@@ -1,11 +1,11 @@
-"""Which parameters hold functions (``rnnfix.analysis.modeapi``): calling
+"""Which parameters hold functions (``rnnfix.analysis.modes.modeapi``): calling
 one is no forward, whatever the rest of the file makes of its name."""
 
 from __future__ import annotations
 
 import ast
 
-from rnnfix.analysis.modeapi import callable_parameters, function_parameters
+from rnnfix.analysis.modes.modeapi import callable_parameters, function_parameters
 
 SOURCE = """
 import functools

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from rnnfix.analysis.modeflow import Mode, ModeFlow
+from rnnfix.analysis.modes.modeflow import Mode, ModeFlow
 from rnnfix.rules.base import FileContext
 
 
@@ -267,7 +267,7 @@ def test_only_calls_and_known_submodules_are_forwards() -> None:
 
 
 def test_mode_switch_parses_every_spelling_once() -> None:
-    from rnnfix.analysis.torchapi import mode_switch
+    from rnnfix.analysis.torch.api import mode_switch
 
     def parse(text: str) -> tuple[str, bool] | None:
         sw = mode_switch(ast.parse(text, mode="eval").body)

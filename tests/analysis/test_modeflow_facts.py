@@ -3,7 +3,7 @@ owners, saved modes, deliberate eval()s, target networks."""
 
 from __future__ import annotations
 
-from rnnfix.analysis.modeflow import Mode
+from rnnfix.analysis.modes.modeflow import Mode
 from tests.analysis.test_modeflow import call_named, flow, modes
 
 

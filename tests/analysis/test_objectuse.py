@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from rnnfix.analysis.names import dotted
-from rnnfix.analysis.objectuse import method_order
+from rnnfix.analysis.modes.objectuse import method_order
+from rnnfix.analysis.syntax.names import dotted
 
 
 def _order(source: str) -> set[tuple[str, str]]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rnnfix.analysis.project import ProjectIndex, normalise
+from rnnfix.analysis.project.index import ProjectIndex, normalise
 from tests.fixture_args import project_fixtures
 
 

@@ -7,9 +7,9 @@ import textwrap
 
 import pytest
 
-from rnnfix.analysis.project import summarise
-from rnnfix.analysis.receivers import ReceiverCheck
-from rnnfix.analysis.torchapi import is_stateless_torch_module
+from rnnfix.analysis.modes.receivers import ReceiverCheck
+from rnnfix.analysis.project.index import summarise
+from rnnfix.analysis.torch.api import is_stateless_torch_module
 from rnnfix.rules.base import FileContext
 
 CLASSES = """

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from rnnfix.analysis.regions import find_regions
-from rnnfix.analysis.regiontext import may_have_regions
-from rnnfix.context import FileContext
+from rnnfix.analysis.context import FileContext
+from rnnfix.analysis.modes.regions import find_regions
+from rnnfix.analysis.modes.regiontext import may_have_regions
 
 _ROOT = Path(__file__).resolve().parents[2]
 _SOURCES = sorted(

@@ -18,19 +18,19 @@ from typing import Any
 
 import pytest
 
-from rnnfix.analysis.evalgrad import global_cudnn_off
-from rnnfix.analysis.imports import ImportMap
-from rnnfix.analysis.project import ProjectIndex
+from rnnfix.analysis.context import FileContext
+from rnnfix.analysis.evalgrad.in_scope import global_cudnn_off
+from rnnfix.analysis.project.index import ProjectIndex
 from rnnfix.analysis.ruletext import may_call_module_mode, may_switch_cudnn_off
-from rnnfix.context import FileContext
+from rnnfix.analysis.syntax.imports import ImportMap
+from rnnfix.config.settings import Settings
 from rnnfix.rules import (
     rnf001_train_step_in_eval_mode,
     rnf002_wrapper_mode_via_module,
     rnf004_backward_in_eval_through_rnn,
     rnf005_global_cudnn_switch,
-    rnf006_inference_without_eval,
 )
-from rnnfix.settings import Settings
+from rnnfix.rules.rnf006 import rule as rnf006_inference_without_eval
 from tests.fixture_args import FIXTURES, project_fixtures, settings_for, single_file_fixtures
 
 _ROOT = FIXTURES.parent

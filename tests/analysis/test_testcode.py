@@ -6,8 +6,8 @@ import ast
 
 import pytest
 
-from rnnfix.analysis import testcode
-from rnnfix.analysis.imports import ImportMap
+from rnnfix.analysis.project import testcode
+from rnnfix.analysis.syntax.imports import ImportMap
 
 
 @pytest.mark.parametrize(

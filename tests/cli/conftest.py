@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from rnnfix.cli import cli
+from rnnfix.cli.app import cli
 
 BUGGY = (
     "import torch.nn as nn\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from rnnfix.cli import cli
+from rnnfix.cli.app import cli
 
 PROJECT = Path(__file__).parents[2] / "fixtures" / "project" / "helper_in_other_file"
 BUGGY = "import torch.nn as nn\n\nmodel = nn.DataParallel(nn.Linear(2, 2))\nmodel.module.train()\n"

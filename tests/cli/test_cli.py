@@ -10,7 +10,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from rnnfix.cli import cli
+from rnnfix.cli.app import cli
 from tests.cli.conftest import BUGGY, FIXED
 
 
@@ -186,7 +186,7 @@ def test_help_and_apply_never_import_torch(tree: Path) -> None:
     code = (
         "import sys\n"
         "from click.testing import CliRunner\n"
-        "from rnnfix.cli import cli\n"
+        "from rnnfix.cli.app import cli\n"
         "CliRunner().invoke(cli, ['--help'])\n"
         f"r = CliRunner().invoke(cli, ['apply', '--check', {str(tree)!r}])\n"
         "assert r.exception is None or isinstance(r.exception, SystemExit), r.output\n"
@@ -198,8 +198,8 @@ def test_help_and_apply_never_import_torch(tree: Path) -> None:
 
 
 def test_parallel_jobs_give_the_same_results(tmp_path: Path) -> None:
-    from rnnfix.process import process_files
-    from rnnfix.settings import Settings
+    from rnnfix.config.settings import Settings
+    from rnnfix.run.process import process_files
 
     for i in range(6):
         (tmp_path / f"b{i}.py").write_text(BUGGY if i % 2 else "x = 1\n")

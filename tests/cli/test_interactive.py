@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from rnnfix.cli import cli
-from rnnfix.context import Finding
-from rnnfix.engine import fix_source
-from rnnfix.settings import Settings
+from rnnfix.analysis.context import Finding
+from rnnfix.cli.app import cli
+from rnnfix.config.settings import Settings
+from rnnfix.run.engine import fix_source
 from tests.cli.test_followups import SRC as FOLLOWUP_SRC
 
 TWO = (

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rnnfix.context import Finding
-from rnnfix.engine import Decide, fix_source
+from rnnfix.analysis.context import Finding
+from rnnfix.run.engine import Decide, fix_source
 from tests.fixture_args import settings_for
 
 FIXTURES = Path(__file__).resolve().parent.parent.parent / "fixtures"
@@ -79,11 +79,11 @@ PROJECT_CASES = sorted(
 def test_a_project_reviewed_with_yes_to_everything_is_the_plain_fix(case: Path) -> None:
     """Across files (the project index, and the re-check of the files that
     call into a fixed one): every answer asked once, the same result."""
-    from rnnfix.engine import reviewing
-    from rnnfix.files import discover
-    from rnnfix.interactive import Reviewer
-    from rnnfix.process import process_files
-    from rnnfix.settings import Settings
+    from rnnfix.cli.interactive import Reviewer
+    from rnnfix.config.settings import Settings
+    from rnnfix.run.engine import reviewing
+    from rnnfix.run.process import process_files
+    from rnnfix.source.files import discover
 
     spec = case / "rnnfix-run"
     args = spec.read_text().split() if spec.exists() else []

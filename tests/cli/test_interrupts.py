@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 import rnnfix
-from rnnfix.files import FileProblem, discover, write_atomic
-from rnnfix.process import NEWER_SYNTAX, Outcome, process_text
-from rnnfix.settings import Settings
+from rnnfix.config.settings import Settings
+from rnnfix.run.process import NEWER_SYNTAX, Outcome, process_text
+from rnnfix.source.files import FileProblem, discover, write_atomic
 
 BUGGY = """\
 import torch

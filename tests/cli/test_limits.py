@@ -6,9 +6,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from rnnfix.cli import cli
-from rnnfix.process import Outcome, process_text
-from rnnfix.settings import Settings
+from rnnfix.cli.app import cli
+from rnnfix.config.settings import Settings
+from rnnfix.run.process import Outcome, process_text
 
 
 def test_max_file_size_from_pyproject(tmp_path: Path) -> None:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from rnnfix.cli import cli
-from rnnfix.config import ConfigError, load_settings
-from rnnfix.perfile import ignored_codes
-from rnnfix.settings import Settings
+from rnnfix.cli.app import cli
+from rnnfix.config.perfile import ignored_codes
+from rnnfix.config.pyproject import ConfigError, load_settings
+from rnnfix.config.settings import Settings
 from tests.cli.conftest import BUGGY, FIXED
 
 

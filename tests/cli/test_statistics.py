@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from rnnfix.cli import cli
+from rnnfix.cli.app import cli
 from rnnfix.rules import all_rules
 
 BUGGY = "import torch.nn as nn\n\nmodel = nn.DataParallel(nn.Linear(2, 2))\nmodel.module.train()\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from rnnfix.cli import cli
+from rnnfix.cli.app import cli
 from rnnfix.report import colour
 from rnnfix.report.progressbar import ProgressBar, line, wanted
 from tests.cli.conftest import BUGGY

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from rnnfix.engine import fix_source
-from rnnfix.settings import Settings
+from rnnfix.config.settings import Settings
+from rnnfix.run.engine import fix_source
 
 torch = pytest.importorskip("torch")
 

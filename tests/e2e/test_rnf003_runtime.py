@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from rnnfix.engine import fix_source
 from rnnfix.rules import all_rules
+from rnnfix.run.engine import fix_source
 
 torch = pytest.importorskip("torch")
 

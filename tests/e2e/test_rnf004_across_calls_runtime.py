@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from rnnfix.engine import fix_source
-from rnnfix.settings import Settings
+from rnnfix.config.settings import Settings
+from rnnfix.run.engine import fix_source
 
 torch = pytest.importorskip("torch")
 

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from rnnfix.cli import cli
+from rnnfix.cli.app import cli
 from rnnfix.report.sarif import replacements_of
 from tests.cli.conftest import BUGGY, CLEAN, FIXED
 from tests.cli.test_followups import SRC as FOLLOWUP_SRC

@@ -8,10 +8,10 @@ import ast
 
 import pytest
 
-from rnnfix.analysis.regions import data_is_eval
-from rnnfix.engine import check_source, fix_source
+from rnnfix.analysis.modes.regions import data_is_eval
+from rnnfix.config.settings import Settings
 from rnnfix.rules import all_rules
-from rnnfix.settings import Settings
+from rnnfix.run.engine import check_source, fix_source
 
 ONLY = Settings(select=("RNF003",))
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from rnnfix.analysis.project import ProjectIndex
-from rnnfix.analysis.regions import find_regions
-from rnnfix.context import FileContext
-from rnnfix.files import discover
-from rnnfix.rules._rnf003_gate import ModelEvidence
-from rnnfix.rules._rnf003_judge import RegionJudge
-from rnnfix.rules.rnf003_eval_without_no_grad import _judged_code
+from rnnfix.analysis.context import FileContext
+from rnnfix.analysis.modes.regions import find_regions
+from rnnfix.analysis.project.index import ProjectIndex
+from rnnfix.rules.rnf003.gate import ModelEvidence
+from rnnfix.rules.rnf003.judge import RegionJudge
+from rnnfix.rules.rnf003.rule import _judged_code
+from rnnfix.source.files import discover
 
 _ROOT = Path(__file__).resolve().parents[2]
 _SOURCES = sorted(

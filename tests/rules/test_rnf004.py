@@ -8,10 +8,10 @@ import textwrap
 
 import pytest
 
-from rnnfix.analysis.imports import ImportMap
-from rnnfix.analysis.rnns import RnnIndex, RnnSpec
-from rnnfix.engine import check_source, fix_source
-from rnnfix.settings import Settings
+from rnnfix.analysis.syntax.imports import ImportMap
+from rnnfix.analysis.torch.rnns import RnnIndex, RnnSpec
+from rnnfix.config.settings import Settings
+from rnnfix.run.engine import check_source, fix_source
 
 ONLY = ("RNF004",)
 RNN_TRAIN = Settings(select=ONLY, rnn_only=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import textwrap
 
-from rnnfix.edits import Pos, RemoveStatement, apply_edits
-from rnnfix.engine import check_source, fix_source
-from rnnfix.settings import Settings
+from rnnfix.config.settings import Settings
+from rnnfix.run.engine import check_source, fix_source
+from rnnfix.source.edits import Pos, RemoveStatement, apply_edits
 
 ONLY = ("RNF005",)
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from rnnfix.analysis.imports import ImportMap
-from rnnfix.analysis.loads import LOADER, MODULE_LOADER, NOT_A_LOADER, returns_loaded_model
-from rnnfix.analysis.project import summarise
-from rnnfix.engine import check_source, fix_source
-from rnnfix.settings import Settings
+from rnnfix.analysis.modes.loads import LOADER, MODULE_LOADER, NOT_A_LOADER, returns_loaded_model
+from rnnfix.analysis.project.index import summarise
+from rnnfix.analysis.syntax.imports import ImportMap
+from rnnfix.config.settings import Settings
+from rnnfix.run.engine import check_source, fix_source
 
 SCRIPT = """
 import torch

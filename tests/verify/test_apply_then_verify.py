@@ -19,9 +19,9 @@ REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "verify"
 
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("rnnfix.engine") is None
+    importlib.util.find_spec("rnnfix.run.engine") is None
     or importlib.util.find_spec("rnnfix.__main__") is None,
-    reason="rnnfix.engine / `python -m rnnfix` not available yet (issues RNF001/RNF004)",
+    reason="rnnfix.run.engine / `python -m rnnfix` not available yet (issues RNF001/RNF004)",
 )
 
 

@@ -16,7 +16,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rnnfix.settings import Settings  # noqa: E402
+from rnnfix.config.settings import Settings  # noqa: E402
 from rnnfix.verify.fixloop import FixReport, verify_fix  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "verify"
@@ -175,7 +175,7 @@ def test_gpu_stops_at_the_first_error_simulated(tmp_path: Path) -> None:
 def test_cli_fix_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
 
-    from rnnfix.cli import cli
+    from rnnfix.cli.app import cli
 
     script = _copy(tmp_path, "registry.py")
     data = script.read_bytes()
@@ -192,7 +192,7 @@ def test_cli_fix_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_cli_diff_needs_fix() -> None:
     from click.testing import CliRunner
 
-    from rnnfix.cli import cli
+    from rnnfix.cli.app import cli
 
     result = CliRunner().invoke(cli, ["verify", "--diff", "train.py"])
     assert result.exit_code == 2

@@ -5,8 +5,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from rnnfix.edits import InsertStatements, WrapInWith, apply_edits
-from rnnfix.settings import Settings
+from rnnfix.config.settings import Settings
+from rnnfix.source.edits import InsertStatements, WrapInWith, apply_edits
 from rnnfix.verify.fixplan import Planner
 from rnnfix.verify.records import CUDNN_BACKWARD_IN_EVAL, Provenance, Record, Site
 

@@ -1,0 +1,317 @@
+"""Grad mode, read from the source: ``no_grad`` / ``inference_mode`` /
+``set_grad_enabled`` contexts and decorators, and the code that needs
+gradients (training steps, ``autograd.grad``, ``requires_grad_``).
+
+Everything here errs towards "grad may be handled": a context we cannot read
+(``set_grad_enabled(is_train)``) counts as handled, so RNF003 stays quiet.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Literal
+
+from rnnfix.analysis.syntax.imports import ImportMap
+from rnnfix.analysis.syntax.names import method_call
+from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_local, walk_subtree, walk_tree
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.context import FileContext
+
+Grad = Literal["off", "on", "unknown"]
+
+_NO_GRAD = frozenset(
+    {"torch.no_grad", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
+)
+_INFERENCE = frozenset({"torch.inference_mode", "torch.autograd.grad_mode.inference_mode"})
+_SET_GRAD = frozenset(
+    {
+        "torch.set_grad_enabled",
+        "torch.autograd.set_grad_enabled",
+        "torch.autograd.grad_mode.set_grad_enabled",
+    }
+)
+_ENABLE = frozenset({"torch.enable_grad", "torch.autograd.enable_grad"})
+_GRAD_FUNCTIONS = frozenset(
+    {
+        "torch.autograd.grad",
+        "torch.autograd.backward",
+        "torch.autograd.functional.jacobian",
+        "torch.autograd.functional.hessian",
+        "torch.autograd.functional.vjp",
+        "torch.autograd.functional.jvp",
+        "torch.func.grad",
+        "torch.func.grad_and_value",
+        "torch.func.vjp",
+        "torch.func.jacrev",
+        "functorch.grad",
+    }
+)
+
+
+def classify_context(ctx: FileContext, expr: ast.AST) -> Grad | None:
+    return grad_context(ctx.facts.imports, expr)
+
+
+def grad_context(imports: ImportMap, expr: ast.AST) -> Grad | None:
+    """Grad mode inside ``with <expr>:`` or under ``@<expr>``; None when
+    ``expr`` is not a grad-mode context, or one that keeps the surrounding
+    mode (``inference_mode(False)``)."""
+    call = expr if isinstance(expr, ast.Call) else None
+    qual = imports.qualname(call.func if call else expr)
+    if qual in _NO_GRAD:
+        return "off"
+    if qual in _ENABLE:
+        return "on"
+    if qual in _INFERENCE or qual in _SET_GRAD:
+        args = [*call.args, *(k.value for k in call.keywords)] if call else []
+        if not args:
+            return "off" if qual in _INFERENCE else "unknown"
+        flag = args[0]
+        if isinstance(flag, ast.Constant) and isinstance(flag.value, bool):
+            if qual in _INFERENCE:
+                return "off" if flag.value else None
+            return "on" if flag.value else "off"
+        return "unknown"
+    return None
+
+
+class GradContexts:
+    """Grad mode from the source around a node; one per file (caches per scope)."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self._bare_set_grad: dict[ast.AST, bool] = {}
+
+    def in_function(self, node: ast.AST) -> Grad | None:
+        """Grad mode at ``node`` from the contexts and decorators up to and
+        including its function; None when nothing there sets it (the caller's
+        mode applies). A bare ``set_grad_enabled(...)`` statement anywhere in
+        the function counts as unknown: we do not follow its flow."""
+        ctx = self.ctx
+        parents = ctx.facts.parents
+        child = node
+        cur = parents.get(node)
+        while cur is not None:
+            if isinstance(cur, (ast.With, ast.AsyncWith)) and any(child is s for s in cur.body):
+                for item in reversed(cur.items):
+                    mode = classify_context(ctx, item.context_expr)
+                    if mode is not None:
+                        return mode
+            if isinstance(cur, (*FUNCTIONS, ast.Module)):
+                if isinstance(cur, FUNCTIONS):
+                    for dec in reversed(cur.decorator_list):
+                        mode = classify_context(ctx, dec)
+                        if mode is not None:
+                            return mode
+                if cur not in self._bare_set_grad:
+                    self._bare_set_grad[cur] = _has_bare_set_grad(ctx, cur)
+                return "unknown" if self._bare_set_grad[cur] else None
+            child = cur
+            cur = parents.get(cur)
+        return None
+
+
+def _has_bare_set_grad(ctx: FileContext, scope: ast.AST) -> bool:
+    for n in walk_local(scope):
+        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call):
+            if ctx.facts.imports.qualname(n.value.func) in _SET_GRAD:
+                return True
+    return False
+
+
+def training_steps(ctx: FileContext, root: ast.AST) -> Iterator[ast.Call]:
+    """``loss.backward()``, ``torch.autograd.backward``, ``optimizer.step()``,
+    ``scaler.step(optimizer)`` under ``root`` (not in nested functions)."""
+    for n in walk_local(root):
+        if isinstance(n, ast.Call) and _is_training_step(ctx, n):
+            yield n
+
+
+def _is_training_step(ctx: FileContext, call: ast.Call) -> bool:
+    return ctx.facts.modes.step_kind(call) is not None
+
+
+def gradient_uses(ctx: FileContext, root: ast.AST) -> Iterator[ast.AST]:
+    """Code under ``root`` that needs grad enabled: training steps,
+    ``autograd.grad`` and friends, ``requires_grad_()``, ``requires_grad=True``,
+    ``x.requires_grad = True``, ``enable_grad`` / ``set_grad_enabled(True)``."""
+    for n in walk_local(root):
+        if isinstance(n, ast.Call):
+            if _is_training_step(ctx, n) or ctx.facts.imports.qualname(n.func) in _GRAD_FUNCTIONS:
+                yield n
+                continue
+            mc = method_call(n)
+            if mc is not None and mc[1] == "requires_grad_" and not _false_arg(n):
+                yield n
+                continue
+            if any(k.arg == "requires_grad" and not _is_false(k.value) for k in n.keywords):
+                yield n
+                continue
+            if classify_context(ctx, n) == "on":
+                yield n
+        elif isinstance(n, ast.Assign):
+            if any(
+                isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in n.targets
+            ) and not _is_false(n.value):
+                yield n
+
+
+def _false_arg(call: ast.Call) -> bool:
+    args = [*call.args, *(k.value for k in call.keywords)]
+    return bool(args) and _is_false(args[0])
+
+
+def _is_false(expr: ast.AST) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is False
+
+
+class LocalFunctions:
+    """Functions defined in this file, found by how they are called:
+    ``helper(...)`` (module-level or nested functions) and ``self.method(...)``
+    (methods of the calling class)."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+        self.methods: dict[tuple[ast.ClassDef, str], ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        self._memo: dict[ast.AST, bool] = {}
+        self._sites: dict[ast.AST, list[ast.Call]] | None = None
+        parents = ctx.facts.parents
+        for n in walk_tree(ctx.tree):
+            if isinstance(n, FUNCTIONS):
+                parent = parents.get(n)
+                if isinstance(parent, ast.ClassDef):
+                    self.methods[(parent, n.name)] = n
+                else:
+                    self.functions.setdefault(n.name, []).append(n)
+
+    def targets(self, call: ast.Call) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+        func = call.func
+        if isinstance(func, ast.Name):
+            return self.functions.get(func.id, [])
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            if func.value.id in ("self", "cls"):
+                cls = self._class_of(call)
+                method = self.methods.get((cls, func.attr)) if cls else None
+                return [method] if method else []
+        return []
+
+    def call_sites(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
+        if self._sites is None:
+            self._sites = {}
+            for n in walk_tree(self.ctx.tree):
+                if isinstance(n, ast.Call):
+                    for t in self.targets(n):
+                        self._sites.setdefault(t, []).append(n)
+        return self._sites.get(func, [])
+
+    def _class_of(self, node: ast.AST) -> ast.ClassDef | None:
+        for anc in self.ctx.facts.ancestors(node):
+            if isinstance(anc, ast.ClassDef):
+                return anc
+        return None
+
+    def gradient_helper(self, root: ast.AST) -> str | None:
+        """The name of a local function called under ``root`` that needs
+        gradients, directly or through further local calls."""
+        for n in walk_local(root):
+            if isinstance(n, ast.Call):
+                for f in self.targets(n):
+                    if self._needs_grad(f):
+                        return f.name
+        return None
+
+    def _needs_grad(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        if func not in self._memo:
+            self._memo[func] = self._needs_grad_walk(func, frozenset())
+        return self._memo[func]
+
+    def _needs_grad_walk(
+        self, func: ast.FunctionDef | ast.AsyncFunctionDef, seen: frozenset[ast.AST]
+    ) -> bool:
+        if any(True for _ in gradient_uses(self.ctx, func)):
+            return True
+        for n in walk_local(func):
+            if isinstance(n, ast.Call):
+                for f in self.targets(n):
+                    if f not in seen and self._needs_grad_walk(f, seen | {func}):
+                        return True
+        return False
+
+
+# --- decorators and context managers of the project --------------------------
+# What a project's own wrapper does to grad mode and the module mode, read from
+# its definition: ``{"grad"}`` for yolov5's ``@smart_inference_mode()``,
+# ``{"eval"}`` for detectron2's ``inference_context(model)``. Anything that
+# cannot be read is unknown, and RNF003 does not add to code around it.
+Handling = frozenset[str]
+
+# Wrappers that touch neither grad nor the module mode.
+_NEUTRAL = frozenset(
+    {"staticmethod", "classmethod", "property", "open", "io.open", "abc.abstractmethod",
+     "typing.overload", "typing.final", "typing.override", "typing_extensions.override",
+     "torch.compile", "torch.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast",
+     "torch.amp.autocast", "torch.cuda.device", "torch.cuda.stream", "torch.device",
+     "torch.random.fork_rng", "torch.backends.cudnn.flags", "torch.cuda.nvtx.range",
+     "contextlib.suppress", "contextlib.nullcontext", "contextlib.ExitStack",
+     "contextlib.redirect_stdout", "contextlib.redirect_stderr", "warnings.catch_warnings",
+     "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm", "hydra.main",
+     "torch.distributed.elastic.multiprocessing.errors.record", "numpy.errstate"}
+)  # fmt: skip
+_NEUTRAL_PREFIXES = (
+    "functools.", "torch.jit.", "torch.profiler.", "torch.autograd.profiler.", "click.",
+    "torch.compiler.", "tempfile.", "unittest.mock.",
+)  # fmt: skip
+_GRAD_NAMES = _NO_GRAD | _INFERENCE | _SET_GRAD
+GRAD_NAMES = _GRAD_NAMES  # what ``definition_handling`` reads as a grad switch
+
+
+def definition_handling(node: ast.AST, imports: ImportMap) -> Handling:
+    """What a function or class definition (a decorator, a context manager)
+    does: ``"grad"`` when it uses ``no_grad``/``inference_mode``/
+    ``set_grad_enabled`` anywhere (``(inference_mode if new else no_grad)()(fn)``
+    counts), ``"eval"`` when it puts a module in eval mode."""
+    from rnnfix.analysis.torch.api import module_mode_switch
+
+    found: set[str] = set()
+    for n in walk_subtree(node):  # ``ast.walk``'s nodes; the answer is a set
+        if isinstance(n, (ast.Name, ast.Attribute)) and imports.qualname(n) in _GRAD_NAMES:
+            found.add("grad")
+        elif isinstance(n, ast.Call):
+            switch = module_mode_switch(n, lenient=True)
+            if switch is not None and switch.mode.value != "train":
+                found.add("eval")
+    return frozenset(found)
+
+
+class Handlers:
+    """Decorators and context managers around evaluation code, one per file."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.defs: dict[str, ast.AST] = {
+            s.name: s for s in ctx.tree.body if isinstance(s, (*FUNCTIONS, ast.ClassDef))
+        }
+        self._memo: dict[str, Handling | None] = {}
+
+    def handling(self, expr: ast.expr) -> Handling | None:
+        """What ``@expr`` / ``with expr:`` does; None when it cannot be read."""
+        mode = classify_context(self.ctx, expr)
+        if mode is not None:
+            return frozenset() if mode == "on" else frozenset({"grad"})
+        func = expr.func if isinstance(expr, ast.Call) else expr
+        imports = self.ctx.facts.imports
+        qual = imports.qualname(func)
+        if qual is not None and (qual in _NEUTRAL or qual.startswith(_NEUTRAL_PREFIXES)):
+            return frozenset()
+        if isinstance(func, ast.Name):
+            if func.id in self.defs:
+                if func.id not in self._memo:
+                    self._memo[func.id] = definition_handling(self.defs[func.id], imports)
+                return self._memo[func.id]
+            if qual is None and func.id in _NEUTRAL:
+                return frozenset()  # a builtin: ``open``, ``property``
+        project = self.ctx.facts.project
+        return project.handler(func) if project is not None else None

@@ -1,0 +1,425 @@
+"""The abstract interpreter that carries model modes through one scope.
+
+It walks a function's (or the module's) statements in order with a ``Frame``
+of facts: ``if``/``else`` and ``match`` join their branches, loops iterate to a
+fixed point (the end of the body and every ``continue`` flow into the next
+iteration; ``break`` and the exhausted loop flow out), ``try`` joins its
+handlers with the body, ``finally`` also runs on ``return``, and
+``return``/``raise`` end a path. Calls change modes through ``.eval()`` /
+``.train(...)`` on a model or through the summary of a function of this file
+or (with a project index) of another file of the run; any other call changes
+nothing. ``before`` keeps, for every statement
+reached, the join of all states it was reached with.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from rnnfix.analysis.modes.state import Facts, Frame, Mode, ModeFact, join
+from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.scopes import FuncNode, Resolved
+from rnnfix.analysis.syntax.walks import child_nodes
+from rnnfix.analysis.torch.api import SELF_RETURNING, mode_switch, module_mode_switch
+from rnnfix.analysis.torch.models import assignment_pairs, built_class, mode_receiver, unwrap_built
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.modes.modeflow import ModeFlow
+
+MAX_LOOP_PASSES = 32  # the lattice is finite; this only guards against a bug
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What a call does to one model: ``sets`` the modes it may leave it in;
+    ``passthrough`` if some path leaves the mode as it was."""
+
+    passthrough: bool
+    sets: frozenset[Mode]
+
+
+@dataclass
+class Loop:
+    breaks: list[Frame] = field(default_factory=list)
+    continues: list[Frame] = field(default_factory=list)
+
+
+# Calls that end the program: nothing after them runs (a test-only branch of a
+# training script that evaluates and then calls ``quit()``).
+_PROGRAM_EXITS = frozenset({"sys.exit", "os._exit", "os.abort"})
+_BUILTIN_EXITS = frozenset({"exit", "quit"})
+
+
+def ends_program(expr: ast.expr, qualname: Callable[[ast.AST], str | None]) -> bool:
+    """``expr`` is ``sys.exit(...)``, ``os._exit(...)``, ``os.abort()`` or the
+    builtins ``exit(...)``/``quit(...)`` (a name no import rebinds)."""
+    if not isinstance(expr, ast.Call):
+        return False
+    q = qualname(expr.func)
+    if q is not None:
+        return q in _PROGRAM_EXITS
+    return isinstance(expr.func, ast.Name) and expr.func.id in _BUILTIN_EXITS
+
+
+def _own_method_result(value: ast.expr, key: str, canonical: Callable[[str], str]) -> bool:
+    """``model = model.merge_and_unload()``: what a model's own method returns,
+    bound to the model's own name, is the model itself or modules taken from
+    it (``get_base_model()``, ``merge_and_unload()``, ``fuse()``), in the mode
+    they had. Not a loader (``model.from_pretrained(...)``,
+    ``model.load_from_checkpoint(...)``): that builds a new object."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
+        return False
+    name = value.func.attr.lower()
+    if name.startswith(("from_", "load", "build", "create", "make", "new")):
+        return False
+    recv = dotted(value.func.value)
+    return recv is not None and canonical(recv) == key
+
+
+def chained_mode(value: ast.AST) -> Mode | None:
+    """The mode the last mode call in a self-returning chain sets:
+    ``Net().to(dev).eval()`` -> eval."""
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in SELF_RETURNING
+    ):
+        switch = mode_switch(value)
+        if switch is not None:
+            return switch.mode
+        value = value.func.value
+    return None
+
+
+def _guard_key(test: ast.expr) -> tuple[str, bool]:
+    """``not x`` is ``x`` with the branches swapped."""
+    polarity = True
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, polarity = test.operand, not polarity
+    return ast.dump(test), polarity
+
+
+def calls_in(node: ast.AST | None) -> list[ast.Call]:
+    """Calls in an expression, arguments before the call that uses them (the
+    order Python evaluates them), not entering lambdas or nested defs."""
+    out: list[ast.Call] = []
+    if node is None:
+        return out
+
+    def visit(n: ast.AST) -> None:
+        if isinstance(n, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return
+        for child in child_nodes(n):
+            visit(child)
+        if isinstance(n, ast.Call):
+            out.append(n)
+
+    visit(node)
+    return out
+
+
+class ScopeRun:
+    """One pass of the interpreter over one scope."""
+
+    def __init__(
+        self,
+        flow: ModeFlow,
+        scope: FuncNode | None,
+        scope_node: ast.AST,
+        entry: Callable[[str], Facts],
+    ) -> None:
+        self.flow = flow
+        self.scope = scope
+        self.scope_node = scope_node
+        self.entry = entry
+        self.before: dict[ast.stmt, Frame] = {}
+        self.call_frames: dict[ast.Call, Frame] = {}  # state just before a resolved call
+        self.resolved: dict[ast.Call, Resolved] = {}
+        self.returns: list[Frame] = []
+        self.loops: list[Loop] = []
+        self.guards: list[tuple[str, bool]] = []  # enclosing ``if`` tests
+
+    def key(self, text: str) -> str:
+        """The path the flow tracks ``text`` under here (must-aliases resolved)."""
+        return self.flow.canonical(text, self.scope)
+
+    def fact(self, mode: Mode, origin: ast.AST) -> frozenset[ModeFact]:
+        guard = self.guards[-1] if self.guards else None
+        return frozenset({ModeFact(mode, origin, None, guard)})
+
+    def run(self, body: list[ast.stmt]) -> Frame | None:
+        end = self.block(body, Frame(self.entry))
+        return join([end, *self.returns])
+
+    # --- statements --------------------------------------------------------
+    def block(self, body: list[ast.stmt], frame: Frame | None) -> Frame | None:
+        for stmt in body:
+            if frame is None:
+                return None
+            frame = self.stmt(stmt, frame)
+        return frame
+
+    def stmt(self, s: ast.stmt, f: Frame) -> Frame | None:
+        old = self.before.get(s)
+        merged = join([old, f]) if old is not None else f.copy()
+        assert merged is not None
+        self.before[s] = merged
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return f
+        if isinstance(s, ast.Return):
+            self.returns.append(self.exprs(s.value, f))
+            return None
+        if isinstance(s, ast.Raise) or (
+            isinstance(s, ast.Expr) and ends_program(s.value, self.flow.imports.qualname)
+        ):
+            return None
+        if isinstance(s, ast.Assert):
+            f = self.exprs(s.test, f)
+            return f if assume_mode(self, s, s.test, True, f) else None
+        if isinstance(s, (ast.Break, ast.Continue)):
+            if self.loops:
+                target = self.loops[-1]
+                (target.breaks if isinstance(s, ast.Break) else target.continues).append(f.copy())
+            return None
+        if isinstance(s, ast.If):
+            f = self.exprs(s.test, f)
+            test, polarity = _guard_key(s.test)
+            outs: list[Frame | None] = []
+            for body, value in ((s.body, polarity), (s.orelse, not polarity)):
+                branch = f.copy()
+                branch.assume((test, value))
+                if not assume_mode(self, s, s.test, value == polarity, branch):
+                    outs.append(None)  # ``if not model.training: raise``
+                    continue
+                self.guards.append((test, value))
+                outs.append(self.block(body, branch))
+                self.guards.pop()
+            return join(outs)
+        if isinstance(s, (ast.For, ast.AsyncFor)):
+            return self.loop(s, self.exprs(s.iter, f), None)
+        if isinstance(s, ast.While):
+            return self.loop(s, f, s.test)
+        if isinstance(s, (ast.With, ast.AsyncWith)):
+            for item in s.items:
+                f = self.exprs(item.context_expr, f)
+            return self.block(s.body, f)
+        if isinstance(s, (ast.Try, ast.TryStar)):
+            return self.try_(s, f)
+        if isinstance(s, ast.Match):
+            f = self.exprs(s.subject, f)
+            return join([f, *(self.block(c.body, f.copy()) for c in s.cases)])
+        if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            return self.assign(s, f)
+        return self.exprs(s, f)
+
+    def loop(
+        self, s: ast.For | ast.AsyncFor | ast.While, entry: Frame, test: ast.expr | None
+    ) -> Frame | None:
+        ctx = Loop()
+        self.loops.append(ctx)
+        head = entry.copy()
+        tested = head
+        for _ in range(MAX_LOOP_PASSES):
+            tested = self.exprs(test, head.copy()) if test is not None else head.copy()
+            end = self.block(s.body, tested.copy())
+            inside = self.flow.contains(s)
+            back = [b.unguarded(inside) for b in [end, *ctx.continues] if b is not None]
+            new_head = join([entry, *back])
+            assert new_head is not None
+            if new_head.same_as(head):
+                break
+            head = new_head
+        self.loops.pop()
+        infinite = (
+            isinstance(s, ast.While) and isinstance(s.test, ast.Constant) and bool(s.test.value)
+        )
+        normal = None if infinite else self.block(s.orelse, tested.copy())
+        return join([normal, *ctx.breaks])
+
+    def try_(self, s: ast.Try | ast.TryStar, f: Frame) -> Frame | None:
+        outer_returns = self.returns
+        self.returns = []
+        body_end = self.block(s.body, f.copy())
+        # An exception may come from anywhere in the body.
+        seen = [self.before[b] for b in s.body if b in self.before]
+        handler_in = join([f, body_end, *seen])
+        outs: list[Frame | None] = []
+        for h in s.handlers:
+            outs.append(self.block(h.body, handler_in.copy() if handler_in else None))
+        outs.append(self.block(s.orelse, body_end) if body_end is not None else None)
+        normal = join(outs)
+        inner_returns, self.returns = self.returns, outer_returns
+        if not s.finalbody:
+            self.returns.extend(inner_returns)
+            return normal
+        # ``finally`` runs on the way out of a ``return`` too: a helper that
+        # restores train() in ``finally`` restores it for its callers.
+        if inner_returns:
+            after = self.block(s.finalbody, join(inner_returns))
+            if after is not None:
+                self.returns.append(after)
+        return self.block(s.finalbody, normal) if normal is not None else None
+
+    def assign(self, s: ast.Assign | ast.AnnAssign | ast.AugAssign, f: Frame) -> Frame:
+        targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+        single = dotted(targets[0]) if len(targets) == 1 else None
+        f = self.exprs(s.value, f, ctor_target=single)
+        for t in targets:
+            for name in _bound(t):
+                f.saved.pop(name, None)
+        saved = _mode_read(self, s.value)
+        if saved is not None and single is not None:
+            f.saved[single] = (saved, f.lookup(saved))  # ``was = model.training``
+        if isinstance(s, ast.AugAssign) or s.value is None:
+            return f
+        for target, value in assignment_pairs(s):
+            for elt in target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]:
+                key = dotted(elt)
+                if key is None or not self.flow.is_model(key):
+                    continue
+                key = self.key(key)
+                if elt is target:
+                    self._assign_model(key, value, s, f)
+                else:  # unpacked from something we do not follow
+                    f.set(key, frozenset({ModeFact(Mode.UNKNOWN, s)}))
+        return f
+
+    def _assign_model(self, key: str, value: ast.expr, s: ast.stmt, f: Frame) -> None:
+        imports = self.flow.imports
+        if built_class(value, imports, self.flow.classes) is not None:
+            # A new module trains, unless the chain switches it: ``Net().eval()``.
+            mode = chained_mode(value)
+            f.set(key, frozenset({ModeFact(mode or Mode.TRAIN, s)}))
+            return
+        inner = dotted(unwrap_built(value, imports))
+        inner = self.key(inner) if inner is not None else None
+        if inner == key or _own_method_result(value, key, self.key):
+            return  # ``model = model.to(device)``, ``model = model.merge_and_unload()``
+        if inner is not None and self.flow.is_model(inner):
+            f.set(key, f.lookup(inner))  # an alias or a wrapper: same modules
+            return
+        f.set(key, frozenset({ModeFact(Mode.UNKNOWN, s)}))  # loaded, returned by a call...
+
+    # --- expressions -------------------------------------------------------
+    def exprs(self, node: ast.AST | None, f: Frame, ctor_target: str | None = None) -> Frame:
+        for call in self.flow.calls_of(node):
+            self.call(call, f, ctor_target)
+        return f
+
+    def call(self, call: ast.Call, f: Frame, ctor_target: str | None) -> None:
+        restored = _restored(self, call, f)
+        if restored is not None:
+            recv = mode_receiver(call, self.flow.imports)
+            if recv is not None and self.flow.tracks(recv):
+                f.set(
+                    self.flow.mode_target(self.key(recv)), restored
+                )  # ``model.train(was)``: the mode it was saved in
+                return
+        switch = module_mode_switch(call)
+        if switch is not None:
+            recv = mode_receiver(call, self.flow.imports)
+            if recv is not None and self.flow.tracks(recv):
+                f.set(self.flow.mode_target(self.key(recv)), self.fact(switch.mode, call))
+            return
+        res = self.flow.resolve(call, self.scope, ctor_target)
+        if res is None:
+            # A function of another file of the run (project index), if any.
+            ext = self.flow.external(call, self.scope)
+            if ext is not None:
+                self.apply(call, ext.summary.effects, ext.caller_key, f)
+            return
+        old = self.call_frames.get(call)
+        self.call_frames[call] = join([old, f]) if old is not None else f.copy()  # type: ignore[assignment]
+        self.resolved[call] = res
+        self.apply(call, self.flow.summary(res.callee).effects, res.caller_key, f)
+
+    def apply(
+        self,
+        call: ast.Call,
+        effects: dict[str, Effect],
+        caller_key: Callable[[str], str | None],
+        f: Frame,
+    ) -> None:
+        """A callee's effects on its names, applied to the caller's."""
+        for key, eff in effects.items():
+            mine = caller_key(key)
+            if mine is None:
+                continue
+            mine = self.key(mine)
+            facts = frozenset(f for m in eff.sets for f in self.fact(m, call))
+            if eff.passthrough:
+                f.add(mine, facts)
+            else:
+                f.set(mine, facts)
+
+
+# --- facts about the mode read from the program -----------------------------
+def _mode_read(run: ScopeRun, value: ast.AST | None) -> str | None:
+    """``model.training`` -> ``model`` when it is a model."""
+    if isinstance(value, ast.Attribute) and value.attr == "training":
+        key = dotted(value.value)
+        if key is not None and run.flow.tracks(key):
+            return run.key(key)
+    return None
+
+
+def _bound(target: ast.AST) -> list[str]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for e in target.elts for n in _bound(e)]
+    if isinstance(target, ast.Starred):
+        return _bound(target.value)
+    text = dotted(target)
+    return [text] if text is not None else []
+
+
+def _restored(run: ScopeRun, call: ast.Call, f: Frame) -> Facts | None:
+    """The saved facts ``model.train(was)`` / ``model.train(mode=was)`` restores."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "train"):
+        return None
+    flags = [*call.args, *(k.value for k in call.keywords if k.arg == "mode")]
+    if len(flags) != 1 or len(call.args) + len(call.keywords) != 1:
+        return None
+    text = dotted(flags[0])
+    saved = f.saved.get(text) if text is not None else None
+    receiver = dotted(call.func.value)
+    if saved is None or receiver is None or saved[0] != run.key(receiver):
+        return None
+    return saved[1]
+
+
+def assume_mode(run: ScopeRun, stmt: ast.stmt, test: ast.expr, truth: bool, f: Frame) -> bool:
+    """Narrow ``f`` where ``test`` has the value ``truth``: ``model.training``
+    (in ``assert`` or ``if``) and a saved mode (``if was: model.train()``).
+    False when that cannot happen (the branch is dead)."""
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, truth = test.operand, not truth
+    key = _mode_read(run, test)
+    if key is not None:
+        facts = f.lookup(key)
+        if truth:
+            kept = {x for x in facts if x.mode is Mode.TRAIN}
+            if any(x.mode is Mode.UNKNOWN for x in facts):
+                kept.add(ModeFact(Mode.TRAIN, stmt))
+        else:
+            kept = {x for x in facts if x.mode is not Mode.TRAIN}
+        if not kept:
+            return False
+        f.set(key, frozenset(kept))
+        return True
+    text = dotted(test)
+    saved = f.saved.get(text) if text is not None else None
+    if saved is None:
+        return True
+    model, before = saved
+    if truth:
+        return any(x.mode is not Mode.EVAL for x in before)
+    not_train = frozenset(x for x in before if x.mode is not Mode.TRAIN)
+    if not not_train:
+        return False
+    if all(x.mode is Mode.EVAL for x in f.lookup(model)):
+        # Saved as "not training" and in eval now: as it was when saved.
+        f.set(model, not_train)
+    return True

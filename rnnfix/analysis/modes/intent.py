@@ -1,0 +1,153 @@
+"""Is an ``eval()`` that reaches a training step there on purpose?
+
+Fine-tuning with frozen BatchNorm statistics (or a frozen backbone) calls
+``model.eval()`` right before the training loop, often with
+``cudnn.flags(enabled=False)`` so that an RNN can still be trained. Putting
+``train()`` after it undoes what the author asked for. An ``eval()`` is a
+*bug* only when
+
+- an evaluation runs between it and the step (a forward under ``no_grad``, a
+  helper or method that receives the model), or
+- it reaches the step from another iteration (around a loop's back edge) or
+  from another function (a helper's summary, a caller's state).
+
+What is left -- an ``eval()`` of the step's own scope whose only successor is
+training, in the same iteration -- is deliberate. Every rule asks
+``ModeFlow.deliberate_eval``; nothing here is specific to one rule.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from rnnfix.analysis.modes.flow import chained_mode
+from rnnfix.analysis.modes.placement import container, statement_path
+from rnnfix.analysis.modes.state import Mode, ModeFact, is_prefix
+from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.scopes import LOOPS, FuncNode
+from rnnfix.analysis.torch.api import MODULE_METHODS, mode_switch
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.modes.modeflow import ModeFlow
+
+
+def deliberate_eval(
+    flow: ModeFlow, fact: ModeFact, step: ast.Call, scope: FuncNode | None, model: str
+) -> bool:
+    origin = fact.origin
+    if isinstance(origin, (ast.Assign, ast.AnnAssign)) and origin.value is not None:
+        # ``vgg = VGG().to(device).eval()``: a frozen feature extractor
+        built = origin.value
+        if chained_mode(built) is not Mode.EVAL:
+            return False
+    elif mode_switch(origin) is None:
+        return False  # a helper's eval(), or the model as a caller left it
+    if flow.scope_of(origin) is not scope:
+        return False  # another function
+    scope_node: ast.AST = scope if scope is not None else flow.tree
+    px = statement_path(origin, scope_node, flow.parents)
+    ps = statement_path(step, scope_node, flow.parents)
+    if not px or not ps:
+        return False
+    i = 0
+    while i < min(len(px), len(ps)) and px[i] is ps[i]:
+        i += 1
+    if i >= len(px) or i >= len(ps):
+        return False
+    if any(isinstance(s, LOOPS) for s in px[i:]):
+        return False  # the eval() is in a loop the step is not in: another iteration
+    block = container(ps[i], flow.parents)
+    if block is None or container(px[i], flow.parents) is not block:
+        return False
+    start = next(k for k, s in enumerate(block) if s is px[i])
+    end = next(k for k, s in enumerate(block) if s is ps[i])
+    if start >= end:
+        return False  # the step comes first: eval() reaches it in the next iteration
+    origin_pos = (getattr(origin, "lineno", 0), getattr(origin, "col_offset", 0))
+    step_pos = (step.lineno, step.col_offset)
+    # Between the eval() and the step: the rest of the eval()'s statement,
+    # the statements in between, and the training statement up to the step.
+    for stmt in block[start : end + 1]:
+        for node in ast.walk(stmt):
+            if not isinstance(node, ast.Call) or node is origin:
+                continue
+            pos = (node.lineno, node.col_offset)
+            if not origin_pos < pos < step_pos:
+                continue
+            # Straight-line code (``eval(); out = model(x); loss.backward()``):
+            # a forward with grad before the step's own statement feeds it.
+            feeds = stmt is block[end] or ps[i] is ps[-1]
+            if _evaluates(flow, node, model, scope, training_stmt=feeds):
+                return False
+    return True
+
+
+def _evaluates(
+    flow: ModeFlow, call: ast.Call, model: str, scope: FuncNode | None, training_stmt: bool
+) -> bool:
+    """Whether ``call`` may run ``model`` for something other than the
+    training step: a forward under ``no_grad``, or a helper that receives it."""
+    related = _related_key(flow, call, model)
+    if related == "forward":
+        # The step's own forward is training; one with grad off is an evaluation.
+        return flow.grad_enabled(call) is False or not training_stmt
+    if related == "argument":
+        callee = flow.callee_summary(call, scope)
+        if callee is not None and callee[0].optimizer_step:
+            return False  # a training helper: it is the training, not an evaluation
+        return True
+    # A helper of this file that reaches the model without being passed it
+    # (a global, ``self.model`` through ``self.validate()``): it may evaluate it.
+    res = flow.index.resolve(call, scope)
+    if res is None or flow.summary(res.callee).optimizer_step:
+        return False
+    return _mentions(flow, res.callee.node, model, res.receiver, set())
+
+
+def _mentions(
+    flow: ModeFlow, fn: FuncNode, model: str, receiver: str | None, seen: set[FuncNode]
+) -> bool:
+    """Whether ``fn`` (or a function of this file it calls) names ``model``:
+    as a global, or as ``self.<attr>`` when ``self`` is ``receiver``."""
+    if fn in seen or len(seen) > 8:
+        return False
+    seen.add(fn)
+    info = flow.index.functions.get(fn)
+    if info is None:
+        return False
+    this = info.params[0] if info.is_method else None
+    root, _, rest = model.partition(".")
+    for node in flow.index.scope_nodes(fn):
+        text = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if text is not None:
+            if root not in info.locals and is_prefix(root, text) and this != root:
+                return True
+            if this is not None and receiver is not None and text.startswith(this + "."):
+                mine = receiver + text[len(this) :]
+                if is_prefix(mine, model) or is_prefix(model, mine):
+                    return True
+        if isinstance(node, ast.Call):
+            res = flow.index.resolve(node, fn)
+            if res is not None and _mentions(flow, res.callee.node, model, res.receiver, seen):
+                return True
+    return False
+
+
+def _related_key(flow: ModeFlow, call: ast.Call, model: str) -> str | None:
+    key = flow.forward_path(call, flow.is_model)
+    if key is not None and (is_prefix(key, model) or is_prefix(model, key)):
+        return "forward"
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        if func.attr in MODULE_METHODS or mode_switch(call) is not None:
+            return None
+        owner = dotted(func.value)
+        # ``self.validate()`` while the model is ``self.model``: the method may evaluate it.
+        if owner is not None and is_prefix(owner, model) and owner != model:
+            return "argument"
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        text = dotted(arg)
+        if text is not None and (is_prefix(text, model) or is_prefix(model, text)):
+            return "argument"
+    return None

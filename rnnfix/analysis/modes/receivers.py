@@ -1,0 +1,469 @@
+"""May a fix call ``train()``/``eval()`` on this object? The one answer every
+rule that inserts or redirects a mode call asks for (RNF001, RNF002, RNF003,
+RNF004).
+
+A mode call may go on ``key`` only when
+
+- nothing overrides ``train``/``eval`` on the way in a form the call cannot go
+  through (``classfacts.mode_overrides``): the class of ``key``, its bases, the
+  classes of its submodules, and for a data-parallel wrapper the class it
+  wraps (the wrapper's ``train()`` calls ``module.train(mode)``);
+- ``key`` is a module whose mode matters: not a plain-Python object (yolov5's
+  ``ComputeLoss``, a class of the file that is no ``nn.Module``), not a
+  module without parameters or mode-dependent code (``nn.Softmax()``, a loss,
+  a metric module) that merely has a forward.
+
+``ReceiverCheck.provable`` says whether the run *proves* ``key`` is such a
+module (built from a known module class, annotated as one, or switched by the
+file's own mode calls); an object the run cannot see the class of is neither
+allowed nor refused by ``reason``: a rule that guesses (RNF001 under
+``--strict``) must require ``provable``.
+
+The class of ``key`` comes from its assignments in the file (``model =
+nn.DataParallel(Net()).to(dev)``, ``self.model = model``, followed through
+names), from the model analysis (a parameter that receives a model), or from
+its owner's class (``model.encoder`` where ``model``'s class of this file
+assigns ``self.encoder = Encoder()``). Classes of other files of the run come
+from the project index (``ClassSummary.mode_overrides`` / ``holds_state``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from rnnfix.analysis.syntax.imports import ImportMap
+from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.walks import walk_tree
+from rnnfix.analysis.torch import classfacts
+from rnnfix.analysis.torch.api import (
+    WRAPPERS,
+    is_stateless_torch_module,
+    module_mode_switch,
+    strip_self_returning,
+)
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.context import FileContext
+    from rnnfix.analysis.project.index import ClassSummary
+
+Method = Literal["train", "eval"]
+Kind = Literal["module", "stateless", "not_module", "unknown"]
+
+_NOT_MODULES = frozenset({"Parameter", "ParameterList", "ParameterDict", "Buffer"})
+_CONTAINERS = frozenset(
+    f"{p}{c}"
+    for p in ("torch.nn.", "torch.nn.modules.container.")
+    for c in ("Sequential", "ModuleList", "ModuleDict")
+)
+_BASE_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+_MODEL_FACTORIES = ("torchvision.models.", "timm.", "transformers.")
+_MAX_DEPTH = 4
+_COPIES = frozenset({"copy.deepcopy", "copy.copy"})
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    """What one constructor builds. ``module``: an ``nn.Module`` (None: not
+    known); ``stateful``: may hold parameters or mode-dependent layers;
+    ``overrides``: method -> why a mode call cannot go through an instance."""
+
+    name: str
+    module: bool | None
+    stateful: bool = True
+    overrides: Mapping[str, str] = field(default_factory=dict)
+    wrapped: tuple[ClassRef, ...] = ()  # a data-parallel wrapper's module
+
+    def blocker(self, method: Method) -> str | None:
+        # ``eval()`` is ``self.train(False)``: a broken ``train`` breaks both.
+        for ref in (self, *self.wrapped):
+            why = ref.overrides.get(method) or ref.overrides.get("train")
+            if why is not None:
+                return why
+        return None
+
+
+_UNKNOWN = ClassRef("?", None)
+
+
+class ClassTable:
+    """Facts about the classes one file defines or imports, as ``ClassRef``s.
+
+    ``modules``: the file's classes that are ``nn.Module`` subclasses;
+    ``lookup``: a class of another file of the run an expression names."""
+
+    def __init__(
+        self,
+        classes: Mapping[str, ast.ClassDef],
+        imports: ImportMap,
+        modules: Collection[str],
+        lookup: Callable[[ast.expr], ClassSummary | None] | None = None,
+        file: str | None = None,
+    ) -> None:
+        self.file = file  # named in the reasons (a summary for other files of the run)
+        self.classes = classes
+        self.imports = imports
+        self.modules = modules
+        self.lookup = lookup
+        self._overrides: dict[str, dict[str, str]] = {}
+        self._state: dict[str, bool] = {}
+        self._busy: set[str] = set()
+
+    # --- constructors -----------------------------------------------------
+    def ref_call(self, call: ast.Call) -> ClassRef:
+        """What ``call`` builds; wrappers and containers hold what their arguments build."""
+        q = self.imports.qualname(call.func) or ""
+        if q in WRAPPERS:
+            inner = tuple(self.ref_call(a) for a in call.args[:1] if isinstance(a, ast.Call))
+            return ClassRef(q, True, True, {}, inner)
+        if q in _CONTAINERS:
+            inner = tuple(
+                self.ref_call(n) for a in call.args for n in ast.walk(a) if isinstance(n, ast.Call)
+            )
+            inner = tuple(r for r in inner if r.module)
+            # Stateless only when every element is written out and provably
+            # stateless: ``nn.Sequential(*layers)`` may hold anything.
+            leaves = _elements([*call.args, *(k.value for k in call.keywords)])
+            stateful = any(
+                not isinstance(leaf, ast.Call) or self.ref_call(leaf).stateful for leaf in leaves
+            )
+            return ClassRef(q, True, stateful, {}, inner)
+        return self.ref(call.func)
+
+    def ref(self, func: ast.expr) -> ClassRef:
+        """What calling the class ``func`` names builds."""
+        if isinstance(func, ast.Name) and func.id in self.classes:
+            name = func.id
+            if name not in self.modules:
+                return ClassRef(name, False, False)
+            return ClassRef(name, True, self.holds_state(name), self.overrides(name))
+        q = self.imports.qualname(func)
+        if q is not None and q.startswith("torch.nn."):
+            last = q.rsplit(".", 1)[-1]
+            if last[:1].isupper() and last not in _NOT_MODULES:
+                return ClassRef(q, True, not is_stateless_torch_module(q))
+        if q is not None and q.startswith(_MODEL_FACTORIES):
+            return ClassRef(q, None)  # a model zoo: a module, but which is not ours to say
+        found = self.lookup(func) if self.lookup is not None else None
+        if found is not None:
+            if not found.is_module:
+                return ClassRef(found.name, False, False)
+            return ClassRef(found.name, True, found.holds_state, found.mode_overrides)
+        return _UNKNOWN
+
+    # --- local classes ------------------------------------------------------
+    def overrides(self, name: str) -> dict[str, str]:
+        """Why ``train``/``eval`` cannot be called on an instance of local
+        class ``name``: its own overrides, its bases', its submodules'."""
+        if name in self._overrides:
+            return self._overrides[name]
+        cls = self.classes.get(name)
+        if cls is None or name in self._busy:
+            return {}
+        self._busy.add(name)
+        try:
+            out = classfacts.mode_overrides(cls, self.file)
+            own = classfacts.methods(cls)
+            for base in cls.bases:
+                for method, why in self._base_ref(base).overrides.items():
+                    if method not in own:
+                        out.setdefault(method, why)
+            for attr, value, _fn in classfacts.self_assignments(cls):
+                for node in ast.walk(value):
+                    if not isinstance(node, ast.Call):
+                        continue
+                    inner = self.ref_call(node).blocker("train")
+                    if inner is not None:
+                        held = f"`{name}.{attr}` holds a module that cannot switch: {inner}"
+                        out.setdefault("train", held)
+                        out.setdefault("eval", held)
+        finally:
+            self._busy.discard(name)
+        self._overrides[name] = out
+        return out
+
+    def _base_ref(self, base: ast.expr) -> ClassRef:
+        if isinstance(base, ast.Name) and base.id in self.classes:
+            return self.ref(base)
+        q = self.imports.qualname(base)
+        if q in _BASE_MODULE:
+            return ClassRef(q, True, False)
+        return self.ref(base)
+
+    def holds_state(self, name: str) -> bool:
+        """Whether an instance of local module class ``name`` may hold
+        parameters, submodules or mode-dependent code (True unless proven not)."""
+        if name in self._state:
+            return self._state[name]
+        cls = self.classes.get(name)
+        if cls is None or name in self._busy:
+            return True
+        self._busy.add(name)
+        try:
+            state = any(self._base_ref(b).stateful for b in cls.bases) or classfacts.holds_state(
+                cls, self._stateless_value
+            )
+        finally:
+            self._busy.discard(name)
+        self._state[name] = state
+        return state
+
+    def _stateless_value(self, value: ast.expr, fn: classfacts.FuncDef) -> bool:
+        """``value`` provably holds no parameter and no module."""
+        if isinstance(value, ast.Constant | ast.JoinedStr):
+            return True
+        if isinstance(value, ast.Tuple | ast.List | ast.Set):
+            return all(self._stateless_value(e, fn) for e in value.elts)
+        if isinstance(value, ast.UnaryOp):
+            return self._stateless_value(value.operand, fn)
+        if isinstance(value, ast.BinOp):
+            return self._stateless_value(value.left, fn) and self._stateless_value(value.right, fn)
+        if isinstance(value, ast.Name):
+            return _constant_default(fn, value.id)
+        if isinstance(value, ast.Call):
+            q = self.imports.qualname(value.func) or ""
+            if q.startswith("torch.") and not q.startswith("torch.nn."):
+                return q.rsplit(".", 1)[-1] != "Parameter"  # a tensor, not a parameter
+            ref = self.ref_call(value)
+            return ref.module is False or (ref.module is True and not ref.stateful)
+        return False
+
+
+def _elements(values: list[ast.expr]) -> list[ast.expr]:
+    """The elements of literal lists, tuples and dict values, flattened."""
+    out: list[ast.expr] = []
+    for v in values:
+        if isinstance(v, ast.List | ast.Tuple):
+            out.extend(_elements(v.elts))
+        elif isinstance(v, ast.Dict):
+            out.extend(_elements([x for x in v.values if x is not None]))
+        else:
+            out.append(v)
+    return out
+
+
+def _constant_default(fn: classfacts.FuncDef, name: str) -> bool:
+    """``name`` is a parameter of ``fn`` whose default is a constant (``gamma=2``,
+    ``weight=None``): what a loss or a metric keeps, not a module it is given."""
+    a = fn.args
+    positional = [*a.posonlyargs, *a.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(a.defaults))
+    pairs = list(zip(positional, [*defaults, *a.defaults], strict=True))
+    pairs += list(zip(a.kwonlyargs, a.kw_defaults, strict=True))
+    for arg, default in pairs:
+        if arg.arg == name:
+            return isinstance(default, ast.Constant)
+    return False
+
+
+@dataclass(frozen=True)
+class ReceiverCheck:
+    """The answer for one mode call on ``key``. ``reason``: why none may go
+    there (None: nothing refuses it); ``provable``: the run proves ``key`` is
+    a module whose mode matters."""
+
+    key: str
+    method: Method
+    kind: Kind
+    reason: str | None
+    override: bool  # ``reason`` is an override of ``train``/``eval``
+
+    @property
+    def provable(self) -> bool:
+        return self.kind == "module" and self.reason is None
+
+
+class Receivers:
+    """Per file, shared by the rules (``ctx.facts.receivers``)."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        flow = ctx.facts.modes
+        self.flow = flow
+        self.table = ClassTable(
+            flow.index.classes, flow.imports, flow.classes.modules, _lookup(ctx)
+        )
+        self._assigned: dict[str, list[ast.expr]] = {}
+        self._annotated: dict[str, list[ast.expr]] = {}
+        self._switched: set[str] = set()
+        for node in walk_tree(ctx.tree):
+            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    for target, value in _pairs(t, node.value):
+                        text = dotted(target)
+                        if text is not None:
+                            self._assigned.setdefault(text, []).append(value)
+                if isinstance(node, ast.AnnAssign) and (text := dotted(node.target)):
+                    self._annotated.setdefault(text, []).append(node.annotation)
+            elif isinstance(node, ast.AnnAssign) and (text := dotted(node.target)):
+                self._annotated.setdefault(text, []).append(node.annotation)
+            elif isinstance(node, ast.NamedExpr):
+                self._assigned.setdefault(node.target.id, []).append(node.value)
+            elif isinstance(node, ast.arg) and node.annotation is not None:
+                self._annotated.setdefault(node.arg, []).append(node.annotation)
+            elif (sw := module_mode_switch(node)) is not None:
+                text = dotted(strip_self_returning(sw.receiver))
+                if text is not None:
+                    self._switched.add(text)
+        self._cache: dict[tuple[str, str, str | None], ReceiverCheck] = {}
+        self._self_class: str | None = None
+
+    def check(self, key: str, method: Method = "train", at: ast.AST | None = None) -> ReceiverCheck:
+        """May a fix put ``key.<method>()`` in the file? ``at``: where the call
+        would go; inside a method of a class of this file, ``self`` and
+        ``self.<attr>`` are read from that class (``self.train()`` in a module
+        whose ``train`` is a training loop)."""
+        cls = self._enclosing_class(key, at)
+        found = self._cache.get((key, method, cls))
+        if found is None:
+            self._self_class = cls
+            try:
+                found = self._check(key, method)
+            finally:
+                self._self_class = None
+            self._cache[(key, method, cls)] = found
+        return found
+
+    def _enclosing_class(self, key: str, at: ast.AST | None) -> str | None:
+        """The class of this file whose method binds ``key``'s root as its first parameter."""
+        if at is None:
+            return None
+        root = key.split(".", 1)[0]
+        ancestors = self.ctx.facts.ancestors(at)
+        for i, node in enumerate(ancestors):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                params = [p.arg for p in (*node.args.posonlyargs, *node.args.args)]
+                owner = ancestors[i + 1] if i + 1 < len(ancestors) else None
+                if isinstance(owner, ast.ClassDef) and params and params[0] == root:
+                    name = owner.name
+                    return name if self.table.classes.get(name) is owner else None
+                if root in params:
+                    return None  # a parameter of a nested function: not ``self``
+        return None
+
+    def outermost(self, keys: Iterable[str]) -> list[str]:
+        """``keys`` without those below another of them (``model.encoder``
+        when ``model`` is there too): ``Module.train`` recurses, so one call on
+        the outermost model covers its submodules."""
+        keys = list(dict.fromkeys(keys))
+        return [k for k in keys if not any(k != o and k.startswith(o + ".") for o in keys)]
+
+    def _check(self, key: str, method: Method) -> ReceiverCheck:
+        refs = self._refs(key, 0)
+        for ref in refs:
+            why = ref.blocker(method)
+            if why is not None:
+                return ReceiverCheck(key, method, "module", why, True)
+        flat = [r for ref in refs for r in (ref.wrapped or (ref,))]
+        plain = [r for r in flat if r.module is False]
+        if plain:
+            reason = f"`{key}` is a `{plain[0].name}`, not an `nn.Module`"
+            return ReceiverCheck(key, method, "not_module", reason, False)
+        if flat and all(r.module is True and not r.stateful for r in flat):
+            name = flat[0].name.replace("torch.nn.", "nn.")
+            reason = (
+                f"`{key}` (`{name}`) has no parameters and behaves the same in train "
+                "and eval mode: it is not the model"
+            )
+            return ReceiverCheck(key, method, "stateless", reason, False)
+        if any(r.module is True for r in flat) or self._declared_module(key):
+            return ReceiverCheck(key, method, "module", None, False)
+        return ReceiverCheck(key, method, "unknown", None, False)
+
+    def _declared_module(self, key: str) -> bool:
+        """Annotated as a module class, or switched by the file's own mode calls."""
+        if key in self._switched:
+            return True
+        return any(self.table.ref(a).module is True for a in self._annotated.get(key, ()))
+
+    def _refs(self, key: str, depth: int) -> list[ClassRef]:
+        if depth > _MAX_DEPTH:
+            return []
+        if self._self_class is not None and depth == 0:
+            root, _, rest = key.partition(".")
+            this = ast.Name(id=self._self_class, ctx=ast.Load())
+            if not rest:
+                return [self.table.ref(this)]
+            if "." not in rest:
+                found = self._attribute_refs(self._self_class, rest, depth)
+                if found:
+                    return found
+        values = list(self._assigned.get(key, ()))
+        info = self.flow.models.get(key)
+        if info is not None and info.built_at is not None and info.built_at not in values:
+            values.append(info.built_at)
+        refs = [r for v in values for r in self._value_refs(v, key, depth)]
+        # ``def fit(model: Detector, ...)``: the annotation names the class.
+        refs += [r for a in self._annotated.get(key, ()) if (r := self.table.ref(a)).module]
+        if refs or "." not in key:
+            return refs
+        owner, attr = key.rsplit(".", 1)
+        out: list[ClassRef] = []
+        for ref in self._refs(owner, depth + 1):
+            if ref.wrapped and attr == "module":
+                out.extend(ref.wrapped)
+            elif ref.name in self.table.classes and ref.module:
+                out.extend(self._attribute_refs(ref.name, attr, depth))
+        return out
+
+    def _attribute_refs(self, cls_name: str, attr: str, depth: int) -> list[ClassRef]:
+        cls = self.table.classes[cls_name]
+        out: list[ClassRef] = []
+        for name, value, _fn in classfacts.self_assignments(cls):
+            built = _strip(value)
+            if name == attr and isinstance(built, ast.Call):
+                out.append(self.table.ref_call(built))
+        for base in cls.bases:
+            if isinstance(base, ast.Name) and base.id in self.table.classes and not out:
+                if depth < _MAX_DEPTH and base.id != cls_name:
+                    out.extend(self._attribute_refs(base.id, attr, depth + 1))
+        return out
+
+    def _value_refs(self, value: ast.expr, key: str, depth: int) -> list[ClassRef]:
+        value = _strip(value)
+        if isinstance(value, ast.Call):
+            q = self.table.imports.qualname(value.func)
+            first = _strip(value.args[0]) if value.args else None
+            if q in _COPIES and first is not None:
+                return self._value_refs(first, key, depth + 1)  # a copy has its class
+            if q in WRAPPERS and first is not None and not isinstance(first, ast.Call):
+                # ``DDP(model)``: the wrapper's ``train()`` reaches ``model``.
+                inner = self._value_refs(first, key, depth + 1)
+                return [ClassRef(q, True, True, {}, tuple(inner))]
+            return [self.table.ref_call(value)]
+        text = dotted(value)
+        if text is not None and text != key:
+            return self._refs(text, depth + 1)
+        return []
+
+
+def _strip(value: ast.expr) -> ast.expr:
+    stripped = strip_self_returning(value)
+    return stripped if isinstance(stripped, ast.expr) else value
+
+
+def _pairs(target: ast.expr, value: ast.expr) -> list[tuple[ast.expr, ast.expr]]:
+    if (
+        isinstance(target, ast.Tuple | ast.List)
+        and isinstance(value, ast.Tuple | ast.List)
+        and len(target.elts) == len(value.elts)
+    ):
+        return list(zip(target.elts, value.elts, strict=True))
+    return [(target, value)]
+
+
+def _lookup(ctx: FileContext) -> Callable[[ast.expr], ClassSummary | None] | None:
+    from rnnfix.analysis.project.index import ClassSummary
+
+    view = ctx.facts.project
+    if view is None:
+        return None
+
+    def lookup(expr: ast.expr) -> ClassSummary | None:
+        found = view.lookup(expr)
+        return found if isinstance(found, ClassSummary) else None
+
+    return lookup

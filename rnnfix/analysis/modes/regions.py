@@ -1,0 +1,341 @@
+"""Evaluation regions: code that is evaluation by intent.
+
+Three signals, all syntactic:
+
+- *data*: a loop over a loader / dataset / batches named like ``val``,
+  ``valid``, ``dev``, ``test``, ``eval``, ``holdout`` (``val_loader``,
+  ``testloader``, ``loaders["val"]``, ``enumerate(self.dev_batches)``);
+- *name*: the body of a function or method named like ``evaluate``,
+  ``validate``, ``test``, ``eval_*``, ``predict``, ``inference``;
+- *after-eval*: a loop that follows ``<model>.eval()`` in the same block and
+  calls that model.
+
+Whether a region calls a model, runs a training step, or is already under
+``eval()`` / ``no_grad`` is for the rule to ask; this module only finds them,
+and says whether a statement runs in the same iteration as a training step.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from rnnfix.analysis.grads.gradctx import training_steps
+from rnnfix.analysis.modes.state import Mode
+from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.walks import (
+    FUNCTIONS,
+    LOOPS,
+    block_of,
+    child_nodes,
+    innermost_loop,
+    scope_of,
+    walk_all_local,
+    walk_local,
+    words,
+)
+from rnnfix.analysis.torch.api import module_mode_switch
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.context import FileContext
+
+Signal = Literal["data", "name", "after-eval", "phase"]
+
+_EVAL_DATA_WORDS = frozenset(
+    {"val", "vali", "valid", "validation", "dev", "test", "testing", "eval", "evaluation",
+     "holdout", "heldout"}
+)  # fmt: skip
+# ``testloader``, ``valset``: one word made of an evaluation word and a data word.
+_DATA_SUFFIXES = ("loader", "loaders", "set", "sets", "data", "dataset", "ds", "dl", "iter",
+                  "batches", "gen", "queue", "samples")  # fmt: skip
+_EVAL_FUNCTION_WORDS = frozenset(
+    {"evaluate", "evaluation", "eval", "validate", "validation", "val", "valid", "test",
+     "testing", "predict", "prediction", "inference", "infer"}
+)  # fmt: skip
+# Words that make a name about training, or not about running a model at all.
+_TRAINING_WORDS = frozenset({"train", "training", "fit", "finetune", "step"})
+
+
+@dataclass(frozen=True)
+class EvalRegion:
+    node: ast.stmt  # the loop, or the function definition
+    signal: Signal
+
+    @property
+    def is_function(self) -> bool:
+        return isinstance(self.node, FUNCTIONS)
+
+
+def _eval_word(word: str) -> bool:
+    if word in _EVAL_DATA_WORDS:
+        return True
+    return any(
+        word.startswith(w) and word[len(w) :] in _DATA_SUFFIXES
+        for w in ("val", "valid", "dev", "test", "eval", "holdout")
+    )
+
+
+def data_is_eval(iterable: ast.AST) -> bool:
+    """Whether a loop's iterable names evaluation data. String constants count
+    only as subscript keys (``loaders["val"]``), so ``for phase in ["train",
+    "val"]`` is not one; a name that also says ``train`` is not one either."""
+    found: list[str] = []
+    for n in ast.walk(iterable):
+        if isinstance(n, ast.Name):
+            found += words(n.id)
+        elif isinstance(n, ast.Attribute):
+            found += words(n.attr)
+        elif isinstance(n, ast.Subscript):
+            key = n.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                found += words(key.value)
+    if any(w in _TRAINING_WORDS for w in found):
+        return False
+    return any(_eval_word(w) for w in found)
+
+
+def function_is_eval(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Named like an evaluator, and not a pytest test, a mode-switch override
+    (``def eval(self)``) or a Lightning hook (the framework sets the mode)."""
+    ws = words(func.name)
+    if func.name in ("eval", "train") or not ws:
+        return False
+    if any(w in _TRAINING_WORDS for w in ws) or not any(w in _EVAL_FUNCTION_WORDS for w in ws):
+        return False
+    if func.name.startswith("test") and _pytest_context(ctx, func):
+        return False
+    return not _in_lightning_class(ctx, func)
+
+
+def _pytest_context(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    base = os.path.basename(ctx.path)
+    if base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py":
+        return True
+    parent = ctx.facts.parents.get(func)
+    if isinstance(parent, ast.ClassDef) and parent.name.startswith("Test"):
+        return True
+    # pytest collects top-level ``test_*`` functions. That also drops a script's
+    # ``test_epoch`` (its loops over test data still count); a bare
+    # ``test(model, loader)`` is not collected by that pattern and stays an evaluator.
+    return func.name.startswith("test_") and isinstance(parent, ast.Module)
+
+
+def _is_test(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A pytest test, or a ``test_*`` method of a class (unittest collects those
+    from any ``TestCase`` subclass, whatever its name)."""
+    if not func.name.startswith("test"):
+        return False
+    if _pytest_context(ctx, func):
+        return True
+    parent = ctx.facts.parents.get(func)
+    return func.name.startswith("test_") and isinstance(parent, ast.ClassDef)
+
+
+def _in_lightning_class(ctx: FileContext, node: ast.AST) -> bool:
+    if not ctx.facts.mentions_lightning:
+        return False  # neither a base's text nor an import can say "lightning"
+    for anc in ctx.facts.ancestors(node):
+        if isinstance(anc, ast.ClassDef):
+            for b in anc.bases:
+                text = ctx.facts.imports.qualname(b) or dotted(b) or ""
+                if "lightning" in text.lower():
+                    return True
+    return False
+
+
+def find_regions(ctx: FileContext) -> list[EvalRegion]:
+    """Candidate regions in source order. A loop inside another region's loop
+    is not a separate candidate; a loop inside an evaluation function is (the
+    rule drops it when it takes the function as the region)."""
+    regions: list[EvalRegion] = []
+    _visit(ctx, ctx.tree, regions, inside=False)
+    return regions
+
+
+# Nodes that cannot hold a statement (a lambda's body is an expression).
+_NO_STATEMENTS = (ast.expr, ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+
+
+def _visit(ctx: FileContext, node: ast.AST, out: list[EvalRegion], inside: bool) -> None:
+    for child in child_nodes(node):
+        if isinstance(child, _NO_STATEMENTS):
+            continue  # no function definition or loop statement can be inside
+        child_inside = inside
+        if isinstance(child, FUNCTIONS):
+            child_inside = False  # a nested function runs on its own
+            if _is_test(ctx, child):
+                continue  # a test asserts what the code does as written
+            if function_is_eval(ctx, child):
+                out.append(EvalRegion(child, "name"))
+        elif isinstance(child, LOOPS) and not inside and not _in_lightning_class(ctx, child):
+            signal = _loop_signal(ctx, child)
+            if signal is not None:
+                out.append(EvalRegion(child, signal))
+                child_inside = True
+        _visit(ctx, child, out, child_inside)
+
+
+def _loop_signal(ctx: FileContext, loop: ast.stmt) -> Signal | None:
+    if isinstance(loop, (ast.For, ast.AsyncFor)) and data_is_eval(loop.iter):
+        return "data"
+    if isinstance(loop, (ast.For, ast.AsyncFor)) and phase_names(loop) is not None:
+        return "phase"
+    found = block_of(ctx.facts.parents, loop)
+    if found is None:
+        return None
+    block, index = found
+    # after-eval: a preceding sibling ``m.eval()`` with no ``m.train()`` after it.
+    evaluated: set[str] = set()
+    for sibling in block[:index]:
+        if isinstance(sibling, ast.Expr):
+            switch = module_mode_switch(sibling.value)
+            if switch is not None and switch.target is not None:
+                if switch.mode is Mode.EVAL:
+                    evaluated.add(switch.target)
+                else:
+                    evaluated.discard(switch.target)
+    if evaluated and _calls_any(loop, evaluated):
+        return "after-eval"
+    return None
+
+
+def phase_names(loop: ast.For | ast.AsyncFor) -> tuple[str, ast.Constant] | None:
+    """``for phase in ("train", "val"):`` -> ("phase", the "train" constant): a
+    loop over string phases, one of them training and one evaluation."""
+    if not isinstance(loop.target, ast.Name) or not isinstance(loop.iter, (ast.List, ast.Tuple)):
+        return None
+    train: ast.Constant | None = None
+    evaluation = False
+    for elt in loop.iter.elts:
+        if not (isinstance(elt, ast.Constant) and isinstance(elt.value, str)):
+            return None
+        ws = words(elt.value)
+        if any(w in _TRAINING_WORDS for w in ws):
+            train = elt if train is None else train
+        elif any(_eval_word(w) for w in ws):
+            evaluation = True
+    if train is None or not evaluation:
+        return None
+    return loop.target.id, train
+
+
+def _calls_any(loop: ast.stmt, models: set[str]) -> bool:
+    for n in ast.walk(loop):
+        if isinstance(n, ast.Call):
+            text = dotted(n.func)
+            if text and any(text == m or text.startswith(m + ".") for m in models):
+                if module_mode_switch(n) is None:
+                    return True
+    return False
+
+
+# Calls that put trained weights into a model (or read them from disk).
+_WEIGHT_LOADERS = frozenset(
+    {"load_state_dict", "load", "from_pretrained", "load_checkpoint", "load_weights",
+     "load_model", "restore"}
+)  # fmt: skip
+
+
+def is_smoke_test(
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+    models: Iterable[str],
+    builds_module: Callable[[ast.expr], bool],
+) -> bool:
+    """A shape check of a freshly built, untrained model (``net = VGG();
+    print(net(torch.randn(2, 3, 32, 32)).size())``): every model it calls is
+    built in it, no weights are loaded, and no loop runs over data. Its
+    numbers mean nothing, so it is not evaluation. A ``predict`` that builds
+    a model and loads weights is."""
+    body = list(func.body)
+    built: set[str] = set()
+    for n in walk_all_local(body):
+        if isinstance(n, (*LOOPS, ast.comprehension)):
+            return False
+        if isinstance(n, ast.Call):
+            name = n.func.attr if isinstance(n.func, ast.Attribute) else dotted(n.func)
+            if name in _WEIGHT_LOADERS:
+                return False
+        if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
+            if builds_module(n.value):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                built.update(t for t in map(dotted, targets) if t)
+    models = list(models)
+    return bool(models) and all(m.split(".")[0] in built or m in built for m in models)
+
+
+# Tensors made up on the spot: a forward on them probes shapes, it measures nothing.
+_FACTORIES = frozenset(
+    {"randn", "rand", "randint", "zeros", "ones", "empty", "full", "arange", "randn_like",
+     "rand_like", "zeros_like", "ones_like", "empty_like", "full_like"}
+)  # fmt: skip
+_TENSOR_METHODS = frozenset(
+    {"to", "cuda", "cpu", "float", "half", "double", "type", "view", "reshape", "unsqueeze",
+     "expand", "contiguous", "requires_grad_"}
+)  # fmt: skip
+
+
+def probes_shapes(
+    ctx: FileContext,
+    scope: ast.AST,
+    sites: Iterable[ast.Call],
+    qualname: Callable[[ast.expr], str | None],
+) -> bool:
+    """Every forward in ``sites`` runs on tensors the code makes up itself
+    (``torch.randn(10, c, 200, d)``, ``torch.zeros(1, 3, 640, 640)``): a
+    shape probe or a dry run, whose numbers mean nothing. Not evaluation."""
+    # name -> (where the binding takes effect, the value; None: not read)
+    bindings: dict[str, list[tuple[tuple[int, int], ast.expr | None]]] = {}
+    for n in walk_local(scope):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            parent = ctx.facts.parents.get(n)
+            if isinstance(parent, ast.Assign) and parent.targets == [n]:
+                # Bound once the whole statement has run: ``x = conv(x)`` reads the old x.
+                done = (parent.end_lineno or parent.lineno, parent.end_col_offset or 0)
+                bindings.setdefault(n.id, []).append((done, parent.value))
+            else:
+                bindings.setdefault(n.id, []).append(((n.lineno, n.col_offset), None))
+
+    def made_up(expr: ast.expr, depth: int = 0) -> bool:
+        """The last binding written before ``expr`` is a made-up tensor
+        (straight-line reading: a shape probe has no loops to speak of)."""
+        if depth > 5:
+            return False
+        if isinstance(expr, ast.Subscript):
+            return made_up(expr.value, depth + 1)
+        if isinstance(expr, ast.Name):
+            here = (expr.lineno, expr.col_offset)
+            before = [b for b in bindings.get(expr.id, []) if b[0] <= here]
+            if not before:
+                return False
+            value = max(before, key=lambda b: b[0])[1]
+            return value is not None and made_up(value, depth + 1)
+        if not isinstance(expr, ast.Call):
+            return False
+        func = expr.func
+        if isinstance(func, ast.Attribute) and func.attr in _TENSOR_METHODS:
+            return made_up(func.value, depth + 1)
+        qual = qualname(func) or ""
+        return qual.startswith("torch.") and qual.rsplit(".", 1)[-1] in _FACTORIES
+
+    found = False
+    for site in sites:
+        args = [*site.args, *(k.value for k in site.keywords)]
+        if not args or not all(made_up(a) for a in args):
+            return False
+        found = True
+    return found
+
+
+def in_training_iteration(ctx: FileContext, node: ast.AST) -> bool:
+    """Whether ``node`` runs in the same iteration as a training step: its
+    innermost loop (or, outside loops, its function) runs a ``backward`` or
+    ``optimizer.step()`` itself, not only in a nested loop. Sampling every N
+    steps inside the batch loop is; validation after the epoch's batch loop
+    is not."""
+    parents = ctx.facts.parents
+    loop = innermost_loop(parents, node)
+    container: ast.AST = loop if loop is not None else scope_of(parents, node)
+    return any(innermost_loop(parents, s) is loop for s in training_steps(ctx, container))

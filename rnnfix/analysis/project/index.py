@@ -1,0 +1,1422 @@
+"""The project index: what the functions and classes of the *other* files of
+one ``apply`` run do, so that the mode flow can follow a call into them.
+
+``ProjectIndex.build(paths)`` reads every ``.py`` file of the run once, before
+anything is written, and keeps for each a ``ModuleSummary`` of plain,
+picklable data (worker processes get the index):
+
+- for each module-level function and each method of a module-level class
+  whose body switches modes or trains (``MODE_TOKENS``), and the functions of
+  its file it calls or that call it (``_pruned``; the rest of the file is not
+  analysed), the mode flow's own ``Summary`` (``modeflow.ModeFlow.summary``,
+  computed with ``summaries_only=True``): which of its parameters / ``self.<attr>``
+  it sets to eval or train, or restores, which it runs a forward of, whether
+  it runs an optimizer step, and which models its training step uses in the
+  mode the caller left them in;
+- for each class: whether it is an ``nn.Module`` subclass and which cuDNN RNNs
+  an instance holds (``rnns.RnnIndex.of_class``); for a module class, why
+  ``train()``/``eval()`` cannot be called on an instance (an override without
+  ``mode``, or that is another method; its bases' and submodules' in its file
+  too) and whether it holds parameters or mode-dependent layers
+  (``receivers.ClassTable``). A file that only defines ``def train(``/``def
+  eval(`` passes the pre-filter for this;
+- its import bindings, to follow re-exports (``from .trainer import fit`` in a
+  package's ``__init__.py``).
+
+A file that the text pre-filter rules out (none of ``.eval(``, ``.train(``,
+``.backward(``, ``.step(``, ``LSTM``, ``GRU``, ``RNN``) is not parsed: it stays
+in the index, so that imports of it resolve (and a run can tell it depends on
+it), with no summary. Package ``__init__.py`` files are parsed for their
+imports only.
+
+Module names resolve the way Python would from the importing file: ``import
+utils`` / ``from pkg.utils import f`` find ``<D>/utils.py`` or
+``<D>/pkg/utils.py`` (or a package's ``__init__.py``) for the nearest folder
+``D`` that is the importing file's own folder (a script run from its folder)
+or one of its ancestors (a repository root on ``sys.path``); ``from .x import
+y`` resolves against the importing file's package. Only the files in the
+index answer: the run's files and the project files outside the run that
+they import (``rnnfix.analysis.project.imported`` finds those on disk; ``--isolated``
+leaves them out).
+
+Calls between other files are followed one level deep: a summary is computed
+on its own file without an index, so a helper of ``utils.py`` that calls into
+``helpers.py`` is followed inside ``utils.py``'s own functions but not on into
+``helpers.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import os
+import re
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from rnnfix.analysis.modes.state import Mode
+from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.scopes import bind_arguments
+from rnnfix.analysis.torch.api import strip_self_returning
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.modes.modeflow import ModeFlow, Summary
+    from rnnfix.analysis.modes.objectuse import Order
+    from rnnfix.analysis.syntax.imports import ImportMap
+    from rnnfix.analysis.syntax.scopes import FuncNode, FunctionInfo
+    from rnnfix.analysis.torch.returns import Returns
+    from rnnfix.analysis.torch.rnns import RnnSpec
+
+# ``autograd.grad`` and captum's ``.attribute(``: gradient code without a
+# ``.backward(`` (``Summary.entry_grads``).
+MODE_TOKENS = (".eval(", ".train(", ".backward(", ".step(", "autograd.grad", ".attribute(")
+# A class that overrides ``train``/``eval`` matters to every mode call on it.
+OVERRIDE_TOKENS = ("def train(", "def eval(")
+_IMPORT_LINE = re.compile(
+    r"^[ \t]*(?:from[ \t]+(\.)|from[ \t]+([A-Za-z_]\w*)|import[ \t]+([^\n#;\\]+))", re.M
+)
+RNN_TOKENS = ("LSTM", "GRU", "RNN")
+# A file that may return a loaded model (``rnnfix.analysis.modes.loads``).
+LOAD_TOKENS = ("load_state_dict", ".load(", "load_from_checkpoint")
+HANDLER_TOKENS = ("no_grad", "inference_mode", "set_grad_enabled", "contextmanager", "__enter__")
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_MAX_REEXPORTS = 3
+
+
+def _any_of(tokens: tuple[str, ...]) -> re.Pattern[bytes]:
+    return re.compile(b"|".join(re.escape(t.encode()) for t in tokens))
+
+
+# What a file needs for ``ProjectIndex.may_hold`` to let a lookup through:
+# functions are summarised only in files with mode code, and one can set
+# eval only with a mode call (``.eval()``, ``.train(False)``; ``m . eval()``
+# is one too); RNNs are read only in files with RNN or override text.
+_MODE_CODE = _any_of(MODE_TOKENS)
+_MODE_SWITCH = re.compile(rb"\.\s*(?:eval|train)\b")
+_RNN_CODE = _any_of(RNN_TOKENS + OVERRIDE_TOKENS)
+_LOAD_CODE = _any_of(LOAD_TOKENS)
+# The name of a ``def`` or ``class`` in a file's text (``LazySummaries.may_define``).
+_DEFINED_NAME = re.compile(rb"\b(def|class)[ \t\f\\\r\n]+(\w+)")
+# One ``.name`` of a dotted name in the text (``ProjectView._chains``): the
+# name maybe parenthesised, with spaces, continuations and comments between.
+_CHAIN_PART = r"(?:[ \t\f\r\n\\)]|#[^\n]*(?![^\n]))*\.(?:[ \t\f\r\n\\]|#[^\n]*(?![^\n]))*\w+"
+_CALL_AFTER = r"(?=(?:[ \t\f\r\n\\)]|#[^\n]*(?![^\n]))*\()"
+_COMMENT = re.compile(r"#[^\n]*")
+_CHAIN_NAME = re.compile(r"\.(?:[ \t\f\r\n\\]|#[^\n]*(?![^\n]))*(\w+)")
+_WORD = re.compile(r"\w")
+_WORD_OR_DOT = re.compile(r"[\w.]")
+_CHAIN = re.compile(rf"((?:{_CHAIN_PART})*)")
+_CALLED_CHAIN = re.compile(rf"((?:{_CHAIN_PART})*){_CALL_AFTER}")
+
+# What a module summary records per module-level name (``ProjectView._module_fact``).
+_Fact = TypeVar("_Fact")
+
+# (relative import level, dotted parts): ``from ..a import b`` -> (2, ("a", "b")).
+Binding = tuple[int, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class FunctionSummary:
+    name: str
+    params: tuple[str, ...]  # positional parameters, ``self`` included
+    kwonly: tuple[str, ...]
+    is_method: bool
+    summary: Summary
+
+    @property
+    def sets_eval(self) -> bool:
+        """It may leave a parameter, ``self`` or an attribute of ``self`` in
+        eval mode: ``model.sample_sentence()`` whose body calls ``self.eval()``
+        is an eval the caller's text does not show. An override of
+        ``eval``/``train`` itself does not count: a caller's ``m.eval()`` is a
+        mode call it already sees."""
+        if self.is_method and self.name in ("eval", "train"):
+            return False
+        return any(Mode.EVAL in e.sets for e in self.summary.effects.values())
+
+    @property
+    def trains(self) -> bool:
+        """It runs a training step on models it is given, in their mode."""
+        return self.summary.optimizer_step and bool(self.summary.entry_trains)
+
+
+@dataclass(frozen=True)
+class ClassSummary:
+    name: str
+    is_module: bool  # an ``nn.Module`` subclass (as far as its own file shows)
+    rnns: tuple[RnnSpec, ...]  # cuDNN RNNs an instance holds, by attribute path
+    methods: dict[str, FunctionSummary] = field(default_factory=dict)  # bases of its file too
+    # ``train``/``eval`` overridden so that a mode call on an instance cannot
+    # go through (the class, its bases and its submodules' classes in its
+    # file): method -> why (``classfacts.mode_overrides``).
+    mode_overrides: dict[str, str] = field(default_factory=dict)
+    holds_state: bool = True  # parameters, submodules or mode-dependent code (``classfacts``)
+    is_test: bool = False  # a unittest ``TestCase`` subclass (rnnfix.analysis.project.testcode)
+    # Method -> ``__init__`` parameters whose stored model it takes an input
+    # gradient through (``rnnfix.analysis.project.ctorgrads``), and the constructor's
+    # signature to bind a construction's arguments.
+    ctor_grads: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    init_params: tuple[str, ...] = ()
+    init_kwonly: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ModuleSummary:
+    functions: dict[str, FunctionSummary]
+    classes: dict[str, ClassSummary]
+    imports: dict[str, Binding]
+    # Module-level decorators / context managers that switch grad or the
+    # module mode (``gradctx.definition_handling``): name -> {"grad", "eval"}.
+    handlers: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Names the file calls (``f(``, ``.f(``) and does not define itself:
+    # whether a function of another file may have callers here, read by text.
+    called: frozenset[str] = frozenset()
+    # Module-level functions that return a model they loaded weights into
+    # without switching its mode (``loads.returns_loaded_model``; RNF006):
+    # name -> whether they built it from an ``nn.Module`` class.
+    loaders: dict[str, bool] = field(default_factory=dict)
+
+    def any_function(self, test: Callable[[FunctionSummary], bool]) -> bool:
+        methods = (m for c in self.classes.values() for m in c.methods.values())
+        return any(test(f) for f in (*self.functions.values(), *methods))
+
+
+@dataclass(frozen=True)
+class ReturnSummary:
+    """What the functions of one file return (``returns.ReturnFacts.summaries``:
+    ``"build"``, ``"Trainer.load_model"`` -> a wrapper / a parameter
+    unchanged), and its import bindings, to follow re-exports. Computed
+    apart from ``ModuleSummary``, at the first question: only RNF002 asks,
+    about files its ``x.module.train()`` calls reach."""
+
+    functions: dict[str, Returns]
+    imports: dict[str, Binding]
+
+
+@dataclass(frozen=True)
+class ExternalCall:
+    """A call into a function of another file, with how its names map to the caller's."""
+
+    function: FunctionSummary
+    receiver: str | None  # caller text bound to ``self``
+    args: dict[str, str | None]  # parameter -> caller text
+
+    @property
+    def summary(self) -> Summary:
+        return self.function.summary
+
+    def caller_key(self, key: str) -> str | None:
+        """The caller's name for the callee's ``key``: only parameters and
+        ``self`` are visible to the caller (the callee's globals are not its)."""
+        root, _, rest = key.partition(".")
+        suffix = "." + rest if rest else ""
+        fn = self.function
+        if fn.is_method and fn.params and root == fn.params[0]:
+            return self.receiver + suffix if self.receiver else None
+        arg = self.args.get(root)
+        return arg + suffix if arg else None
+
+
+def normalise(path: str | os.PathLike[str]) -> str:
+    return os.path.abspath(os.fspath(path))
+
+
+class LazySummaries(Mapping[str, "ModuleSummary | None"]):
+    """The files of a run (absolute path -> path as given) and their summaries,
+    each computed from the file on disk at its first lookup and kept. Plain
+    picklable data, like the summaries: worker processes get it once and fill
+    in their own lookups. Membership (``key in files``: is this module part of
+    the run?) never reads a file."""
+
+    def __init__(
+        self, paths: dict[str, Path], known: dict[str, ModuleSummary | None] | None = None
+    ) -> None:
+        self._paths = paths
+        self._known: dict[str, ModuleSummary | None] = dict(known or {})
+
+    # A folder the worker processes of one run share (``share_in``): a
+    # summary one of them computed is read back by the others instead of
+    # computed again (the files most files import are summarised by every
+    # worker otherwise).
+    _shared: str | None = None
+
+    def share_in(self, folder: str | None) -> None:
+        self._shared = folder
+
+    def __getitem__(self, key: str) -> ModuleSummary | None:
+        if key not in self._known:
+            if key not in self._paths:
+                raise KeyError(key)
+            if self._shared is None:
+                self._known[key] = _summarise_file(self._paths[key], key)
+            else:
+                self._known[key] = _shared_summary(self._shared, self._paths[key], key)
+        return self._known[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._paths or key in self._known
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**dict.fromkeys(self._paths), **dict.fromkeys(self._known)})
+
+    def __len__(self) -> int:
+        return len(self._paths.keys() | self._known.keys())
+
+    def with_changes(self, changes: dict[str, ModuleSummary | None]) -> LazySummaries:
+        updated = LazySummaries(self._paths, {**self._known, **changes})
+        updated._shared = self._shared  # a changed file's summary is in ``_known``: never read
+        return updated
+
+    def text_has(self, key: str, pattern: re.Pattern[bytes]) -> bool:
+        """Whether the file on disk matches ``pattern`` (True when it is not
+        read from disk: a summary given as data, or unreadable)."""
+        if key in self._known or key not in self._paths:
+            return True
+        memo = self.__dict__.setdefault("_text", {})
+        if (key, pattern) not in memo:
+            data = _read(self._paths[key])
+            memo[key, pattern] = data is None or pattern.search(data) is not None
+        return bool(memo[key, pattern])
+
+    def may_define(self, key: str, name: str, classes: bool = False) -> bool:
+        """Whether the file on disk may define a function ``name`` (or, with
+        ``classes``, a class): its text has ``def name`` (``class name``), the
+        parts maybe split by spaces or a continued line. True when it is not
+        read from disk, unreadable, or for a name other than ASCII
+        (identifiers are NFKC-normalised)."""
+        if key in self._known or key not in self._paths or not name.isascii():
+            return True
+        memo = self.__dict__.setdefault("_defined", {})
+        if key not in memo:
+            data = _read(self._paths[key])
+            found: dict[bytes, set[str]] = {b"def": set(), b"class": set()}
+            for keyword, defined in _DEFINED_NAME.findall(data or b""):
+                found[keyword].add(defined.decode())
+            memo[key] = (
+                None if data is None else (frozenset(found[b"def"]), frozenset(found[b"class"]))
+            )
+        names: tuple[frozenset[str], frozenset[str]] | None = memo[key]
+        return names is None or name in names[0] or (classes and name in names[1])
+
+    def bindings(self, key: str, name: str) -> dict[str, Binding] | None:
+        """The import bindings of a file, for following the re-export of
+        ``name``: from its summary when there is one, else parsed (never
+        summarised); {} when its text does not name ``name``; None when unknown."""
+        if key in self._known:
+            known = self._known[key]
+            return known.imports if known is not None else {}
+        if key not in self._paths:
+            return None
+        data = _read(self._paths[key])
+        if data is None:
+            return None
+        if name.isascii() and name.encode() not in data:
+            return {}
+        # Most files have only plain import lines: read from the text.
+        lines = self.__dict__.setdefault("_text_bindings", {})
+        if key not in lines:
+            from rnnfix.analysis.project.importtext import text_bindings
+
+            lines[key] = text_bindings(data)
+        read = lines[key]
+        if read is not None and name not in read.ambiguous:
+            text: dict[str, Binding] = read.bindings
+            return text
+        memo = self.__dict__.setdefault("_bindings", {})
+        if key not in memo:
+            try:
+                memo[key] = import_bindings(ast.parse(data))
+            except (SyntaxError, ValueError, RecursionError):
+                memo[key] = None
+        found: dict[str, Binding] | None = memo[key]
+        return found
+
+
+def _shared_summary(folder: str, path: Path, key: str) -> ModuleSummary | None:
+    """The summary of ``key`` from ``folder`` when another process of the run
+    stored it there, else computed and stored. The folder lives only as long
+    as the run, whose files do not change under it: the path is the key. Any
+    failure to read or write it just means computing the summary here."""
+    import hashlib
+    import pickle
+    import tempfile
+
+    entry = os.path.join(folder, hashlib.sha1(key.encode()).hexdigest())
+    try:
+        with open(entry, "rb") as f:
+            known: ModuleSummary | None = pickle.load(f)
+        return known
+    except Exception:  # noqa: BLE001 - absent, being written, unreadable: compute it
+        pass
+    summary = _summarise_file(path, key)
+    try:
+        # Written whole under another name, then renamed: a reader sees all of it or nothing.
+        fd, tmp = tempfile.mkstemp(dir=folder)
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(summary, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, entry)
+    except Exception:  # noqa: BLE001 - a full disk, an unpicklable summary: not shared
+        pass
+    return summary
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def files_mention(files: Mapping[str, ModuleSummary | None], key: str, name: str) -> bool:
+    """Whether the file ``key`` of ``files`` may mention ``name`` at all: its
+    text, for a file not summarised yet (reading costs far less than
+    summarising); always true for a summary given as data."""
+    if not isinstance(files, LazySummaries) or key in files._known:
+        return True
+    try:
+        return name.encode() in files._paths[key].read_bytes()
+    except OSError:
+        return True
+
+
+def _returns_of_file(key: str) -> ReturnSummary | None:
+    from rnnfix.analysis.syntax.imports import ImportMap
+    from rnnfix.analysis.torch.returns import ReturnFacts
+    from rnnfix.source.files import FileProblem, read_source
+
+    try:
+        text = read_source(Path(key))[1].text
+    except (FileProblem, OSError):
+        return None
+    try:
+        tree = ast.parse(text)
+        # A file without ``return`` still re-exports (a package's ``__init__.py``).
+        functions = ReturnFacts(tree, ImportMap.build(tree)).summaries() if "return" in text else {}
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    return ReturnSummary(functions, import_bindings(tree))
+
+
+def _summarise_file(path: Path, key: str) -> ModuleSummary | None:
+    from rnnfix.source.files import FileProblem, read_source
+
+    try:
+        text = read_source(path)[1].text
+    except FileProblem:
+        return None
+    return summarise(text, key)
+
+
+class ProjectIndex:
+    """Summaries of the files of one run, by absolute path (None: in the run,
+    but nothing in it the mode flow could use)."""
+
+    def __init__(self, files: Mapping[str, ModuleSummary | None]) -> None:
+        self.files = files
+        # Every folder and module name on the way to a file of the run: the
+        # first part of any import that can resolve to one of them is among
+        # these (any ancestor folder may be the one on ``sys.path``).
+        self.names = frozenset(
+            part
+            for path in files
+            for part in Path(path).with_suffix("").parts
+            if part.isidentifier()
+        )
+        self._resolved: dict[tuple[str, int, tuple[str, ...]], tuple[str, tuple[str, ...]] | None]
+        self._resolved = {}
+        self._orders: dict[tuple[str, str], tuple[Order, frozenset[str]]] = {}
+        self._returns: dict[str, ReturnSummary | None] = {}
+        self._stem_set: frozenset[str] | None = None
+        self._stems_known = False
+
+    @classmethod
+    def build(cls, paths: Iterable[Path]) -> ProjectIndex:
+        """An index of ``paths`` whose summaries are computed when first
+        looked up (``LazySummaries``): a file that nothing of the run imports
+        is never read for the index, and most files of a large tree are such."""
+        return cls(LazySummaries({normalise(p): p for p in paths if p.suffix == ".py"}))
+
+    def updated(self, changes: dict[str, ModuleSummary | None]) -> ProjectIndex:
+        if isinstance(self.files, LazySummaries):
+            return ProjectIndex(self.files.with_changes(changes))
+        return ProjectIndex({**self.files, **changes})
+
+    def view(self, path: str, tree: ast.Module, source: str | None = None) -> ProjectView:
+        """``source``: when given, a file whose import lines name nothing of
+        the run is not walked for its imports at all (most files of a large tree)."""
+        if source is not None and not self.may_import(source):
+            return ProjectView(self, normalise(path), tree, bindings={})
+        return ProjectView(self, normalise(path), tree)
+
+    def returns_of(self, file: str) -> ReturnSummary | None:
+        """What the functions of ``file`` (a file of the index) return, read
+        from disk at the first question and kept."""
+        if file not in self._returns:
+            self._returns[file] = _returns_of_file(file) if file in self.files else None
+        return self._returns[file]
+
+    def may_import(self, source: str) -> bool:
+        """A text pre-filter: an import line of ``source`` is relative or names
+        a folder or module of the run."""
+        for m in _IMPORT_LINE.finditer(source):
+            if m.group(1):
+                return True
+            names = m.group(2) or m.group(3)
+            for name in names.split(","):
+                first = name.strip().split(".")[0].split(" ")[0]
+                if first in self.names:
+                    return True
+        return False
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ProjectIndex) and self.files == other.files
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # --- module names -> files ---------------------------------------------
+    def resolve(
+        self, importer: str, level: int, parts: tuple[str, ...]
+    ) -> tuple[str, tuple[str, ...]] | None:
+        """(file, names inside it) for the dotted ``parts`` imported by
+        ``importer``: the longest prefix that is a module of the run."""
+        folder = os.path.dirname(importer)
+        key = (folder, level, parts)
+        if key not in self._resolved:  # the files of a folder import the same names
+            self._resolved[key] = self._resolve(folder, level, parts)
+        return self._resolved[key]
+
+    def _resolve(
+        self, folder: str, level: int, parts: tuple[str, ...]
+    ) -> tuple[str, tuple[str, ...]] | None:
+        if level:
+            for _ in range(level - 1):
+                folder = os.path.dirname(folder)
+            roots, shortest = [folder], 0
+        else:
+            roots, shortest = _ancestors(folder), 1
+        stems = self._stems() if parts else None
+        for root in roots:
+            # No file of the run lies under ``root/<first part>``: only the
+            # package's own ``__init__.py`` (``parts[:0]``) may answer.
+            longest = len(parts)
+            if stems is not None and os.path.join(root, parts[0]) not in stems:
+                longest = 0
+            for i in range(longest, shortest - 1, -1):
+                found = self._module_file(root, parts[:i])
+                if found is not None:
+                    return found, parts[i:]
+        return None
+
+    def _stems(self) -> frozenset[str] | None:
+        """Every path ``_module_file`` can find a file of the run under: each
+        file without ``.py`` and each of its folders. None (no shortcut) when
+        a path of the index is not absolute and normal (summaries given as
+        data), where joining strings need not give the same text."""
+        if not self._stems_known:
+            self._stems_known = True
+            stems: set[str] | None = set()
+            for path in self.files:
+                if stems is None or not os.path.isabs(path) or os.path.normpath(path) != path:
+                    stems = None
+                    break
+                if path.endswith(".py"):
+                    stems.add(path[:-3])
+                folder = os.path.dirname(path)
+                while folder not in stems:
+                    stems.add(folder)
+                    parent = os.path.dirname(folder)
+                    if parent == folder:
+                        break
+                    folder = parent
+            self._stem_set = frozenset(stems) if stems is not None else None
+        return self._stem_set
+
+    def _module_file(self, root: str, parts: tuple[str, ...]) -> str | None:
+        stem = os.path.join(root, *parts)
+        for candidate in (stem + ".py", os.path.join(stem, "__init__.py")) if parts else ():
+            if candidate in self.files:
+                return candidate
+        init = os.path.join(root, "__init__.py")
+        return init if not parts and init in self.files else None
+
+    def member(
+        self, file: str, names: tuple[str, ...], consulted: set[str], depth: int = 0
+    ) -> FunctionSummary | ClassSummary | None:
+        """``names`` (``("evaluate",)``, ``("Trainer", "fit")``) in ``file``,
+        following re-exports."""
+        consulted.add(file)
+        module = self.files.get(file)
+        if module is None or not names:
+            return None
+        head, rest = names[0], names[1:]
+        if head in module.functions:
+            return module.functions[head] if not rest else None
+        if head in module.classes:
+            cls = module.classes[head]
+            if not rest:
+                return cls
+            return cls.methods.get(rest[0]) if len(rest) == 1 else None
+        binding = module.imports.get(head)
+        if binding is None or depth >= _MAX_REEXPORTS:
+            return None
+        found = self.resolve(file, binding[0], binding[1] + rest)
+        if found is None or found[0] == file:
+            return None
+        return self.member(found[0], found[1], consulted, depth + 1)
+
+    def method_order(self, file: str, class_name: str) -> tuple[Order, frozenset[str]]:
+        """Which methods the other files of the run call on an instance of
+        ``class_name`` of ``file`` before which (``objectuse.method_order``),
+        and the files that name the class. Only files whose text names the class
+        are parsed; summaries given as data (no files on disk) show nothing.
+        The mode flow asks this only for a class with a public method that
+        may leave a model in eval and a training method called in its file."""
+        key = (file, class_name)
+        if key in self._orders:
+            return self._orders[key]
+        module = self.files.get(file)
+        cls = module.classes.get(class_name) if module is not None else None
+        found: set[tuple[str, str]] = set()
+        shown: set[str] = set()
+        paths = self.files._paths if isinstance(self.files, LazySummaries) else {}
+        name = class_name.encode()
+        for path in paths if cls is not None else ():
+            if path == file:
+                continue
+            order = self._order_in(path, paths[path], name, cls)
+            if order is not None:
+                found |= order
+                shown.add(path)
+        self._orders[key] = (frozenset(found), frozenset(shown))
+        return self._orders[key]
+
+    def _order_in(
+        self, path: str, disk: Path, name: bytes, cls: ClassSummary | None
+    ) -> Order | None:
+        """None for a file that never names the class (not parsed)."""
+        from rnnfix.analysis.modes.objectuse import method_order
+        from rnnfix.source.files import FileProblem, read_source
+
+        try:
+            if name not in disk.read_bytes():
+                return None
+            tree = ast.parse(read_source(disk)[1].text)
+        except (OSError, FileProblem, SyntaxError, ValueError):
+            return None
+        view = ProjectView(self, path, tree)
+        return method_order(tree, lambda expr: view.lookup(expr) is cls)
+
+    def may_load_from(self, file: str, name: str, consulted: set[str], depth: int = 0) -> bool:
+        """A necessary condition for ``ProjectView.loader`` to find the
+        module-level name ``name`` of ``file`` a loader (``_module_fact`` over
+        ``ModuleSummary.loaders``), never summarising: a summary already
+        computed answers as ``_module_fact`` reads it; a file on disk records
+        loaders only when its text has loading text (``LOAD_TOKENS``) and
+        ``def name``; else the name is followed on through the file's import
+        binding, as ``_module_fact`` does."""
+        files = self.files
+        if not isinstance(files, LazySummaries):
+            return True
+        consulted.add(file)
+        if file in files._known:
+            module = files._known[file]
+            if module is None:
+                return False
+            if name in module.loaders:
+                return True
+        elif files.text_has(file, _LOAD_CODE) and files.may_define(file, name):
+            return True
+        if depth >= _MAX_REEXPORTS:
+            return False
+        bindings = files.bindings(file, name)
+        if bindings is None:
+            return True
+        binding = bindings.get(name)
+        if binding is None:
+            return False
+        found = self.resolve(file, binding[0], binding[1])
+        if found is None or len(found[1]) != 1:
+            return False  # (a file importing from itself is followed, as ``_module_fact`` does)
+        return self.may_load_from(found[0], found[1][0], consulted, depth + 1)
+
+    def may_member(
+        self, file: str, names: tuple[str, ...], consulted: set[str], depth: int = 0
+    ) -> bool:
+        """A necessary condition for ``member(file, names)`` not to be None,
+        never summarising: the name is a function or a class of the file
+        (``ModuleSummary.functions``/``classes`` hold only those its text
+        defines), or an import binding of it leads, as ``member`` follows
+        re-exports, to a file for which this holds. A summary already
+        computed lets it through (``member`` is cheap then)."""
+        files = self.files
+        if not isinstance(files, LazySummaries) or not names:
+            return True
+        consulted.add(file)
+        if file in files._known or files.may_define(file, names[0], classes=True):
+            return True
+        if depth >= _MAX_REEXPORTS:
+            return False
+        found = self._reexport(files, file, names)
+        if isinstance(found, bool):
+            return found
+        if not found[1]:
+            return False
+        return self.may_member(found[0], found[1], consulted, depth + 1)
+
+    def may_hold(
+        self,
+        file: str,
+        names: tuple[str, ...],
+        text: re.Pattern[bytes],
+        consulted: set[str],
+        depth: int = 0,
+    ) -> bool:
+        """A necessary condition for ``member(file, names)`` (or the whole
+        module, for no ``names``) to be something whose summary only a file
+        whose text matches ``text`` can give (a function that sets eval: a
+        file without a mode call has none): the file it is defined in, after
+        the re-exports ``member`` follows, matches. Reads text and import
+        lines, never summarises: most imports of a large tree are of files
+        without mode code, and summarising them all cost more than checking
+        every file."""
+        files = self.files
+        if not isinstance(files, LazySummaries):
+            return True
+        consulted.add(file)
+        if files.text_has(file, text):
+            return True
+        if not names or depth >= _MAX_REEXPORTS:
+            return False
+        found = self._reexport(files, file, names)
+        if isinstance(found, bool):
+            return found
+        return self.may_hold(found[0], found[1], text, consulted, depth + 1)
+
+    def _reexport(
+        self, files: LazySummaries, file: str, names: tuple[str, ...]
+    ) -> tuple[str, tuple[str, ...]] | bool:
+        """Where the import binding of ``names[0]`` in ``file`` leads, as
+        ``member`` follows re-exports, read from import lines (never
+        summarising): the file and the names there; True when the file's
+        imports cannot be read (anything may be there), False when the
+        binding leads to no other file of the run."""
+        bindings = files.bindings(file, names[0])
+        if bindings is None:
+            return True
+        binding = bindings.get(names[0])
+        if binding is None:
+            return False
+        found = self.resolve(file, binding[0], binding[1] + names[1:])
+        if found is None or found[0] == file:
+            return False
+        return found
+
+
+def _has_function(
+    found: FunctionSummary | ClassSummary | ModuleSummary, test: Callable[[FunctionSummary], bool]
+) -> bool:
+    """``test`` holds for the function, for a method of the class, or for a
+    function or method of the module."""
+    if isinstance(found, FunctionSummary):
+        return test(found)
+    if isinstance(found, ClassSummary):
+        return any(test(m) for m in found.methods.values())
+    return found.any_function(test)
+
+
+def _ancestors(folder: str) -> list[str]:
+    out = [folder]
+    while True:
+        parent = os.path.dirname(out[-1])
+        if parent == out[-1]:
+            return out
+        out.append(parent)
+
+
+class ProjectView:
+    """The project index as one file sees it: its imports resolved against
+    the run's files. Never answers with the file itself (a file's own
+    functions are the mode flow's, computed from its current source).
+    ``consulted`` collects the other files a lookup reached: the run re-checks
+    this file if one of them changes."""
+
+    def __init__(
+        self,
+        index: ProjectIndex,
+        path: str,
+        tree: ast.Module,
+        bindings: dict[str, Binding] | None = None,
+    ) -> None:
+        self.index = index
+        self.path = path
+        self.tree = tree
+        self.bindings = import_bindings(tree) if bindings is None else bindings
+        self.consulted: set[str] = set()
+        self._cache: dict[str, FunctionSummary | ClassSummary | None] = {}
+        self._instances: dict[str, ClassSummary] | None = None
+
+    def lookup(self, expr: ast.AST) -> FunctionSummary | ClassSummary | None:
+        """What the imported dotted name ``expr`` (``evaluate``, ``U.evaluate``,
+        ``models.Seq2Seq``) is in another file of the run."""
+        text = dotted(expr)
+        if text is None:
+            return None
+        if text in self._cache:
+            return self._cache[text]
+        found: FunctionSummary | ClassSummary | None = None
+        target = self._target(text)
+        if target is not None:
+            found = self.index.member(target[0], target[1], self.consulted)
+        self._cache[text] = found
+        return found
+
+    def handler(self, expr: ast.AST) -> frozenset[str] | None:
+        """What the imported decorator or context manager ``expr`` does to grad
+        and the module mode (``{"grad"}``, ``{"eval"}``), read from its
+        definition in another file of the run; None when it is not one the
+        index read (then it is unknown)."""
+        return self._module_fact(expr, lambda module: module.handlers)
+
+    def returns(self, expr: ast.AST) -> Returns | None:
+        """What the imported function ``expr`` (``build``, ``U.to_cuda``,
+        ``Trainer.load_model``) of another file of the run returns: a
+        wrapper, a parameter unchanged, or None (unknown)."""
+        text = dotted(expr)
+        target = self._target(text) if text is not None else None
+        for _ in range(_MAX_REEXPORTS + 1):
+            if target is None or target[0] == self.path:
+                return None
+            file, names = target
+            self.consulted.add(file)
+            module = self.index.returns_of(file)
+            if module is None or not names:
+                return None
+            found = module.functions.get(".".join(names))
+            if found is not None:
+                return found
+            binding = module.imports.get(names[0])
+            if binding is None:
+                return None
+            target = self.index.resolve(file, binding[0], binding[1] + names[1:])
+        return None
+
+    def loader(self, expr: ast.AST) -> bool | None:
+        """``expr`` names a function of another file of the run that returns a
+        model it loaded and left in the mode it was built in (RNF006): True
+        when it built it from an ``nn.Module`` class, False when that is not
+        known; None when it is no such function."""
+        return self._module_fact(expr, lambda module: module.loaders)
+
+    def _module_fact(
+        self, expr: ast.AST, facts: Callable[[ModuleSummary], Mapping[str, _Fact]]
+    ) -> _Fact | None:
+        """The fact ``facts`` of its module records for the module-level name
+        ``expr`` resolves to in another file of the run, following re-exports."""
+        text = dotted(expr)
+        return self._fact_of(text, facts) if text is not None else None
+
+    def _fact_of(
+        self, text: str, facts: Callable[[ModuleSummary], Mapping[str, _Fact]]
+    ) -> _Fact | None:
+        """``_module_fact`` of the dotted name ``text``."""
+        target = self._target(text)
+        for _ in range(_MAX_REEXPORTS + 1):
+            if target is None or len(target[1]) != 1:
+                return None
+            module = self.index.files.get(target[0])
+            if module is None:
+                return None
+            name = target[1][0]
+            found = facts(module)
+            if name in found:
+                return found[name]
+            binding = module.imports.get(name)
+            if binding is None:
+                return None
+            target = self.index.resolve(target[0], binding[0], binding[1])
+        return None
+
+    def _target(self, text: str) -> tuple[str, tuple[str, ...]] | None:
+        root, _, rest = text.partition(".")
+        binding = self.bindings.get(root)
+        if binding is None:
+            return None
+        level, parts = binding
+        target = self.index.resolve(
+            self.path, level, parts + (tuple(rest.split(".")) if rest else ())
+        )
+        if target is None or target[0] == self.path:
+            return None
+        self.consulted.add(target[0])
+        return target
+
+    def method_order(self, class_name: str) -> Order:
+        """``ProjectIndex.method_order`` for a class of this file; the files
+        that name the class are consulted (a result depends on them)."""
+        order, shown = self.index.method_order(self.path, class_name)
+        self.consulted.update(shown)
+        return order
+
+    def imports_eval(self) -> bool:
+        """Whether this file imports a function, a class or a module of the
+        run that may leave a model in eval mode: RNF001 asks this when its
+        text pre-filter (no ``.eval(`` here) fails."""
+        return self._imports(lambda f: f.sets_eval, _MODE_SWITCH)
+
+    def imports_training(self) -> bool:
+        """Whether it imports a function (class, module) of the run that
+        trains the models it is given in the mode they come in."""
+        return self._imports(lambda f: f.trains, _MODE_CODE)
+
+    def imports_gradient_code(self) -> bool:
+        """Whether it imports a function (class, module) of the run that takes
+        an input gradient through a model it is given (RNF004's pre-filter)."""
+        return self._imports(lambda f: bool(f.summary.entry_grads), _MODE_CODE)
+
+    def _imports(self, test: Callable[[FunctionSummary], bool], text: re.Pattern[bytes]) -> bool:
+        return any(_has_function(found, test) for found in self._imported(text))
+
+    def reaches(
+        self,
+        test: Callable[[FunctionSummary], bool],
+        text: re.Pattern[bytes],
+        source: str,
+        called: bool = False,
+        bases: bool = False,
+    ) -> bool:
+        """Whether a dotted name ``source`` writes from one of its import
+        bindings (``evaluate``, ``U.evaluate``, ``pkg.sub.Trainer``, each
+        prefix of it too) names, in another file of the run, a function for
+        which ``test`` holds, or a class or a module with one. Every lookup
+        the mode flow makes (``call``, ``lookup`` of a base class or of a
+        constructor) is of such a name, so this is a necessary condition for
+        it to find such a function (unlike ``_imports``, it follows a
+        package's submodules: ``import pkg; pkg.sub.f()``). ``text`` is what
+        the defining file must match (``ProjectIndex.may_hold``): files
+        without it are never summarised. ``called``: only names the text calls
+        (``evaluate(``, ``U.Trainer(``), for what only ``call`` finds (a call of
+        a function, or of a method of an instance of a class the file builds);
+        ``bases``: with ``called``, also the base classes of the file's classes
+        (``ModeFlow._public_methods`` looks them up)."""
+        chains = self._chains(source, called)
+        if called and bases:
+            chains += [
+                written
+                for stmt in _statements(self.tree.body)
+                if isinstance(stmt, ast.ClassDef)
+                for base in stmt.bases
+                if (written := dotted(base)) is not None and written.split(".")[0] in self.bindings
+            ]
+        for chain in chains:
+            target = self._target(chain)
+            if target is None:
+                continue
+            file, names = target
+            if not self.index.may_hold(file, names, text, self.consulted):
+                continue
+            found = (
+                self.index.member(file, names, self.consulted)
+                if names
+                else self.index.files.get(file)
+            )
+            if found is not None and _has_function(found, test):
+                return True
+        return False
+
+    def _chains(self, source: str, called: bool) -> list[str]:
+        """The binding names and the dotted names rooted at them in ``source``
+        (every prefix), spaces, continuations and comments between the parts
+        removed; with ``called``, only those followed by ``(``."""
+        if not self.bindings:
+            return []
+        # What one regular expression with the bindings as alternatives
+        # (``(?<![\w.])(a|b)\b`` then the chain) finds, in the same order,
+        # without trying every binding at every position of the file (a file
+        # importing many names spent most of its pre-condition there): each
+        # binding's occurrences as a whole word not after a dot, by substring
+        # search, then the chain after each, skipping those inside a chain.
+        tail = _CALLED_CHAIN if called else _CHAIN
+        found: dict[str, None] = {} if called else dict.fromkeys(self.bindings)
+        roots: list[tuple[int, str]] = []
+        for name in self.bindings:
+            at = source.find(name) if name else -1
+            while at >= 0:
+                after = at + len(name)
+                if not (at and _WORD_OR_DOT.match(source, at - 1)) and not _WORD.match(
+                    source, after
+                ):
+                    roots.append((at, name))
+                at = source.find(name, after)
+        roots.sort()
+        end = 0
+        for at, name in roots:
+            if at < end:
+                continue
+            m = tail.match(source, at + len(name))
+            if m is None:
+                continue
+            end = m.end()
+            parts = [name, *_CHAIN_NAME.findall(_COMMENT.sub("", m.group(1)))]
+            for i in range(len(parts) if called else 2, len(parts) + 1):
+                found[".".join(parts[:i])] = None
+        return list(found)
+
+    def loader_called(self, source: str) -> bool:
+        """Whether ``source`` (this file's text) calls a loader function of
+        another file of the run (``loader`` is not None for the callee):
+        RNF006's pre-filter. ``loader`` is asked only of a call's function
+        (``loads``), which answers only for a binding of this file or a dotted
+        name rooted at one (``restore(...)``, ``U.restore(...)``): each is
+        among the called chains of the text (``_chains``). Only files with
+        loading text (``LOAD_TOKENS``) record loaders: the others, after the
+        re-exports ``loader`` follows, are never summarised for this."""
+        for chain in self._chains(source, called=True):
+            target = self._target(chain)
+            if target is None or len(target[1]) != 1:
+                continue  # ``loader`` answers None for it
+            # ``may_hold`` as this gate has always asked; ``may_load_from``
+            # (a necessary condition too) skips more files' summaries.
+            if not self.index.may_hold(target[0], target[1], _LOAD_CODE, self.consulted):
+                continue
+            if not self.index.may_load_from(target[0], target[1][0], self.consulted):
+                continue
+            if self._fact_of(chain, lambda module: module.loaders) is not None:
+                return True
+        return False
+
+    def may_be_loader(self, expr: ast.AST) -> bool:
+        """A necessary condition for ``loader(expr)`` not to be None (read
+        from text and import lines, never summarising): what
+        ``loader_called`` asks of each called chain, for a dotted name."""
+        text = dotted(expr)
+        target = self._target(text) if text is not None else None
+        if target is None or len(target[1]) != 1:
+            return False
+        return self.index.may_load_from(target[0], target[1][0], self.consulted)
+
+    def imports_rnn_class(self) -> bool:
+        """Whether this file imports a class of the run that holds an RNN (or
+        a module of the run that defines one)."""
+        for found in self._imported(_RNN_CODE):
+            if isinstance(found, ClassSummary):
+                if found.rnns:
+                    return True
+            elif isinstance(found, ModuleSummary):
+                if any(c.rnns for c in found.classes.values()):
+                    return True
+        return False
+
+    def _imported(
+        self, text: re.Pattern[bytes]
+    ) -> Iterator[FunctionSummary | ClassSummary | ModuleSummary]:
+        """What each import binding of this file names in another file of the
+        run: a function or class (``from utils import evaluate``) or a whole
+        module (``import utils``); only those defined in a file whose text
+        matches ``text`` (what the caller asks about is in no other file)."""
+        for local in self.bindings:
+            target = self._target(local)
+            if target is None:
+                continue
+            file, names = target
+            if not self.index.may_hold(file, names, text, self.consulted):
+                continue
+            if not self.index.may_member(file, names, self.consulted):
+                continue  # ``lookup`` answers None: no summary needed
+            found = self.lookup(_name(local)) if names else self.index.files.get(file)
+            if found is not None:
+                yield found
+
+    def class_rnns(self, expr: ast.AST) -> tuple[RnnSpec, ...] | None:
+        """The RNNs of an instance of the imported module class ``expr``."""
+        found = self.lookup(expr)
+        return found.rnns if isinstance(found, ClassSummary) and found.is_module else None
+
+    def call(self, call: ast.Call, shadowed: Collection[str]) -> ExternalCall | None:
+        """The function of another file ``call`` runs: an imported function
+        (``evaluate(m)``, ``U.evaluate(m)``), or a method of an instance of an
+        imported class (``trainer.fit()``, ``Trainer(m).fit()``)."""
+        if not self.bindings:
+            return None  # imports nothing of the run (most files of a large tree)
+        func = call.func
+        root: ast.expr = func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id in self.bindings and root.id not in shadowed:
+            found = self.lookup(func)
+            if isinstance(found, FunctionSummary):
+                if found.is_method:
+                    return None  # ``Trainer.fit(obj)``: rare, not followed
+                return ExternalCall(found, None, _bind(found, call))
+        if not isinstance(func, ast.Attribute):
+            return None
+        owner = dotted(func.value)
+        if owner is not None:
+            instances = self.instances()
+            cls = instances.get(owner) if instances else None
+        else:
+            built = strip_self_returning(func.value)
+            cls = self._class_of_call(built) if isinstance(built, ast.Call) else None
+        method = cls.methods.get(func.attr) if cls is not None else None
+        if method is None or not method.is_method:
+            return None
+        return ExternalCall(method, owner, _bind(method, call))
+
+    def stored_gradients(
+        self, call: ast.Call, built: Callable[[ast.expr], ast.Call | None]
+    ) -> tuple[str, ...]:
+        """The caller's texts for the models ``call`` takes an input gradient
+        through as an object of an imported class stored them at its
+        construction (``ClassSummary.ctor_grads``): ``attack.perturb(x)``,
+        ``PGD(m).perturb(x)``, ``attack(x)`` (``__call__``). ``built`` finds
+        the construction an object name was assigned (None: unknown)."""
+        if not self.bindings:
+            return ()
+        func = call.func
+        target, method = (
+            (func.value, func.attr) if isinstance(func, ast.Attribute) else (func, "__call__")
+        )
+        stripped = strip_self_returning(target)
+        ctor = stripped if isinstance(stripped, ast.Call) else built(target)
+        cls = self._class_of_call(ctor) if ctor is not None else None
+        params = cls.ctor_grads.get(method, ()) if cls is not None else ()
+        if cls is None or not params or ctor is None:
+            return ()
+        args = bind_arguments(cls.init_params, cls.init_kwonly, True, ctor)
+        return tuple(a for p in params if (a := args.get(p)) is not None)
+
+    def _class_of_call(self, value: ast.Call) -> ClassSummary | None:
+        found = self.lookup(value.func)
+        return found if isinstance(found, ClassSummary) else None
+
+    def instances(self) -> dict[str, ClassSummary]:
+        """Dotted names assigned an instance of an imported class (``t = Trainer(...)``)."""
+        if self._instances is None:
+            self._instances = {}
+            for node in _statements(self.tree.body):
+                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                    value = strip_self_returning(node.value)
+                    if not isinstance(value, ast.Call) or dotted(value.func) is None:
+                        continue
+                    cls = self._class_of_call(value)
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for t in targets:
+                        text = dotted(t)
+                        if cls is not None and text is not None:
+                            self._instances[text] = cls
+        return self._instances
+
+
+def _name(text: str) -> ast.expr:
+    return ast.Name(id=text, ctx=ast.Load())
+
+
+def _bind(fn: FunctionSummary, call: ast.Call) -> dict[str, str | None]:
+    return bind_arguments(fn.params, fn.kwonly, fn.is_method, call)
+
+
+def import_bindings(tree: ast.Module) -> dict[str, Binding]:
+    """Local name -> what it is bound to, relative imports included (the
+    ``ImportMap`` of ``rnnfix.analysis.syntax.imports`` keeps absolute ones only)."""
+    out: dict[str, Binding] = {}
+    for node in _statements(tree.body):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    out[alias.asname] = (0, tuple(alias.name.split(".")))
+                else:
+                    top = alias.name.split(".")[0]
+                    out[top] = (0, (top,))
+        elif isinstance(node, ast.ImportFrom):
+            module = tuple(node.module.split(".")) if node.module else ()
+            for alias in node.names:
+                if alias.name != "*":
+                    out[alias.asname or alias.name] = (node.level, (*module, alias.name))
+    return out
+
+
+def _statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
+    """Every statement, nested ones included, without walking expressions
+    (imports are statements; expressions are most of a tree's nodes)."""
+    stack = list(reversed(body))
+    blocks = _BLOCKS
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        fields = blocks.get(stmt.__class__)
+        if fields is None:
+            fields = _block_fields(stmt.__class__)
+        if not fields:
+            continue  # a simple statement (most of them)
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, name, None)
+            if isinstance(block, list):
+                stack.extend(reversed([s for s in block if isinstance(s, ast.stmt)]))
+        for handler in getattr(stmt, "handlers", None) or ():
+            stack.extend(reversed(handler.body))
+        for case in getattr(stmt, "cases", None) or ():
+            stack.extend(reversed(case.body))
+
+
+# Per statement class: whether it has a block of statements (``_statements``).
+_BLOCKS: dict[type, bool] = {}
+
+
+def _block_fields(cls: type) -> bool:
+    fields = getattr(cls, "_fields", ())
+    found = _BLOCKS[cls] = any(
+        f in fields for f in ("body", "orelse", "finalbody", "handlers", "cases")
+    )
+    return found
+
+
+# --- summaries ---------------------------------------------------------------
+def summarise(source: str, path: str) -> ModuleSummary | None:
+    """The summary of one file of the run; None when it has nothing the mode
+    flow could use. Never raises: a file that cannot be read this way is one
+    the index knows nothing about."""
+    mode_code = any(t in source for t in MODE_TOKENS)
+    rnn_code = any(t in source for t in RNN_TOKENS)
+    # A file without mode code still tells callers which classes cannot take a mode call.
+    rnn_code = rnn_code or any(t in source for t in OVERRIDE_TOKENS)
+    package = os.path.basename(path) == "__init__.py" and "import" in source
+    handler_code = any(t in source for t in HANDLER_TOKENS)
+    tests = "TestCase" in source  # a base of other files' test classes
+    load_code = any(t in source for t in LOAD_TOKENS)
+    if not (mode_code or rnn_code or package or tests or handler_code or load_code):
+        return None
+    try:
+        return _summarise(source, path, mode_code, rnn_code, handler_code, load_code)
+    except Exception:  # noqa: BLE001 - a file the index cannot read is unknown, not fatal
+        return None
+
+
+def _summarise(
+    source: str,
+    path: str,
+    mode_code: bool,
+    rnn_code: bool,
+    handler_code: bool = False,
+    load_code: bool = False,
+) -> ModuleSummary | None:
+    from rnnfix.analysis.context import FileContext
+    from rnnfix.analysis.grads.gradctx import definition_handling
+    from rnnfix.analysis.modes.modeflow import ModeFlow
+    from rnnfix.analysis.modes.receivers import ClassTable
+    from rnnfix.analysis.project.ctorgrads import constructor, ctor_gradients
+    from rnnfix.analysis.project.testcode import test_case_classes
+    from rnnfix.analysis.syntax.imports import ImportMap
+    from rnnfix.analysis.syntax.scopes import FileIndex
+    from rnnfix.analysis.torch.models import ModuleClasses
+    from rnnfix.analysis.torch.rnns import RnnIndex
+
+    tree = ast.parse(source)
+    imports = import_bindings(tree)
+    functions: dict[str, FunctionSummary] = {}
+    classes: dict[str, ClassSummary] = {}
+    if mode_code or rnn_code:
+        pruned, kept = _pruned(tree, source.splitlines())
+        ctx = FileContext(source=source, tree=pruned, path=path)
+        flow = ModeFlow(ctx, summaries_only=True) if mode_code else None
+        index = flow.index if flow is not None else FileIndex(pruned, ctx.facts.imports)
+        module_classes = (
+            flow.classes if flow is not None else ModuleClasses(index, ctx.facts.imports)
+        )
+        # RNNs are assigned in methods that do not switch modes: the whole tree.
+        rnns = RnnIndex(tree, ImportMap.build(tree)) if rnn_code else None
+        # Class facts read every method (``__init__`` too): the whole tree.
+        defs = {c.name: c for c in _statements(tree.body) if isinstance(c, ast.ClassDef)}
+        table = ClassTable(
+            defs, ctx.facts.imports, module_classes.modules, None, os.path.basename(path)
+        )
+        if flow is not None:
+            for name, info in index.module_functions.items():
+                fs = _function(flow, info) if info.node in kept else None
+                if fs is not None:
+                    functions[name] = fs
+        for name in index.classes:
+            methods: dict[str, FunctionSummary] = {}
+            if flow is not None:
+                for method_name in _method_names(index.classes, name):
+                    method = index.method(name, method_name)
+                    fs = (
+                        _function(flow, method)
+                        if method and method.is_method and method.node in kept
+                        else None
+                    )
+                    if fs is not None:
+                        methods[method_name] = fs
+            specs = (rnns.of_class(name) if rnns is not None else None) or ()
+            is_module = name in module_classes.modules
+            ctor = constructor(name, defs) if methods else None
+            grads = ctor_gradients(ctor, methods) if ctor is not None else {}
+            if methods or specs or is_module:
+                overrides = table.overrides(name) if is_module else {}
+                state = table.holds_state(name) if is_module else True
+                classes[name] = ClassSummary(
+                    name,
+                    is_module,
+                    specs,
+                    methods,
+                    mode_overrides=overrides,
+                    holds_state=state,
+                    ctor_grads=grads,
+                    init_params=ctor.params if grads and ctor is not None else (),
+                    init_kwonly=ctor.kwonly if grads and ctor is not None else (),
+                )
+    for cls in test_case_classes(tree, ImportMap.build(tree)) if "TestCase" in source else ():
+        known = classes.get(cls.name)
+        classes[cls.name] = (
+            replace(known, is_test=True)
+            if known is not None
+            else ClassSummary(cls.name, False, (), is_test=True)
+        )
+    handlers: dict[str, frozenset[str]] = {}
+    if handler_code or mode_code:  # ``.eval(`` alone can make a wrapper one
+        import_map = ImportMap.build(tree)
+        may_handle = _handler_text(source, import_map)
+        for stmt in tree.body:
+            if isinstance(stmt, (*_FUNCS, ast.ClassDef)) and may_handle(stmt):
+                found = definition_handling(stmt, import_map)
+                if found:
+                    handlers[stmt.name] = found
+    loaders = _loaders(tree) if load_code else {}
+    if not (functions or classes or handlers or loaders or os.path.basename(path) == "__init__.py"):
+        return None
+    # A file's calls of its own functions are not calls of another file's
+    # (definitions are statements: no need to walk expressions).
+    defined = {n.name for n in _statements(tree.body) if isinstance(n, _FUNCS)}
+    called = frozenset(_CALLED_NAME.findall(source)) - defined
+    return ModuleSummary(functions, classes, imports, handlers, called, loaders)
+
+
+def _handler_text(source: str, imports: ImportMap) -> Callable[[ast.stmt], bool]:
+    """A necessary condition for ``gradctx.definition_handling(stmt)`` to find
+    anything, read from the definition's text (decorators included): a mode
+    call names ``eval``/``train``; a grad switch is an attribute named as a
+    grad function's last part or a name imported as one. Identifiers are
+    compared as written, so a file with non-ASCII text (identifiers are
+    NFKC-normalised) is never ruled out this way."""
+    from rnnfix.analysis.grads.gradctx import GRAD_NAMES
+
+    if not source.isascii():
+        return lambda stmt: True
+    words = {"eval", "train", *(q.rsplit(".", 1)[-1] for q in GRAD_NAMES)}
+    words.update(local for local, q in imports.names.items() if q in GRAD_NAMES)
+    # Whole identifiers: ``self.training`` is not a ``train`` attribute.
+    pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, words))) + r")\b")
+    # Lines as ``ast`` counts them (``ast.get_source_segment`` splits the same way).
+    lines = _LINE_END.split(source)
+
+    def may_handle(stmt: ast.stmt) -> bool:
+        decorators = getattr(stmt, "decorator_list", [])
+        first = min([stmt.lineno, *(d.lineno for d in decorators)])
+        text = "\n".join(lines[first - 1 : stmt.end_lineno])
+        return pattern.search(text) is not None
+
+    return may_handle
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _loaders(tree: ast.Module) -> dict[str, bool]:
+    from rnnfix.analysis.modes.loads import MODULE_LOADER, NOT_A_LOADER, returns_loaded_model
+    from rnnfix.analysis.syntax.imports import ImportMap
+    from rnnfix.analysis.syntax.scopes import ClassIndex
+    from rnnfix.analysis.torch.models import ModuleClasses, built_class
+
+    imports = ImportMap.build(tree)
+    # Module classes need only the file's classes, not a whole ``FileIndex``.
+    classes = ModuleClasses(ClassIndex(tree), imports)
+    out: dict[str, bool] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, _FUNCS):
+            found = returns_loaded_model(
+                stmt, imports.qualname, lambda v: built_class(v, imports, classes) is not None
+            )
+            if found != NOT_A_LOADER:
+                out[stmt.name] = found == MODULE_LOADER
+    return out
+
+
+_CALLED_NAME = re.compile(r"\b(\w+)\s*\(")  # \b: fails fast inside a word, same matches
+
+
+def _pruned(tree: ast.Module, lines: list[str]) -> tuple[ast.Module, set[FuncNode]]:
+    """The part of a module its summaries depend on: the top-level imports,
+    and the functions and methods that switch modes or train (their text has
+    a ``MODE_TOKENS`` token), with the functions of the file they call and
+    that call them, found by name; every other function is kept as a stub
+    (its name still resolves, its body is ``pass``). Module-level code is
+    dropped. Most of a large library file is not mode code: this is what keeps
+    the index at about one ``ast.parse`` per file."""
+    defs: list[FuncNode] = []
+    for stmt in tree.body:
+        if isinstance(stmt, _FUNCS):
+            defs.append(stmt)
+        elif isinstance(stmt, ast.ClassDef):
+            defs.extend(s for s in stmt.body if isinstance(s, _FUNCS))
+    # The body only: ``def backward(ctx, grad):`` is not a training step.
+    text = {fn: "\n".join(lines[fn.body[0].lineno - 1 : fn.end_lineno]) for fn in defs}
+    names = {fn.name for fn in defs}
+    calls = {fn: set(_CALLED_NAME.findall(text[fn])) & names for fn in defs}
+    keep = {fn for fn in defs if any(t in text[fn] for t in MODE_TOKENS)}
+    down = {n for fn in keep for n in calls[fn]}  # what the mode code calls (forwards)
+    changed = True
+    while changed:
+        kept = {fn.name for fn in keep}
+        grown = {fn for fn in defs if fn.name in down or calls[fn] & kept}
+        changed = not grown <= keep
+        keep |= grown
+        down |= {n for fn in grown for n in calls[fn]}
+
+    def prune(fn: FuncNode) -> FuncNode:
+        if fn in keep:
+            return fn
+        stub = copy.copy(fn)
+        stub.body = [ast.copy_location(ast.Pass(), fn.body[0])]
+        return stub
+
+    body: list[ast.stmt] = []
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            body.append(stmt)
+        elif isinstance(stmt, (ast.If, ast.Try)) and any(
+            isinstance(s, (ast.Import, ast.ImportFrom)) for s in stmt.body
+        ):
+            body.append(stmt)  # ``try: import x`` / ``if TYPE_CHECKING: import x``
+        elif isinstance(stmt, _FUNCS):
+            body.append(prune(stmt))
+        elif isinstance(stmt, ast.ClassDef):
+            cls = copy.copy(stmt)
+            cls.body = [prune(s) if isinstance(s, _FUNCS) else s for s in stmt.body]
+            body.append(cls)
+    return ast.Module(body=body, type_ignores=[]), keep
+
+
+def _function(flow: ModeFlow, info: FunctionInfo) -> FunctionSummary | None:
+    summary = flow.summary(info)
+    if summary.empty:
+        return None
+    return FunctionSummary(
+        info.name, tuple(info.params), tuple(info.kwonly), info.is_method, summary
+    )
+
+
+def _method_names(classes: dict[str, ast.ClassDef], name: str) -> list[str]:
+    """Methods of a class of the file, those of its bases in the same file included."""
+    out: dict[str, None] = {}
+    todo, seen = [name], set()
+    while todo:
+        current = todo.pop()
+        cls = classes.get(current)
+        if cls is None or current in seen:
+            continue
+        seen.add(current)
+        for stmt in cls.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out.setdefault(stmt.name, None)
+        todo.extend(b.id for b in cls.bases if isinstance(b, ast.Name))
+    return list(out)

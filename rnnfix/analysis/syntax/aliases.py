@@ -1,0 +1,68 @@
+"""Must-aliases: one model under two names, proven from assignments only.
+
+- local <- attribute: ``model = self.model`` at the top of a method, the only
+  binding of ``model`` in it, with ``self.model`` never rebound there: in that
+  method ``model`` *is* ``self.model`` (a ``model.eval()`` in ``evaluate()``
+  is ``self.model.eval()`` for the ``train()`` that calls it).
+- attribute <- parameter: ``self.model = model`` in a method that never
+  rebinds either: there ``model`` is ``self.model`` (``Adam(model.parameters())``
+  in ``__init__`` updates ``self.model``).
+
+Nothing is guessed from names; anything assigned twice, in a branch or a
+loop, or unpacked, is not an alias.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+
+from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.scopes import FileIndex, FuncNode
+
+
+def function_aliases(index: FileIndex, fn: FuncNode) -> dict[str, tuple[str, ast.stmt]]:
+    """Name -> (the path it must alias, the assignment that makes it so)."""
+    info = index.functions.get(fn)
+    if info is None:
+        return {}
+    params = set(info.params) | set(info.kwonly)
+    nodes = index.scope_nodes(fn)
+    bound: Counter[str] = Counter()
+    for node in nodes:
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                for sub in ast.walk(t):
+                    text = dotted(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
+                    if text is not None:
+                        bound[text] += 1
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.NamedExpr)):
+            for sub in ast.walk(node.target if hasattr(node, "target") else node):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    bound[sub.id] += 1
+    out: dict[str, tuple[str, ast.stmt]] = {}
+    this = info.params[0] if info.is_method else None
+    for stmt in fn.body:  # top level only: it runs before everything after it
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+            continue
+        target, value = dotted(stmt.targets[0]), dotted(stmt.value)
+        if target is None or value is None or bound[target] != 1 or bound[value] > 0:
+            continue
+        if isinstance(stmt.targets[0], ast.Name) and target not in params:
+            # local <- attribute of self (or of a parameter)
+            root = value.split(".")[0]
+            if "." in value and (root == this or root in params):
+                out[target] = (value, stmt)
+        elif this is not None and target.startswith(this + ".") and value in params:
+            # attribute <- parameter: the parameter names the attribute
+            if bound[value] == 0:
+                out[value] = (target, stmt)
+    return out
+
+
+def canonical(key: str, aliases: dict[str, tuple[str, ast.stmt]]) -> str:
+    """``key`` with an aliased root replaced by what it aliases."""
+    root, dot, rest = key.partition(".")
+    found = aliases.get(root)
+    return found[0] + dot + rest if found is not None else key

@@ -1,0 +1,164 @@
+"""Facts about torch's module API that every analysis reads the same way:
+data-parallel wrappers, methods that return the module itself, methods that
+are not a forward pass, and the one parser of mode calls
+(``m.eval()`` / ``m.train(...)``).
+
+Kept in one place so that a rule and the analysis never disagree on, say,
+whether ``DataParallel(net).cuda()`` is a wrapper or ``net.train(flag)`` a
+mode switch.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from rnnfix.analysis.modes.state import Mode
+from rnnfix.analysis.syntax.names import dotted
+
+# Wrappers that hold the module they wrap as ``.module``; their ``train()``
+# reaches it (``Module.train`` recurses).
+DATA_PARALLEL = frozenset(
+    {
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.data_parallel.DataParallel",
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.distributed.DistributedDataParallel",
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+    }
+)
+# Calls whose result runs the same modules as their first argument.
+WRAPPERS = DATA_PARALLEL | {"torch.compile"}
+
+# Methods that return the module itself: ``Net().to(device)`` is the ``Net()``.
+SELF_RETURNING = frozenset(
+    {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "train", "eval"}
+)
+
+# ``nn.Module`` API: calling one of these on a model does not run its forward.
+MODULE_METHODS = frozenset(
+    {
+        "eval", "train", "parameters", "named_parameters", "buffers", "named_buffers",
+        "children", "named_children", "modules", "named_modules", "state_dict",
+        "load_state_dict", "to", "cuda", "cpu", "float", "double", "half", "bfloat16",
+        "zero_grad", "apply", "register_buffer", "register_parameter", "register_module",
+        "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
+        "requires_grad_", "share_memory", "add_module", "get_submodule", "get_parameter",
+        "save_pretrained", "init_hidden", "reset_parameters", "type", "extra_repr",
+    }
+)  # fmt: skip
+
+
+def strip_self_returning(expr: ast.AST) -> ast.AST:
+    """``Net().to(dev).eval()`` -> ``Net()``; ``model.cuda()`` -> ``model``."""
+    while (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr in SELF_RETURNING
+    ):
+        expr = expr.func.value
+    return expr
+
+
+@dataclass(frozen=True)
+class ModeSwitch:
+    """One syntactic mode call: ``receiver.eval()`` / ``receiver.train(...)``.
+
+    ``mode`` is ``Mode.UNKNOWN`` for ``train(<expression>)``; ``flag_like``
+    says whether that expression reads like a mode flag (``train(is_training)``,
+    ``train(mode=m)``, ``train(not frozen)``) rather than data
+    (``booster.train(params)``, another library's ``train``).
+    """
+
+    receiver: ast.expr
+    method: str  # "eval" | "train"
+    mode: Mode
+    flag_like: bool
+
+    @property
+    def target(self) -> str | None:
+        return dotted(self.receiver)
+
+    @property
+    def is_module_switch(self) -> bool:
+        """Reads as a torch module's mode switch, not another library's ``train``."""
+        return self.mode is not Mode.UNKNOWN or self.flag_like
+
+
+def mode_switch(node: ast.AST) -> ModeSwitch | None:
+    """The mode call ``node`` is, by shape; None for anything else, including
+    ``x.eval(data)`` and ``x.train(a, b)``."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return None
+    method = node.func.attr
+    if method not in ("eval", "train"):
+        return None
+    receiver = node.func.value
+    if method == "eval":
+        if node.args or node.keywords:
+            return None
+        return ModeSwitch(receiver, method, Mode.EVAL, True)
+    if not node.args and not node.keywords:
+        return ModeSwitch(receiver, method, Mode.TRAIN, True)
+    if len(node.args) + len(node.keywords) != 1:
+        return None
+    keyword = node.keywords[0] if node.keywords else None
+    if keyword is not None and keyword.arg != "mode":
+        return None
+    flag = keyword.value if keyword is not None else node.args[0]
+    if isinstance(flag, ast.Constant):
+        if not isinstance(flag.value, bool):
+            return None
+        return ModeSwitch(receiver, method, Mode.TRAIN if flag.value else Mode.EVAL, True)
+    text = (dotted(flag) or "").lower()
+    flag_like = (
+        keyword is not None
+        or isinstance(flag, (ast.Compare, ast.UnaryOp, ast.BoolOp))
+        or "train" in text
+        or "mode" in text
+    )
+    return ModeSwitch(receiver, method, Mode.UNKNOWN, flag_like)
+
+
+def module_mode_switch(node: ast.AST, lenient: bool = False) -> ModeSwitch | None:
+    """``mode_switch`` when it reads as a torch module's mode switch; with
+    ``lenient`` (the receiver is already known to be a model) any
+    ``train(<expression>)`` counts, as a switch to an unknown mode."""
+    sw = mode_switch(node)
+    if sw is None or not (sw.is_module_switch or lenient):
+        return None
+    return sw
+
+
+# ``torch.nn`` modules with no parameters and no mode-dependent behaviour:
+# activations, pooling, padding, reshaping, distances, losses. A mode call on
+# one changes nothing, so such a module is never the model a fix is about
+# (``softmax = nn.Softmax()`` is called in evaluation, but the model is not it).
+# Dropout and the norms are *not* here: their mode is what matters.
+_STATELESS = frozenset(
+    {
+        "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish",
+        "Sigmoid", "Tanh", "Softmax", "Softmax2d", "LogSoftmax", "Softmin", "Softplus",
+        "Softsign", "Softshrink", "Hardshrink", "Hardtanh", "Hardsigmoid", "Hardswish",
+        "LogSigmoid", "Tanhshrink", "Threshold", "GLU", "Identity", "Flatten", "Unflatten",
+        "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle",
+        "PixelUnshuffle", "ChannelShuffle", "CosineSimilarity", "PairwiseDistance",
+        "Fold", "Unfold",
+    }
+)  # fmt: skip
+_STATELESS_FAMILIES = (
+    "Pool1d", "Pool2d", "Pool3d", "Unpool1d", "Unpool2d", "Unpool3d",
+    "Pad1d", "Pad2d", "Pad3d", "Loss",
+)  # fmt: skip
+
+
+def is_stateless_torch_module(qualname: str) -> bool:
+    """``torch.nn.Softmax``, ``torch.nn.MaxPool2d``, ``torch.nn.CrossEntropyLoss``:
+    a torch module class whose instances have no parameters and behave the
+    same in train and eval mode."""
+    if not qualname.startswith("torch.nn."):
+        return False
+    last = qualname.rsplit(".", 1)[-1]
+    return last in _STATELESS or last.endswith(_STATELESS_FAMILIES)

@@ -1,0 +1,168 @@
+"""What one class definition says about calling ``train()``/``eval()`` on an
+instance, read from its own body (no other class, no other file):
+
+- whether it overrides ``train``/``eval`` in a way a mode call cannot go
+  through (``mode_overrides``): ``nn.Module.eval()`` is ``self.train(False)``,
+  and ``Module.train(mode)`` calls ``child.train(mode)`` on every child (a
+  ``DataParallel`` wrapper's ``train()`` does the same to the module it
+  wraps). An override ``def train(self):`` therefore makes ``eval()`` and any
+  enclosing module's or wrapper's ``train()`` fail with ``TypeError``; a
+  ``train(self, data, epochs)`` that is a training loop, or an
+  ``eval(self, expr)``, is another method that only shares the name;
+- whether its instances hold state whose mode matters (``holds_state``):
+  parameters, submodules, or code that reads ``self.training``. A module
+  without any (an activation, a loss, a metric) has a forward, but a mode call
+  on it changes nothing: it is never the model a fix is about.
+
+Kept free of the mode flow so the project index can store these facts for the
+classes of every file of a run.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+
+from rnnfix.analysis.syntax.names import dotted
+
+FuncDef = ast.FunctionDef | ast.AsyncFunctionDef
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_MODE_METHODS = ("train", "eval")
+# Calls that give a module a parameter or a child without an attribute assignment.
+_REGISTERS = frozenset({"register_parameter", "add_module", "register_module"})
+
+
+def methods(cls: ast.ClassDef) -> dict[str, FuncDef]:
+    """The methods a class body defines (the last definition of a name wins)."""
+    return {s.name: s for s in cls.body if isinstance(s, _FUNCS)}
+
+
+def mode_overrides(cls: ast.ClassDef, file: str | None = None) -> dict[str, str]:
+    """``{"train": why, "eval": why}`` for each of ``train``/``eval`` that the
+    class itself overrides with a signature or a body a mode call cannot go
+    through. Overrides that accept the mode and switch it
+    (``def train(self, mode=True): super().train(mode); freeze_bn()``) are fine."""
+    out: dict[str, str] = {}
+    own = methods(cls)
+    for name in _MODE_METHODS:
+        fn = own.get(name)
+        if fn is not None:
+            why = _override_problem(cls.name, fn, file)
+            if why is not None:
+                out[name] = why
+    return out
+
+
+def _override_problem(cls_name: str, fn: FuncDef, file: str | None) -> str | None:
+    line = f"{file} line {fn.lineno}" if file else f"line {fn.lineno}"
+    where = f"`{cls_name}.{fn.name}` ({line})"
+    if isinstance(fn, ast.AsyncFunctionDef):
+        return f"{where} is a coroutine, not a mode switch"
+    if any(
+        _decorator_name(d) in ("staticmethod", "classmethod", "property") for d in fn.decorator_list
+    ):
+        return f"{where} is not an instance method"
+    params = _positional(fn)
+    if not params:
+        return f"{where} takes no `self`"
+    rest = params[1:]
+    a = fn.args
+    n_defaults = len(a.defaults)
+    required = rest[: max(0, len(rest) - n_defaults)]
+    kw_required = [k.arg for k, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is None]
+    if required or kw_required:
+        names = ", ".join(f"`{p}`" for p in (*required, *kw_required))
+        return (
+            f"{where} requires {names}: it is another method named `{fn.name}`, not a mode switch"
+        )
+    if fn.name == "train" and not rest and a.vararg is None:
+        return (
+            f"{where} does not accept `mode`: `eval()`, and the `train()` of any module or "
+            "data-parallel wrapper that holds it, call `train(mode)` and fail with TypeError"
+        )
+    if not _switches_mode(fn):
+        return (
+            f"{where} is not a mode switch (it never calls `super().{fn.name}(...)` "
+            "nor sets `self.training`)"
+        )
+    # ``def train(self, mode=False): self.training = False`` (a frozen BatchNorm)
+    # ignores the mode on purpose: a call goes through, and the author wants it so.
+    return None
+
+
+def _decorator_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Call):
+        node = node.func
+    text = dotted(node)
+    return text.rsplit(".", 1)[-1] if text else None
+
+
+def _positional(fn: FuncDef) -> list[str]:
+    return [p.arg for p in (*fn.args.posonlyargs, *fn.args.args)]
+
+
+def _switches_mode(fn: FuncDef) -> bool:
+    """The body delegates to a base class's mode switch (``super().train(mode)``,
+    ``nn.Module.train(self, mode)``, ``self.train(False)`` from ``eval``) or
+    sets ``self.training`` itself."""
+    this = _positional(fn)[0]
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            attr, owner = node.func.attr, node.func.value
+            if attr not in _MODE_METHODS:
+                continue
+            if isinstance(owner, ast.Call) and dotted(owner.func) == "super":
+                return True
+            first = node.args[0] if node.args else None
+            if isinstance(first, ast.Name) and first.id == this and dotted(owner) is not None:
+                return True  # ``nn.Module.train(self, mode)``
+            if fn.name == "eval" and attr == "train" and dotted(owner) == this:
+                return True  # ``def eval(self): return self.train(False)``
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(dotted(t) == f"{this}.training" for t in targets):
+                return True
+    return False
+
+
+def self_assignments(cls: ast.ClassDef) -> Iterator[tuple[str, ast.expr, FuncDef]]:
+    """(attribute, value, method) for each ``self.<attr> = value`` in a method."""
+    for fn in methods(cls).values():
+        params = _positional(fn)
+        if not params:
+            continue
+        this = params[0]
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign):
+                pairs = [(t, node.value) for t in node.targets]
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                pairs = [(node.target, node.value)]
+            else:
+                continue
+            for target, value in pairs:
+                if isinstance(target, ast.Attribute) and dotted(target.value) == this:
+                    yield target.attr, value, fn
+
+
+def holds_state(cls: ast.ClassDef, is_stateless_value: Callable[[ast.expr, FuncDef], bool]) -> bool:
+    """Whether an instance may hold parameters, submodules or mode-dependent
+    code, from the class body alone (its bases are the caller's to add).
+
+    ``is_stateless_value(value, method)`` says whether a value assigned to
+    ``self.<attr>`` provably holds no parameter and no module (a constant, a
+    stateless torch module, a parameter with a constant default). Anything it
+    cannot vouch for counts as state: proving a module stateless is what lets
+    a fix skip it, so the proof must be positive."""
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Attribute) and node.attr == "training":
+            return True  # ``if self.training:``, ``F.dropout(x, training=self.training)``
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _REGISTERS
+        ):
+            return True
+    for _attr, value, fn in self_assignments(cls):
+        if not is_stateless_value(value, fn):
+            return True
+    return False

@@ -1,0 +1,384 @@
+"""Which names and attribute paths hold torch modules ("models").
+
+Never guessed from a name: an object is a model when
+
+- it is built from an ``nn.Module`` subclass of this file or a torch module
+  (``Net()``, ``nn.LSTM(...)``, ``nn.DataParallel(Net()).to(dev)``, torchvision), or
+- ``.eval()`` / ``.train()`` / ``.train(False)`` is called on it *and* it is called
+  (``model(x)``, ``model.forward(x)``) or its ``.parameters()`` are used, or
+- it is called and its ``.parameters()`` are used (e.g. fed to an optimizer), or
+- it is a parameter that receives a model at a call in this file, or an
+  attribute assigned a model (``self.model = model``).
+
+Receivers of ``.train(data)``-like calls (xgboost/lightgbm boosters, other
+libraries' trainers), instances of this file's non-module classes, and names
+bound to imported non-torch modules are never models.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from rnnfix.analysis.project.index import ClassSummary
+from rnnfix.analysis.syntax.imports import ImportMap
+from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.scopes import FileIndex, FuncNode
+from rnnfix.analysis.syntax.walks import walk_subtree, walk_tree
+from rnnfix.analysis.torch.api import MODULE_METHODS, WRAPPERS, mode_switch, strip_self_returning
+from rnnfix.analysis.torch.rnns import RNN_CLASSES
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.project.index import ProjectView
+
+_CONTAINERS = {"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"}
+_NOT_MODULES = {"Parameter", "ParameterList", "ParameterDict", "Buffer"}
+
+
+def unsubscripted(base: ast.expr) -> ast.expr:
+    """A generic base names its class: ``flair.nn.Model[TextPair]`` is a
+    ``flair.nn.Model``, ``Base[T]`` a ``Base``."""
+    return base.value if isinstance(base, ast.Subscript) else base
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    key: str  # dotted text as written: "model", "self.critic"
+    built_at: ast.Call | None  # the constructor call, when built in this file
+    class_name: str | None  # local class name or qualified torch name ("torch.nn.LSTM")
+    has_rnn: bool | None  # contains an LSTM/GRU/RNN (None: not known)
+    evidence: str  # "built" | "mode+call" | "call+parameters" | "argument"
+
+
+class _Classes(Protocol):
+    """What ``ModuleClasses`` reads of an index: the file's module-level
+    classes (``FileIndex``, ``ClassIndex``)."""
+
+    classes: dict[str, ast.ClassDef]
+
+
+class ModuleClasses:
+    """Local classes that are ``nn.Module`` subclasses, Lightning modules, and
+    which of them contain an RNN. With a project index, module classes of
+    other files of the run count too (``from models import Seq2Seq``)."""
+
+    def __init__(
+        self, index: _Classes, imports: ImportMap, project: ProjectView | None = None
+    ) -> None:
+        self.project = project
+        self.modules: set[str] = set()
+        self.lightning: set[str] = set()
+        self.with_rnn: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for name, cls in index.classes.items():
+                if name in self.modules:
+                    continue
+                for base in map(unsubscripted, cls.bases):
+                    q = imports.qualname(base) or ""
+                    local = isinstance(base, ast.Name) and base.id in self.modules
+                    if (
+                        local
+                        or q.startswith(("torch.nn.", "pytorch_lightning.", "lightning."))
+                        or self.imported(base) is not None
+                    ):
+                        self.modules.add(name)
+                        changed = True
+                        break
+        for name, cls in index.classes.items():
+            for base in map(unsubscripted, cls.bases):
+                q = imports.qualname(base) or ""
+                if "Lightning" in q or (isinstance(base, ast.Name) and base.id in self.lightning):
+                    self.lightning.add(name)
+            if any(
+                isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "training_step"
+                for s in cls.body
+            ):
+                self.lightning.add(name)
+        # Each class's calls in ``ast.walk`` order, found once for every round.
+        calls: dict[str, list[ast.Call]] = {}
+        changed = True
+        while changed:
+            changed = False
+            for name, cls in index.classes.items():
+                if name in self.with_rnn:
+                    continue
+                if name not in calls:
+                    calls[name] = [n for n in walk_subtree(cls) if isinstance(n, ast.Call)]
+                for node in calls[name]:
+                    q = imports.qualname(node.func) or ""
+                    local = isinstance(node.func, ast.Name) and node.func.id in self.with_rnn
+                    imported = self.imported(node.func)
+                    if q in RNN_CLASSES or local or (imported is not None and imported.rnns):
+                        self.with_rnn.add(name)
+                        changed = True
+                        break
+
+    def imported(self, expr: ast.expr) -> ClassSummary | None:
+        """The ``nn.Module`` class of another file of the run ``expr`` names."""
+        if self.project is None:
+            return None
+        found = self.project.lookup(expr)
+        return found if isinstance(found, ClassSummary) and found.is_module else None
+
+
+def mode_receiver(call: ast.Call, imports: ImportMap) -> str | None:
+    """The model ``x.eval()`` / ``x.to(device).train()`` switches, as dotted text."""
+    if not isinstance(call.func, ast.Attribute):
+        return None
+    return dotted(unwrap_built(call.func.value, imports))
+
+
+def unwrap_built(value: ast.AST, imports: ImportMap) -> ast.AST:
+    """``nn.DataParallel(Net()).to(dev)`` -> ``Net()``; ``model.to(dev)`` -> ``model``."""
+    while True:
+        stripped = strip_self_returning(value)
+        if stripped is not value:
+            value = stripped
+        elif (
+            isinstance(value, ast.Call) and value.args and imports.qualname(value.func) in WRAPPERS
+        ):
+            value = value.args[0]
+        else:
+            return value
+
+
+def built_class(
+    value: ast.AST, imports: ImportMap, classes: ModuleClasses
+) -> tuple[ast.Call, str, bool | None] | None:
+    """(constructor call, class name, has_rnn) when ``value`` builds a module."""
+    value = unwrap_built(value, imports)
+    if not isinstance(value, ast.Call):
+        return None
+    func = value.func
+    if isinstance(func, ast.Name) and func.id in classes.modules:
+        return value, func.id, func.id in classes.with_rnn
+    q = imports.qualname(func)
+    if q is None:
+        return _imported_module(value, classes)
+    last = q.rsplit(".", 1)[-1]
+    # Loss modules have no train/eval behaviour worth tracking.
+    if q in _CONTAINERS:
+        inner = [n for a in value.args for n in ast.walk(a) if isinstance(n, ast.Call)]
+        rnn = any(_rnn_of(n, imports, classes) for n in inner)
+        return value, q, rnn
+    if (
+        q.startswith("torch.nn.")
+        and last[:1].isupper()
+        and last not in _NOT_MODULES
+        and not last.endswith("Loss")
+    ):
+        return value, q, q in RNN_CLASSES
+    if q.startswith("torchvision.models.") or q == "timm.create_model":
+        return value, q, False
+    return _imported_module(value, classes)
+
+
+def _imported_module(value: ast.Call, classes: ModuleClasses) -> tuple[ast.Call, str, bool] | None:
+    """A module class of another file of the run (after torch's own API)."""
+    found = classes.imported(value.func)
+    return (value, found.name, bool(found.rnns)) if found is not None else None
+
+
+def _rnn_of(call: ast.Call, imports: ImportMap, classes: ModuleClasses) -> bool:
+    found = built_class(call, imports, classes)
+    return bool(found and found[2])
+
+
+def assignment_pairs(node: ast.Assign | ast.AnnAssign) -> list[tuple[ast.expr, ast.expr]]:
+    """(target, value) pairs, ``a, b = A(), B()`` element-wise."""
+    assert node.value is not None
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    out: list[tuple[ast.expr, ast.expr]] = []
+    for t in targets:
+        if (
+            isinstance(t, (ast.Tuple, ast.List))
+            and isinstance(node.value, (ast.Tuple, ast.List))
+            and len(t.elts) == len(node.value.elts)
+        ):
+            out.extend(zip(t.elts, node.value.elts, strict=True))
+        else:
+            out.append((t, node.value))
+    return out
+
+
+_MODEL_KINDS = frozenset({ast.Assign, ast.AnnAssign, ast.Call})
+
+
+def find_models(
+    tree: ast.Module, index: FileIndex, imports: ImportMap, classes: ModuleClasses
+) -> dict[str, ModelInfo]:
+    built: dict[str, ModelInfo] = {}
+    mode_receivers: set[str] = set()
+    not_models: set[str] = set()
+    called: set[str] = set()
+    parameters: set[str] = set()
+    for node in walk_tree(tree):
+        if node.__class__ not in _MODEL_KINDS:
+            continue  # most nodes (parsed trees hold no subclasses of these)
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            for t, value in assignment_pairs(node):
+                found = built_class(value, imports, classes)
+                text = dotted(t)
+                if found and text:
+                    call, name, rnn = found
+                    built[text] = ModelInfo(text, call, name, rnn, "built")
+        elif isinstance(node, ast.Call):
+            func = node.func
+            text = dotted(func)
+            if text:
+                called.add(text)
+            if isinstance(func, ast.Attribute):
+                recv = dotted(func.value)
+                switch = mode_switch(node)
+                if recv is None:
+                    # ``model.to(device).train()``
+                    if switch is not None and switch.is_module_switch:
+                        recv = mode_receiver(node, imports)
+                        if recv is not None:
+                            mode_receivers.add(recv)
+                    continue
+                if func.attr == "forward":
+                    called.add(recv)
+                elif func.attr in ("parameters", "named_parameters"):
+                    parameters.add(recv)
+                if switch is not None and switch.is_module_switch:
+                    mode_receivers.add(mode_receiver(node, imports) or recv)
+                elif func.attr in ("train", "eval"):
+                    not_models.add(recv)  # ``booster.train(params)``: another library
+    # Instances of local non-module classes, imported modules (``xgb``, ``pd``),
+    # local functions and classes are never models.
+    for text, cls in index.instance_types.items():
+        if cls not in classes.modules:
+            not_models.add(text)
+    models: dict[str, ModelInfo] = dict(built)
+    rebound = _rebound_imports(tree, imports)
+    for key in sorted(mode_receivers | (called & parameters)):
+        if key in models or key in not_models:
+            continue
+        root = key.split(".")[0]
+        if (
+            (root in imports.names and root not in rebound)
+            or root in index.module_functions
+            or root in index.classes
+        ):
+            continue
+        if key in mode_receivers and (key in called or key in parameters):
+            models[key] = ModelInfo(key, None, None, None, "mode+call")
+        elif key in called and key in parameters:
+            models[key] = ModelInfo(key, None, None, None, "call+parameters")
+    # A submodule path of a model built here (``self.model.lstm.eval()``) is a model too.
+    for key in sorted(mode_receivers - models.keys() - not_models):
+        if any(key.startswith(m + ".") for m in models):
+            models[key] = ModelInfo(key, None, None, None, "submodule")
+    _propagate(tree, index, models)
+    return models
+
+
+def _rebound_imports(tree: ast.Module, imports: ImportMap) -> set[str]:
+    """Imported names the module's own code rebinds to a call's result
+    (``import model`` then ``model = model.Net(...)``): after that the name is
+    an instance, which may be a model like any other."""
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            for t in node.targets:
+                if isinstance(t, ast.Name) and t.id in imports.names:
+                    out.add(t.id)
+    return out
+
+
+def module_attributes(
+    cls: ast.ClassDef,
+    index: FileIndex,
+    imports: ImportMap,
+    classes: ModuleClasses,
+    models: dict[str, ModelInfo],
+    _seen: frozenset[str] = frozenset(),
+) -> frozenset[str]:
+    """Attributes a local class assigns a module to (``self.fc = nn.Linear(...)``,
+    ``self.decoder = decoder`` where ``decoder`` is a model), bases included."""
+    found: set[str] = set()
+    for node in ast.walk(cls):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            for target, value in assignment_pairs(node):
+                if not (isinstance(target, ast.Attribute) and dotted(target.value) == "self"):
+                    continue
+                inner = dotted(unwrap_built(value, imports))
+                if built_class(value, imports, classes) is not None or (
+                    inner is not None and inner in models
+                ):
+                    found.add(target.attr)
+    for base in cls.bases:
+        if isinstance(base, ast.Name) and base.id in index.classes and base.id not in _seen:
+            found |= module_attributes(
+                index.classes[base.id], index, imports, classes, models, _seen | {cls.name}
+            )
+    return frozenset(found)
+
+
+def forward_path(
+    call: ast.Call,
+    is_model: Callable[[str], bool],
+    submodule: Callable[[str, str], bool],
+) -> str | None:
+    """The path whose forward ``call`` runs, or None: ``M(...)`` and
+    ``M.forward(...)`` run ``M``; ``M.sub(...)`` runs ``M.sub`` when that is a
+    model path itself or ``submodule(M, "sub")`` (M's class in this file
+    assigns a module to ``self.sub``). Any other method is not a forward: a
+    plain method (``model.make_trg_mask(x)``) of a known class, or an unknown
+    method of an unknown class (``model.generate(x)``) -- precision first."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "forward":
+        owner = dotted(func.value)
+        return owner if owner is not None and is_model(owner) else None
+    text = dotted(func)
+    if text is None:
+        return None
+    if is_model(text):
+        return text
+    owner, _, attr = text.rpartition(".")
+    if owner and attr not in MODULE_METHODS and is_model(owner) and submodule(owner, attr):
+        return text
+    return None
+
+
+def _propagate(tree: ast.Module, index: FileIndex, models: dict[str, ModelInfo]) -> None:
+    """Parameters that receive a model, and attributes assigned one, are models."""
+    scopes: list[tuple[list[ast.AST], FuncNode | None]] = [(index.scope_nodes(None), None)]
+    scopes += [(index.scope_nodes(fn), fn) for fn in index.functions]
+    # Only these nodes matter below; the other nodes of a scope are skipped once.
+    scopes = [
+        ([n for n in nodes if isinstance(n, (ast.Assign, ast.Call))], scope)
+        for nodes, scope in scopes
+    ]
+    for _ in range(4):
+        added = False
+        for nodes, scope in scopes:
+            for node in nodes:
+                if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                    target, value = dotted(node.targets[0]), dotted(node.value)
+                    if target and value in models and target not in models:
+                        added = True
+                        models[target] = _derived(target, models[value])
+                elif isinstance(node, ast.Call):
+                    res = index.resolve(node, scope)
+                    if res is None:
+                        continue
+                    for param, arg in res.args.items():
+                        if arg in models and (param not in models or _weak(models[param])):
+                            added = True
+                            models[param] = _derived(param, models[arg])
+        if not added:
+            return
+
+
+def _weak(info: ModelInfo) -> bool:
+    return info.evidence in ("mode+call", "call+parameters")
+
+
+def _derived(key: str, src: ModelInfo) -> ModelInfo:
+    return ModelInfo(key, src.built_at, src.class_name, src.has_rnn, "argument")

@@ -1,0 +1,54 @@
+"""Run settings: what the CLI flags and ``[tool.rnnfix]`` decide."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Literal
+
+RnnOnlyStrategy = Literal["rnn-train", "cudnn-off"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: tuple[str, ...] = ("RNF",)
+    ignore: tuple[str, ...] = ()
+    unsafe_fixes: bool = False
+    # RNF001: also put train() at the head of training loops/functions whose
+    # models' mode is unknown (unsafe fixes).
+    strict: bool = False
+    # RNF004: fix backward-in-eval through RNNs (opt-in) and how.
+    rnn_only: bool = False
+    rnn_only_strategy: RnnOnlyStrategy = "rnn-train"
+    exclude: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = field(default_factory=tuple)
+    # Test code (test files found in folders, unittest TestCase classes) is
+    # left alone unless this is set.
+    include_tests: bool = False
+    # Apply exclusions to files named on the command line too (pre-commit).
+    force_exclude: bool = False
+    # See only the files of the run: no imported file outside it is read
+    # (``--isolated``; a CLI flag, not a ``[tool.rnnfix]`` option).
+    isolated: bool = False
+    # Larger files are reported, not read: generated code and data, not
+    # training scripts (``max-file-size`` in bytes).
+    max_file_size: int = 5 * 1024 * 1024
+    # ``per-file-ignores``: (glob, codes) pairs, globs relative to ``root``
+    # (the folder of the pyproject.toml they come from); ``rnnfix.config.perfile``.
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    root: str | None = None
+
+    def for_path(self, path: str) -> Settings:
+        """The settings for one file: ``per-file-ignores`` added to ``ignore``."""
+        if not self.per_file_ignores:
+            return self
+        from rnnfix.config.perfile import ignored_codes
+
+        codes = ignored_codes(path, self.root, self.per_file_ignores)
+        return dataclasses.replace(self, ignore=self.ignore + codes) if codes else self
+
+    def enabled(self, code: str) -> bool:
+        """Selection by code prefix; the longest matching prefix wins, as in ruff."""
+        sel = max((len(p) for p in self.select if code.startswith(p)), default=-1)
+        ign = max((len(p) for p in self.ignore if code.startswith(p)), default=-1)
+        return sel >= 0 and sel > ign

@@ -1,0 +1,286 @@
+"""RNF003: can what an evaluation region computes reach a backward that
+rnnfix does not see?
+
+``no_grad`` detaches everything computed under it. Inside one function the
+value flow (``rnnfix.analysis.grads.valueflow``) finds a later ``backward``; this
+module finds the ways a result *leaves* the function, to code that may
+differentiate it: returned or yielded, stored on ``self``, on a parameter or
+a global (or in a container held by one), handed to a callback. A PPO
+policy's ``evaluate_actions`` returns the log-probabilities its caller's loss
+is built from: its name says "evaluate", its results say "training".
+
+The taint is flow-insensitive and errs towards "carries a gradient": only
+operations that certainly drop the graph (``.item()``, ``.detach()``,
+``argmax``, comparisons, ``float(...)``, ``x.shape``) stop it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.walks import FUNCTIONS, Scope, parameters, walk_local
+
+# Methods whose result holds no autograd graph.
+_DETACHING_METHODS = frozenset(
+    {"item", "tolist", "numpy", "detach", "detach_", "argmax", "argmin", "argsort", "size",
+     "dim", "numel", "eq", "ne", "lt", "gt", "le", "ge", "nonzero", "long", "int", "bool",
+     "byte", "isnan", "isinf", "isfinite", "data_ptr", "nelement", "stride", "tobytes"}
+)  # fmt: skip
+_DETACHING_BUILTINS = frozenset(
+    {"float", "int", "bool", "len", "str", "repr", "round", "print", "isinstance", "format",
+     "hash", "id", "type"}
+)  # fmt: skip
+_DETACHING_TORCH = frozenset(
+    {"torch.argmax", "torch.argmin", "torch.argsort", "torch.eq", "torch.ne", "torch.lt",
+     "torch.gt", "torch.le", "torch.ge", "torch.isnan", "torch.isinf", "torch.isfinite",
+     "torch.numel", "torch.is_tensor", "numpy.array", "numpy.asarray"}
+)  # fmt: skip
+# Attributes without a graph: metadata, and ``.data``/``.grad`` (detached).
+_METADATA = frozenset(
+    {"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_leaf", "layout",
+     "data", "grad"}
+)  # fmt: skip
+_MUTATORS = frozenset(
+    {"append", "extend", "insert", "update", "add", "setdefault", "put", "push", "put_nowait",
+     "appendleft", "__setitem__", "copy_"}
+)  # fmt: skip
+_CALLBACK_WORDS = ("callback", "hook")
+
+
+@dataclass(frozen=True)
+class Escape:
+    node: ast.AST
+    how: str  # "returned", "yielded", "stored on `self.x`", "passed to callback `cb`"
+
+
+def escapes(
+    scope: Scope,
+    region: list[ast.stmt],
+    is_forward: Callable[[ast.Call], bool],
+    is_model: Callable[[str], bool],
+    qualname: Callable[[ast.expr], str | None],
+) -> list[Escape]:
+    """Where a value computed by a forward in ``region`` (statements of
+    ``scope``) leaves ``scope``. Nothing leaves module-level code: a script's
+    globals are the script's."""
+    if not isinstance(scope, FUNCTIONS):
+        return []
+    taint = _Taint(scope, region, is_forward, is_model, qualname)
+    taint.run()
+    return list(taint.exits())
+
+
+class _Taint:
+    def __init__(
+        self,
+        scope: ast.FunctionDef | ast.AsyncFunctionDef,
+        region: list[ast.stmt],
+        is_forward: Callable[[ast.Call], bool],
+        is_model: Callable[[str], bool],
+        qualname: Callable[[ast.expr], str | None],
+    ) -> None:
+        self.scope = scope
+        self.is_forward = is_forward
+        self.is_model = is_model
+        self.qualname = qualname
+        self.params = set(parameters(scope)) | {
+            a.arg for a in (scope.args.vararg, scope.args.kwarg) if a is not None
+        }
+        self.globals = {
+            n
+            for s in walk_local(scope)
+            if isinstance(s, (ast.Global, ast.Nonlocal))
+            for n in s.names
+        }
+        # Forwards count only where the region runs them; nested functions
+        # and lambdas defined in it run the model when they are called.
+        self.seeds = {id(n) for n in _walk_with_nested(region) if isinstance(n, ast.Call)}
+        self.tainted: set[str] = set()
+        self.nodes = list(_walk_with_nested(scope.body))
+        self.parents = {c: n for n in self.nodes for c in ast.iter_child_nodes(n)}
+
+    # --- does an expression carry a graph from the region? -----------------
+    def carries(self, expr: ast.AST | None) -> bool:
+        if expr is None or isinstance(expr, (ast.Constant, ast.Compare, ast.JoinedStr)):
+            return False
+        if isinstance(expr, ast.Name):
+            return expr.id in self.tainted
+        if isinstance(expr, ast.Attribute):
+            if expr.attr in _METADATA:
+                return False
+            text = dotted(expr)
+            if text is not None and text in self.tainted:
+                return True
+            return self.carries(expr.value)
+        if isinstance(expr, (ast.Lambda, *FUNCTIONS)):
+            return self._runs_model(expr)
+        if isinstance(expr, ast.Call):
+            return self._call_carries(expr)
+        return any(self.carries(c) for c in ast.iter_child_nodes(expr) if isinstance(c, ast.expr))
+
+    def _call_carries(self, call: ast.Call) -> bool:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in _DETACHING_METHODS:
+            return False
+        if isinstance(func, ast.Name) and func.id in _DETACHING_BUILTINS:
+            return False
+        if self.qualname(func) in _DETACHING_TORCH:
+            return False
+        if id(call) in self.seeds and self.is_forward(call):
+            return True
+        args = [*call.args, *(k.value for k in call.keywords)]
+        if id(call) in self.seeds and any(
+            (text := dotted(_unstar(a))) is not None and self.is_model(text) for a in args
+        ):
+            return True  # the model handed to a helper that presumably runs it
+        receiver = func.value if isinstance(func, ast.Attribute) else None
+        return any(self.carries(a) for a in args) or self.carries(receiver)
+
+    def _runs_model(self, fn: ast.AST) -> bool:
+        return any(
+            isinstance(n, ast.Call) and id(n) in self.seeds and self.is_forward(n)
+            for n in ast.walk(fn)
+        )
+
+    # --- propagation --------------------------------------------------------
+    def run(self) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for node in self.nodes:
+                for target in self._written_by(node):
+                    if target not in self.tainted:
+                        self.tainted.add(target)
+                        changed = True
+
+    def _written_by(self, node: ast.AST) -> Iterator[str]:
+        """Names a statement taints: targets of an assignment whose value
+        carries, a container a carrying value is added to, a nested function
+        that runs the model."""
+        if isinstance(node, (*FUNCTIONS,)) and node is not self.scope:
+            if self._runs_model(node):
+                yield node.name
+            return
+        for targets, value in _assignments(node):
+            if self.carries(value):
+                for t in targets:
+                    yield from _names(t)
+        mutated = _mutated(node)
+        if mutated is not None and any(self.carries(a) for a in mutated[1]):
+            yield from _names(mutated[0])
+
+    # --- exits ----------------------------------------------------------------
+    def exits(self) -> Iterator[Escape]:
+        for node in walk_local(self.scope):
+            if isinstance(node, ast.Return) and self.carries(node.value):
+                yield Escape(node, "returned")
+            elif isinstance(node, (ast.Yield, ast.YieldFrom)) and self.carries(node.value):
+                yield Escape(node, "yielded")
+            elif isinstance(node, ast.Call):
+                yield from self._call_exit(node)
+            for targets, value in _assignments(node):
+                if not self.carries(value):
+                    continue
+                for t in targets:
+                    holder = self._outside(t)
+                    if holder is not None:
+                        yield Escape(node, f"stored on `{holder}`")
+
+    def _call_exit(self, call: ast.Call) -> Iterator[Escape]:
+        mutated = _mutated(call)
+        if mutated is not None and any(self.carries(a) for a in mutated[1]):
+            holder = self._outside(mutated[0], mutation=True)
+            if holder is not None:
+                yield Escape(call, f"stored in `{holder}`")
+                return
+        args = [*call.args, *(k.value for k in call.keywords)]
+        if not any(self.carries(a) for a in args):
+            return
+        func = call.func
+        text = dotted(func) or ""
+        last = text.rsplit(".", 1)[-1].lower()
+        # A function parameter called for its effect (``on_batch(out)``) keeps
+        # what it is given; one whose result is used (``loss_fn(out, y)``) is
+        # applied, and its result is followed like any other value.
+        statement = isinstance(self.parents.get(call), ast.Expr)
+        if (statement and isinstance(func, ast.Name) and func.id in self.params) or any(
+            w in last for w in _CALLBACK_WORDS
+        ):
+            yield Escape(call, f"passed to callback `{text}`")
+
+    def _outside(self, target: ast.AST, mutation: bool = False) -> str | None:
+        """The text of ``target`` when it lives beyond the call: a global, an
+        attribute of ``self``, of a parameter or of a global, or (when it is
+        written into, not rebound) a parameter itself."""
+        base = target
+        while isinstance(base, ast.Subscript):
+            base = base.value
+            mutation = True
+        if isinstance(base, ast.Name):
+            if base.id in self.globals or (mutation and base.id in self.params):
+                return base.id
+            return None
+        text = dotted(base)
+        if text is None or not isinstance(base, ast.Attribute):
+            return None
+        root = text.split(".")[0]
+        if root in self.params or root in self.globals:
+            return text
+        return None
+
+
+def _walk_with_nested(nodes: list[ast.stmt]) -> Iterator[ast.AST]:
+    for n in nodes:
+        yield from ast.walk(n)
+
+
+def _unstar(expr: ast.expr) -> ast.expr:
+    return expr.value if isinstance(expr, ast.Starred) else expr
+
+
+def _assignments(node: ast.AST) -> list[tuple[list[ast.expr], ast.AST | None]]:
+    if isinstance(node, ast.Assign):
+        return [(node.targets, node.value)]
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
+        return [([node.target], node.value)]
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        return [([node.target], node.iter)]
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return [([i.optional_vars], i.context_expr) for i in node.items if i.optional_vars]
+    if isinstance(node, ast.comprehension):
+        return [([node.target], node.iter)]
+    return []
+
+
+def _mutated(node: ast.AST) -> tuple[ast.expr, list[ast.expr]] | None:
+    """``c.append(v)`` -> (c, [v])."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _MUTATORS
+    ):
+        return node.func.value, [*node.args, *(k.value for k in node.keywords)]
+    return None
+
+
+def _names(target: ast.AST) -> Iterator[str]:
+    """``a, self.b[i]`` -> a, self.b, self; a write into an object taints the
+    object as a whole too."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        for e in target.elts:
+            yield from _names(e)
+        return
+    if isinstance(target, ast.Starred):
+        yield from _names(target.value)
+        return
+    while isinstance(target, ast.Subscript):
+        target = target.value
+    text = dotted(target)
+    if text is None:
+        return
+    parts = text.split(".")
+    for i in range(len(parts), 0, -1):
+        yield ".".join(parts[:i])

@@ -1,0 +1,688 @@
+"""RNF003's decision for one evaluation region: leave it, report it, or fix it.
+
+Kept apart from the rule class so that the rule module stays docs + wiring.
+Every "leave alone" below is a precision decision: a wrong edit in a correct
+file costs more than a missed bug.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from rnnfix.analysis.grads.gradctx import GradContexts, Handlers, LocalFunctions, gradient_uses
+from rnnfix.analysis.grads.valueflow import ValueFlow, written
+from rnnfix.analysis.modes.modeapi import function_parameters, has_mode_setter
+from rnnfix.analysis.modes.regions import (
+    EvalRegion,
+    in_training_iteration,
+    is_smoke_test,
+    probes_shapes,
+)
+from rnnfix.analysis.modes.state import Mode, ModeFact, is_prefix
+from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.walks import (
+    FUNCTIONS,
+    body_without_docstring,
+    enclosing_stmt,
+    scope_of,
+    walk_all_local,
+    walk_local,
+    walk_tree,
+)
+from rnnfix.analysis.torch.api import mode_switch
+from rnnfix.rules.base import FileContext, Finding, Fix
+from rnnfix.rules.rnf003.escape import Escape, escapes
+from rnnfix.rules.rnf003.models import ModelIndex
+from rnnfix.rules.rnf003.modes import (
+    DELIBERATE,
+    in_module_method,
+    is_stateless,
+    leftover_train,
+    phase_loop_finding,
+)
+from rnnfix.source.edits import (
+    AddDecorator,
+    AddImport,
+    Edit,
+    InsertStatements,
+    ReplaceExpression,
+    WrapInWith,
+)
+
+Func = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+class Verdict(enum.Enum):
+    NOT_A_REGION = "not a region"  # no model called here: inner loops may still be
+    LEFT_ALONE = "left alone"  # correct already, or not safe to touch
+
+
+@dataclass
+class _Need:
+    """What a region lacks, and what stops a fix."""
+
+    eval_models: list[str] = field(default_factory=list)
+    grad: bool = False
+    volatile: bool = False
+    grad_helper: str | None = None  # a local function it calls needs gradients
+    no_fix: str | None = None
+    # model -> its ``train()`` call left in the region before the forward:
+    # the fix turns that call into ``eval()`` instead of inserting one.
+    leftover: dict[str, ast.Call] = field(default_factory=dict)
+    escape: str | None = None  # how its results may reach a backward rnnfix does not see
+
+
+class RegionJudge:
+    """One per file: the model index and local functions are shared by its regions."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.parents = ctx.facts.parents
+        self.index = ModelIndex(ctx, extra=ctx.facts.modes.models)
+        self.local = LocalFunctions(ctx)
+        self.flow = ValueFlow(ctx)
+        self.grad = GradContexts(ctx)
+        self.handlers = Handlers(ctx)
+
+    def run(self, region: EvalRegion) -> Finding | Verdict:
+        node = region.node
+        if region.signal == "phase":
+            found = phase_loop_finding(self.ctx, self.index, region.node)
+            return found if found is not None else Verdict.LEFT_ALONE
+        is_function = isinstance(node, FUNCTIONS)
+        if is_function:
+            assert isinstance(node, FUNCTIONS)
+            if isinstance(node, ast.AsyncFunctionDef):
+                return Verdict.NOT_A_REGION  # @no_grad does not cover a coroutine's body
+            body = body_without_docstring(node)
+        else:
+            body = [node]
+        functions = function_parameters(self.parents, node)
+        calls = {
+            m: cs
+            for m, cs in self.index.model_calls(body).items()
+            if m not in ("self", "cls") and m.split(".")[0] not in functions
+        }
+        if not body or not calls:
+            return Verdict.NOT_A_REGION
+        if isinstance(node, FUNCTIONS) and is_smoke_test(node, calls, self.index.builds_module):
+            return Verdict.LEFT_ALONE
+        scope = node if isinstance(node, FUNCTIONS) else scope_of(self.parents, node)
+        sites = [site for group in calls.values() for site in group]
+        if probes_shapes(self.ctx, scope, sites, self.ctx.facts.imports.qualname):
+            return Verdict.LEFT_ALONE
+        # A region that computes gradients is a gradient evaluator (saliency,
+        # test-time optimisation) or training: not evaluation.
+        if any(True for _ in walk_gradient_uses(self.ctx, body)):
+            return Verdict.LEFT_ALONE
+        if self._fed_into_training(region, body):
+            return Verdict.LEFT_ALONE
+        if any(self.grad.in_function(self._at(site, node)) == "on" for site in sites):
+            return Verdict.LEFT_ALONE  # under ``enable_grad()``: grad is wanted here
+        handled = self._handled(node, sites)
+        if handled is None:
+            return Verdict.LEFT_ALONE  # a wrapper we cannot read may manage both
+        need = self._need(region, body, calls)
+        if "grad" in handled:
+            need.grad = need.volatile = False
+        if "eval" in handled:
+            # The project's own context switches to eval and restores: an
+            # ``eval()`` of ours would outlive its restore.
+            need.eval_models, need.leftover, need.no_fix = [], {}, None
+        if not need.eval_models and not need.grad:
+            return Verdict.LEFT_ALONE
+        if need.grad:
+            need.grad_helper = next(filter(None, map(self.local.gradient_helper, body)), None)
+        need.escape = self._escape(region, body)
+        return self._finding(region, body, calls, need)
+
+    # --- where a model call runs -------------------------------------------
+    def _at(self, site: ast.AST, region_node: ast.AST) -> ast.AST:
+        """Where ``site``'s mode and grad are read: a forward in a function or
+        lambda nested in the region runs when the region calls it, so it is
+        read at the statement that defines it, in the region's own code (an
+        ``eval()``/``no_grad`` the fix adds there then covers it)."""
+        scope: ast.AST = (
+            region_node
+            if isinstance(region_node, FUNCTIONS)
+            else scope_of(self.parents, region_node)
+        )
+        cur: ast.AST = site
+        outer: ast.AST | None = None
+        while cur is not scope and cur in self.parents:
+            if isinstance(cur, (*FUNCTIONS, ast.Lambda)):
+                outer = cur
+            cur = self.parents[cur]
+        if outer is None:
+            return site
+        return (
+            outer if isinstance(outer, ast.stmt) else (enclosing_stmt(self.parents, outer) or site)
+        )
+
+    def _handled(self, node: ast.stmt, sites: list[ast.Call]) -> frozenset[str] | None:
+        """What decorators and context managers already do for every forward
+        of the region (those on the way from each forward up to the region's
+        function, and ``stack.enter_context(...)`` calls in that function):
+        ``{"grad", "eval"}`` or less; None when one of them is unknown."""
+        top = node if isinstance(node, FUNCTIONS) else scope_of(self.parents, node)
+        entered = frozenset[str]()
+        for n in walk_local(top):
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "enter_context"
+                and n.args
+            ):
+                handling = self.handlers.handling(n.args[0])
+                if handling is None:
+                    return None
+                entered |= handling
+        common: frozenset[str] | None = None
+        starts: list[ast.AST] = [*sites] if sites else [node]
+        for start in starts:  # each forward's path passes the region's wrappers
+            on_path: set[str] = set()
+            cur: ast.AST = start
+            while True:
+                for expr in _wrapper_exprs(cur):
+                    handling = self.handlers.handling(expr)
+                    if handling is None:
+                        return None
+                    on_path |= handling
+                if cur is top or cur not in self.parents:
+                    break
+                cur = self.parents[cur]
+            # A wrapper around one forward does nothing for another.
+            common = frozenset(on_path) if common is None else common & on_path
+        return entered | (common or frozenset())
+
+    def _escape(self, region: EvalRegion, body: list[ast.stmt]) -> str | None:
+        """Why ``no_grad``/``eval()`` cannot be added: what the region
+        computes leaves its function, and not every caller is one rnnfix sees
+        not differentiating it. None when nothing leaves, or when it does and
+        every caller is in this file and none differentiates it."""
+        node = region.node
+        func = node if isinstance(node, FUNCTIONS) else scope_of(self.parents, node)
+        if not isinstance(func, FUNCTIONS):
+            return None
+        found = escapes(
+            func,
+            body,
+            self._is_forward,
+            self.index.models.__contains__,
+            self.ctx.facts.imports.qualname,
+        )
+        if not found:
+            return None
+        why = _describe(found)
+        unseen = self._unseen_callers(func)
+        if unseen is not None:
+            return f"what it computes is {why}, and {unseen}"
+        if self._callers_train(func) or self._callers_pass_on(func):
+            return f"what it computes is {why}, and a caller trains on it or passes it on"
+        return None
+
+    def _is_forward(self, call: ast.Call) -> bool:
+        if self.index.called_model(call) is not None:
+            return True
+        # A local helper that runs a model: ``self._forward(x)``.
+        return any(self.index.model_calls(t.body) for t in self.local.targets(call))
+
+    def _unseen_callers(self, func: Func) -> str | None:
+        """Why not every caller of ``func`` is visible; None when they are
+        all calls in this file and ``func`` is used no other way."""
+        name = func.name
+        sites = self.local.call_sites(func)
+        if not sites:
+            return f"`{name}` has no caller in this file"
+        if self._called_elsewhere(name):
+            return f"a function named `{name}` is called from other files of the run"
+        owner = self.parents.get(func)
+        called = {id(s.func) for s in sites}
+        for n in walk_tree(self.ctx.tree):
+            # ``callbacks=[evaluate]``, ``pool.map(self.evaluate, xs)``: called
+            # by code rnnfix does not see.
+            is_ref = (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)) or (
+                isinstance(owner, ast.ClassDef)
+                and isinstance(n, ast.Attribute)
+                and n.attr == name
+                and isinstance(n.value, ast.Name)
+                and n.value.id in ("self", "cls")
+            )
+            if is_ref and id(n) not in called:
+                return f"`{name}` is passed on as a value"
+        return None
+
+    def _called_elsewhere(self, name: str) -> bool:
+        project = self.ctx.project
+        if project is None:
+            return False
+        here = self.ctx.path
+        from rnnfix.analysis.project.index import files_mention, normalise
+
+        me = normalise(here)
+        files = project.files
+        for path in files:
+            # A file whose text does not name the function cannot call it:
+            # no need to summarise it (the index summarises lazily).
+            if path == me or not files_mention(files, path, name):
+                continue
+            module = files[path]
+            if module is not None and name in module.called:
+                return True
+        return False
+
+    def _callers_pass_on(self, func: Func, depth: int = 0) -> bool:
+        """A caller returns or stores what ``func`` returns, to its own
+        callers rnnfix may not see (followed two levels)."""
+        for site in self.local.call_sites(func):
+            caller = scope_of(self.parents, site)
+            stmt = enclosing_stmt(self.parents, site)
+            if not isinstance(caller, FUNCTIONS) or stmt is None:
+                continue
+            found = escapes(
+                caller, [stmt], _is_call(site), _nothing, self.ctx.facts.imports.qualname
+            )
+            if not found:
+                continue
+            if depth >= 1 or self._unseen_callers(caller) is not None:
+                return True
+            if self._callers_train(caller) or self._callers_pass_on(caller, depth + 1):
+                return True
+        return False
+
+    # --- when to leave a region alone -----------------------------------
+    def _fed_into_training(self, region: EvalRegion, body: list[ast.stmt]) -> bool:
+        node = region.node
+        if isinstance(node, FUNCTIONS):
+            return self._callers_train(node)
+        if region.signal != "data" and in_training_iteration(self.ctx, node):
+            return True  # sampling / generation inside a training step
+        scope = scope_of(self.parents, node)
+        seeds = written(body) - set(self.index.models)
+        if self.flow.reaches_gradient_use(body, scope, seeds):
+            return True
+        if region.signal == "after-eval" and isinstance(scope, FUNCTIONS):
+            # Only ``eval()`` says this is evaluation, and what the loop computes
+            # leaves the function: a caller (maybe in another file) may
+            # differentiate it — soft samples fed to a generator loss, say.
+            if self.flow.escapes(body, scope, seeds):
+                return True
+        if isinstance(scope, FUNCTIONS) and region.signal != "data":
+            # A helper that evaluates and returns what it computed: its
+            # callers decide whether that feeds a training step.
+            return self._callers_train(scope)
+        return False
+
+    def _callers_train(self, func: Func) -> bool:
+        """A call of ``func`` runs in a training step's iteration, or its
+        result reaches a gradient use."""
+        for site in self.local.call_sites(func):
+            if in_training_iteration(self.ctx, site):
+                return True
+            stmt = enclosing_stmt(self.parents, site)
+            if stmt is None:
+                continue
+            if any(site in set(ast.walk(u)) for u in gradient_uses(self.ctx, stmt)):
+                return True
+            seeds = written([stmt])
+            scope = scope_of(self.parents, stmt)
+            if seeds and self.flow.reaches_gradient_use([stmt], scope, seeds):
+                return True
+        return False
+
+    def _ran_before(self, region: ast.AST, func: ast.AST | None, model: str) -> bool:
+        """A loop region of a function that trains nothing before it, whose
+        ``model`` the function already ran before the loop, in the mode it
+        still has (``expected = module(x)``, then ``for layout in
+        test_layouts: assert allclose(module(...), expected)``): the loop is
+        part of what the whole function does with the model, not an
+        evaluation of its own. An ``eval()`` before the loop would switch the
+        mode between forwards the function compares, and ``no_grad`` would
+        differ from the forward before it: mode and grad are the author's or
+        the caller's choice there."""
+        if region is func or not isinstance(func, FUNCTIONS):
+            return False
+        start = (region.lineno, region.col_offset)  # type: ignore[attr-defined]
+        first: tuple[int, int] | None = None
+        switched: list[tuple[int, int]] = []
+        for n in walk_all_local(func.body):
+            if not isinstance(n, ast.Call) or (n.lineno, n.col_offset) >= start:
+                continue
+            if self.ctx.facts.modes.step_kind(n) is not None:
+                return False  # train, then evaluate: the usual place for ``eval()``
+            switch = mode_switch(n)
+            if switch is not None:
+                recv = dotted(switch.receiver)
+                if recv is not None and (is_prefix(recv, model) or is_prefix(model, recv)):
+                    switched.append((n.lineno, n.col_offset))
+                continue
+            called = dotted(n.func)
+            if called is not None and is_prefix(model, called):
+                at = (n.lineno, n.col_offset)
+                first = at if first is None or at < first else first
+        return first is not None and not any(at > first for at in switched)
+
+    # --- what is missing --------------------------------------------------
+    def _need(
+        self, region: EvalRegion, body: list[ast.stmt], calls: dict[str, list[ast.Call]]
+    ) -> _Need:
+        need = _Need()
+        node = region.node
+        func = node if isinstance(node, FUNCTIONS) else scope_of(self.parents, node)
+        # In a module's own method, ``self.decoder.eval()`` would be a partial
+        # mode switch that outlives the call: the module's user sets its mode.
+        own_method = isinstance(func, FUNCTIONS) and in_module_method(self.ctx, func)
+        # The author switches a model to eval in the region itself: the mode is
+        # managed here, other things called (a softmax, a metric) are not ours.
+        flow = self.ctx.facts.modes
+        managed = any(
+            mode is Mode.EVAL for m in calls for s in body for _, mode in flow.switches_in(s, m)
+        )
+        for model, sites in sorted(calls.items(), key=lambda kv: _first(kv[1])):
+            if not self.index.is_known_module(model) or is_stateless(self.ctx, model):
+                continue  # an object of an unknown class: no ``eval()`` on a guess
+            if own_method and model.split(".")[0] in ("self", "cls"):
+                continue
+            if isinstance(func, FUNCTIONS) and has_mode_setter(flow, func, model, Mode.EVAL):
+                continue  # its class's own ``eval()`` is how its callers evaluate
+            if any(is_prefix(p, model) and p != model for p in calls):
+                continue  # the outermost model called here: its eval() covers this one
+            if not all(self._eval_at(self._at(site, node), model) for site in sites):
+                need.eval_models.append(model)
+        if managed:
+            need.eval_models = []
+        need.grad = any(
+            self._grad_on(self._at(site, node)) for sites in calls.values() for site in sites
+        )
+        if calls and all(self._ran_before(node, func, m) for m in calls):
+            need.eval_models, need.grad = [], False
+        need.volatile = need.grad and any(
+            isinstance(n, ast.keyword)
+            and n.arg == "volatile"
+            and not (isinstance(n.value, ast.Constant) and n.value.value is False)
+            for n in walk_all_local(body)
+        )
+        for model in list(need.eval_models):
+            leftover = self._leftover(region, body, model)
+            if leftover == DELIBERATE:
+                need.eval_models.remove(model)  # Monte Carlo dropout and the like
+            elif isinstance(leftover, ast.Call):
+                need.leftover[model] = leftover
+            elif any(mode is not Mode.EVAL for s in body for _, mode in flow.switches_in(s, model)):
+                # ``train()`` inside the region: an ``eval()`` before it
+                # cannot hold there; a person has to decide.
+                need.no_fix = f"it switches `{model}` to train mode itself"
+            elif self._eval_anchor(region, body, model) is None:
+                need.no_fix = f"`{model}` is rebound inside it"
+        return need
+
+    def _leftover(
+        self, region: EvalRegion, body: list[ast.stmt], model: str
+    ) -> ast.Call | str | None:
+        node = region.node
+        sites = self.index.model_calls(body).get(model, [])
+        return leftover_train(self.ctx, node, body, model, [self._at(s, node) for s in sites])
+
+    def _eval_at(self, site: ast.AST, model: str) -> bool:
+        """Whether ``model`` needs no ``eval()`` at ``site``, as the mode flow
+        (``ctx.facts.modes``) reads it there: every mode it may be in is
+        eval, or one of them comes from a switch the author made under a
+        condition or from a flag (the mode is managed here; not ours to
+        judge). A mode a wrapper's ``model.module`` switch set counts too."""
+        flow = self.ctx.facts.modes
+        return any(
+            self._settled(self._through_rewraps(flow.mode_before(site, key).facts, key), key)
+            for key in (model, f"{model}.module")
+        )
+
+    def _through_rewraps(
+        self, facts: frozenset[ModeFact], model: str, depth: int = 0
+    ) -> frozenset[ModeFact]:
+        """``model = prepare(model, ...)`` (``accelerator.prepare``,
+        ``prepare_pippy``, a wrapper the flow does not know) gives back the
+        same modules, in the mode they had: read the mode from before it."""
+        out: set[ModeFact] = set()
+        for f in facts:
+            if depth < 3 and f.mode is Mode.UNKNOWN and _rewraps(f.origin, model):
+                before = self.ctx.facts.modes.mode_before(f.origin, model).facts
+                out |= self._through_rewraps(before, model, depth + 1)
+            else:
+                out.add(f)
+        return frozenset(out)
+
+    def _settled(self, facts: frozenset[ModeFact], model: str) -> bool:
+        if not facts:
+            return False  # unreachable, or outside any scope the flow reads
+        switched = [f for f in facts if mode_switch(f.origin) is not None]
+        if any(f.mode is Mode.UNKNOWN or f.guard is not None for f in switched):
+            return True  # set under a condition or from a flag
+        # The author's ``eval()`` reaches here on some path: the other paths
+        # (a loop run zero times, an exception before it) are not ours to
+        # guard; a ``train()`` that reaches here is.
+        authored_eval = any(f.mode is Mode.EVAL for f in switched)
+        entry: set[Func] = set()
+        for f in facts:
+            if f.mode is Mode.EVAL:
+                continue
+            if f in switched or not authored_eval:
+                if not isinstance(f.origin, FUNCTIONS):
+                    return False
+                entry.add(f.origin)
+        return all(self._entry_eval(fn, model) for fn in entry)
+
+    def _entry_eval(self, func: Func, model: str) -> bool:
+        """Every call of ``func`` in this file passes ``model`` in eval mode
+        (as the flow reads the caller there), or runs inside the project's
+        own eval context (a ``with`` or decorator that switches to eval)."""
+        found = self.ctx.facts.modes.entry_states(func, model)
+        return bool(found) and all(
+            "eval" in self._around(call) or state.modes == {Mode.EVAL} for call, state in found
+        )
+
+    def _around(self, site: ast.AST) -> frozenset[str]:
+        """What the context managers and decorators around a call site, up to
+        its function, do (unknown ones count as nothing here: this only
+        proves a caller handled mode or grad)."""
+        found: set[str] = set()
+        cur: ast.AST | None = site
+        while cur is not None:
+            for expr in _wrapper_exprs(cur):
+                found |= self.handlers.handling(expr) or frozenset()
+            if isinstance(cur, FUNCTIONS):
+                break
+            cur = self.parents.get(cur)
+        return frozenset(found)
+
+    def _grad_on(self, site: ast.AST) -> bool:
+        if self.ctx.facts.modes.grad_enabled(site) is False:
+            return False
+        state = self.grad.in_function(site)
+        if state is not None:
+            return state == "on"
+        func = scope_of(self.parents, site)
+        if not isinstance(func, FUNCTIONS):
+            return True
+        # Grad is the caller's: any call of it under a grad context counts as
+        # handled (the author thought about it).
+        for call in self.local.call_sites(func):
+            if self.grad.in_function(call) is not None or "grad" in self._around(call):
+                return False
+        return True
+
+    # --- the finding --------------------------------------------------------
+    def _eval_anchor(self, region: EvalRegion, body: list[ast.stmt], model: str) -> ast.stmt | None:
+        """The statement ``<model>.eval()`` goes before: the loop itself, or the
+        first statement of the function; for a model bound in the function,
+        the first statement that calls it. None when the model is rebound
+        inside the region (an ``eval()`` before it would miss the new object)."""
+        root = model.split(".")[0]
+        bound = [s for s in body if _binds(s, root)]
+        if not isinstance(region.node, FUNCTIONS):
+            return None if bound else region.node
+        if not bound:
+            return body[0]
+        first_call = next((s for s in body if self.index.model_calls([s]).get(model)), None)
+        if first_call is None:
+            return None
+        after = body[body.index(first_call) :]
+        return None if any(_binds(s, root) for s in after) else first_call
+
+    def _finding(
+        self,
+        region: EvalRegion,
+        body: list[ast.stmt],
+        calls: dict[str, list[ast.Call]],
+        need: _Need,
+    ) -> Finding:
+        ctx = self.ctx
+        node = region.node
+        torch = ctx.facts.torch_name()
+        t = torch or "torch"
+        what = (
+            f"Evaluation function `{node.name}`"
+            if isinstance(node, FUNCTIONS)
+            else "Evaluation loop"
+        )
+        models = need.eval_models or sorted(calls, key=lambda m: _first(calls[m]))
+        names = ", ".join(f"`{m}`" for m in models)
+        evals = ", ".join(f"`{m}.eval()`" for m in need.eval_models)
+        switched = ", ".join(f"`{m}`" for m in need.leftover)
+        if need.eval_models and need.grad:
+            message = (
+                f"{what} may run {names} in train mode and with grad enabled; "
+                f"run it under {evals} and `{t}.no_grad()`"
+            )
+        elif need.eval_models:
+            message = (
+                f"{what} may run {names} in train mode (dropout on, BatchNorm "
+                f"statistics updated); call {evals} first"
+            )
+        else:
+            message = (
+                f"{what} runs {names} with grad enabled, building autograd graphs "
+                f"it never uses; run it under `{t}.no_grad()`"
+            )
+        if need.leftover:
+            # ``train()`` left in evaluation code: a message of its own.
+            message = (
+                f"{what} switches {switched} to train mode before running it: dropout "
+                f"stays on and BatchNorm statistics are updated from evaluation data; "
+                f"call `eval()` there instead"
+            )
+            if need.grad:
+                message += f", and run it under `{t}.no_grad()`"
+        if need.volatile:
+            message += " (`volatile=True` has had no effect since PyTorch 0.4)"
+        if need.grad_helper is not None:
+            message = (
+                f"{what} runs {names} with grad enabled, but `{t}.no_grad()` cannot be "
+                f"added: it calls `{need.grad_helper}`, which needs gradients"
+            )
+            if need.eval_models:
+                message += f"; {evals} is missing too"
+            return ctx.finding("RNF003", node, message)
+        if need.escape is not None:
+            state = " and ".join(
+                (["possibly in train mode"] if need.eval_models else [])
+                + (["with grad enabled"] if need.grad else [])
+            )
+            wrappers = " or ".join(
+                (["`eval()`"] if need.eval_models else [])
+                + ([f"`{t}.no_grad()`"] if need.grad else [])
+            )
+            message = (
+                f"{what} runs {names} {state}; not fixed: {need.escape}. A caller "
+                f"may differentiate it, and {wrappers} here would then silently change "
+                f"or stop training"
+            )
+            return ctx.finding("RNF003", node, message)
+        if need.no_fix is not None:
+            return ctx.finding("RNF003", node, f"{message}; not fixed: {need.no_fix}")
+        edits: list[Edit] = []
+        for model in need.eval_models:
+            leftover = need.leftover.get(model)
+            if leftover is not None:
+                receiver = ctx.segment(leftover.func.value)  # type: ignore[attr-defined]
+                edits.append(
+                    ReplaceExpression(
+                        ctx.pos(leftover), ctx.end_pos(leftover), f"{receiver}.eval()"
+                    )
+                )
+                continue
+            anchor = self._eval_anchor(region, body, model)
+            assert anchor is not None
+            edits.append(InsertStatements(ctx.pos(anchor), (f"{model}.eval()",), "before"))
+        if need.grad:
+            if isinstance(node, FUNCTIONS):
+                edits.append(AddDecorator(ctx.pos(node), f"{t}.no_grad()"))
+            else:
+                edits.append(WrapInWith(ctx.pos(node), ctx.pos(node), f"{t}.no_grad()"))
+            if torch is None:
+                edits.append(AddImport("torch"))
+        inserted = [m for m in need.eval_models if m not in need.leftover]
+        parts = [f"replace `{m}.train()` with `{m}.eval()`" for m in need.leftover]
+        parts += [f"insert {', '.join(f'`{m}.eval()`' for m in inserted)}"] if inserted else []
+        if need.grad:
+            parts.append(
+                f"decorate with `@{t}.no_grad()`"
+                if isinstance(node, FUNCTIONS)
+                else f"wrap in `with {t}.no_grad():`"
+            )
+        fix = Fix(tuple(edits), safe=True, description=" and ".join(parts))
+        return ctx.finding("RNF003", node, message, fix)
+
+
+def _describe(found: list[Escape]) -> str:
+    hows = list(dict.fromkeys(e.how for e in found))
+    return " and ".join(hows[:2]) if len(hows) <= 2 else f"{hows[0]}, {hows[1]} and more"
+
+
+def _is_call(site: ast.Call) -> Callable[[ast.Call], bool]:
+    def test(call: ast.Call) -> bool:
+        return call is site
+
+    return test
+
+
+def _nothing(_: str) -> bool:
+    return False
+
+
+def walk_gradient_uses(ctx: FileContext, body: list[ast.stmt]) -> list[ast.AST]:
+    return [u for s in body for u in gradient_uses(ctx, s)]
+
+
+def _first(sites: list[ast.Call]) -> tuple[int, int]:
+    return min((c.lineno, c.col_offset) for c in sites)
+
+
+def _binds(stmt: ast.stmt, name: str) -> bool:
+    for n in walk_all_local([stmt]):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == name:
+            return True
+    return False
+
+
+def _rewraps(node: ast.AST, model: str) -> bool:
+    """``model = f(model, ...)``: a call given the model rebinds its name."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+        return False
+    value = node.value
+    return (
+        dotted(node.targets[0]) == model
+        and isinstance(value, ast.Call)
+        and any(dotted(a) == model for a in [*value.args, *(k.value for k in value.keywords)])
+    )
+
+
+def _wrapper_exprs(node: ast.AST) -> list[ast.expr]:
+    """What may wrap the code below ``node``: a ``with``'s context managers, a
+    function's decorators."""
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return [i.context_expr for i in node.items]
+    if isinstance(node, FUNCTIONS):
+        return list(node.decorator_list)
+    return []

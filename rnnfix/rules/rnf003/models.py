@@ -1,0 +1,143 @@
+"""RNF003's view of the models: which paths it evaluates and where they run
+a forward. Their modes are the mode flow's (``ctx.facts.modes``), which
+tracks every receiver of a mode call too.
+
+``ModelIndex`` is a query on the mode flow's models (``rnnfix.analysis.torch.models``):
+they are models here too, and so is any path with a mode call
+(``.eval()``, ``.train()``, ``.train(False)``) in the file or a parameter
+annotated as an ``nn.Module``. ``is_known_module`` is the stricter question
+asked before inserting ``eval()``. Forwards are ``models.forward_path``'s.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from rnnfix.analysis.modes.state import is_prefix
+from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.walks import walk_local, walk_tree
+from rnnfix.analysis.torch.api import module_mode_switch, strip_self_returning
+from rnnfix.analysis.torch.models import built_class
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.context import FileContext
+
+# Methods only a module has: what a forward returns (tensors) never has them.
+_MODULE_ONLY_METHODS = frozenset(
+    {"load_state_dict", "state_dict", "parameters", "named_parameters", "modules", "children"}
+)
+
+
+class ModelIndex:
+    """``extra``: models another analysis found (the mode flow's, which follows
+    models passed as arguments) are models here too."""
+
+    def __init__(self, ctx: FileContext, extra: Iterable[str] = ()) -> None:
+        self.ctx = ctx
+        self.extra = frozenset(extra)
+
+    @functools.cached_property
+    def models(self) -> frozenset[str]:
+        return self._own | self.extra
+
+    def is_known_module(self, key: str) -> bool:
+        """Whether the file shows ``key`` is a torch module whose mode matters:
+        a mode call on it (or on an object holding it), built from an
+        ``nn.Module`` class (directly, or passed on from such an object), or
+        annotated as one. An object of an imported, unknown class that is only
+        called and has parameters (a loss with weights of its own) is not:
+        inserting ``eval()`` on it would rest on a guess."""
+        if any(is_prefix(p, key) for p in self._own):
+            return True
+        info = self.ctx.facts.modes.model_info(key)
+        if info is None or info.built_at is None:
+            return False
+        # A class of another file of the run (through the project index) is an
+        # nn.Module, but nothing here shows its mode matters (a weighted loss):
+        # keep to what a single-file run would decide.
+        return self.builds_module(info.built_at)
+
+    @functools.cached_property
+    def _own(self) -> frozenset[str]:
+        found: set[str] = set()
+        annotated: set[str] = set()
+        for n in walk_tree(self.ctx.tree):
+            switch = module_mode_switch(n)
+            if switch is not None and switch.target is not None:
+                found.add(switch.target)
+            elif isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
+                if self.builds_module(n.value):
+                    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                    found.update(t for t in map(dotted, targets) if t)
+            elif isinstance(n, ast.arg) and n.annotation is not None:
+                if self._is_module_class(n.annotation):
+                    annotated.add(n.arg)
+        return frozenset(found | (annotated - self._builds_models(found)))
+
+    def _builds_models(self, models: set[str]) -> set[str]:
+        """Names whose call builds a model: ``agent = Model(envs).to(device)``
+        followed by ``agent.eval()`` or ``agent.load_state_dict(...)``. A
+        forward returns tensors, not modules, so such a name is a class even
+        when it is annotated ``Model: torch.nn.Module`` (cleanrl's evaluators
+        take the class that way); an ``eval()`` on it would raise TypeError."""
+        used_as_module = set(models)
+        for n in walk_tree(self.ctx.tree):
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr in _MODULE_ONLY_METHODS
+                and (receiver := dotted(n.func.value))
+            ):
+                used_as_module.add(receiver)
+        out: set[str] = set()
+        for n in walk_tree(self.ctx.tree):
+            if not isinstance(n, ast.Assign):
+                continue
+            value = strip_self_returning(n.value)
+            if not isinstance(value, ast.Call) or not (name := dotted(value.func)):
+                continue
+            if any(dotted(t) in used_as_module for t in n.targets):
+                out.add(name)
+        return out
+
+    def builds_module(self, value: ast.AST) -> bool:
+        """``value`` builds a torch module: ``Net()``, ``nn.LSTM(...).to(dev)``."""
+        flow = self.ctx.facts.modes
+        found = built_class(value, flow.imports, flow.classes)
+        # A module class of another file of the run (through the project index)
+        # does not count here: nothing in this file shows its mode matters (a
+        # weighted loss), so RNF003 decides as a single-file run would.
+        return found is not None and (found[1] in flow.classes.modules or "." in found[1])
+
+    def _is_module_class(self, annotation: ast.expr) -> bool:
+        return self.builds_module(ast.Call(func=annotation, args=[], keywords=[]))
+
+    def called_model(self, call: ast.Call) -> str | None:
+        """The model a forward call runs: ``model(x)``, ``model.forward(x)``,
+        ``model.decoder(x)`` (a known submodule) -> "model" (the longest model
+        prefix); None for a plain method (``model.make_mask(x)``)."""
+        flow = self.ctx.facts.modes
+        text = flow.forward_path(call, self.models.__contains__)
+        if text is None:
+            return None
+        if text in self.models:
+            return text
+        parts = text.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            prefix = ".".join(parts[:i])
+            if prefix in self.models:
+                return prefix
+        return None
+
+    def model_calls(self, roots: list[ast.stmt]) -> dict[str, list[ast.Call]]:
+        out: dict[str, list[ast.Call]] = {}
+        for root in roots:
+            for n in walk_local(root):
+                if isinstance(n, ast.Call):
+                    m = self.called_model(n)
+                    if m is not None:
+                        out.setdefault(m, []).append(n)
+        return out

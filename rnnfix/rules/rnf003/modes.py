@@ -1,0 +1,265 @@
+"""RNF003's reading of the module mode in an evaluation region: where an
+``eval()`` may go (not into a module's own methods, not on a stateless
+module), and ``train()`` left inside evaluation code.
+
+A validation helper that starts with ``model.train()`` (copied from the
+training function), or a shared ``for phase in ("train", "val")`` body that
+calls ``model.train()`` on every phase, evaluates with dropout on and lets
+validation batches update BatchNorm's running statistics.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from rnnfix.analysis.grads.gradctx import GradContexts, training_steps
+from rnnfix.analysis.modes.regions import phase_names
+from rnnfix.analysis.modes.state import Mode
+from rnnfix.analysis.syntax.walks import FUNCTIONS, enclosing_stmt, scope_of, words
+from rnnfix.analysis.torch.api import module_mode_switch
+from rnnfix.rules.base import FileContext, Finding, Fix
+from rnnfix.rules.rnf003.models import ModelIndex
+from rnnfix.source.edits import AddImport, Edit, ReplaceExpression, WrapInWith
+
+Func = ast.FunctionDef | ast.AsyncFunctionDef
+
+# torch.nn classes without parameters or a train/eval behaviour: an ``eval()``
+# on one changes nothing, and it is never "the model" of a region.
+_STATELESS = frozenset(
+    {"ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Sigmoid",
+     "Tanh", "Softmax", "Softmax2d", "LogSoftmax", "Softmin", "Softplus", "Softsign",
+     "Hardtanh", "Hardsigmoid", "Hardswish", "Hardshrink", "Softshrink", "Tanhshrink",
+     "LogSigmoid", "Threshold", "GLU", "Identity", "Flatten", "Unflatten", "MaxPool1d",
+     "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
+     "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+     "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "Upsample", "UpsamplingNearest2d",
+     "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle", "ChannelShuffle",
+     "CosineSimilarity", "PairwiseDistance", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d",
+     "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d",
+     "ReplicationPad2d", "ReplicationPad3d", "Fold", "Unfold"}
+)  # fmt: skip
+_SEQUENTIAL = "torch.nn.Sequential"
+# Words of a function that runs a model in train mode on purpose while
+# evaluating: Monte Carlo dropout, test-time BatchNorm adaptation, SWA's
+# BatchNorm update, stochastic sampling.
+_DELIBERATE_TRAIN_WORDS = frozenset(
+    {"mc", "dropout", "uncertainty", "bayes", "bayesian", "stochastic", "sample", "samples",
+     "sampling", "ensemble", "tta", "bn", "adapt", "adaptation", "calibrate", "calibration",
+     "recalibrate", "swa", "stats", "statistics", "mcdropout", "montecarlo"}
+)  # fmt: skip
+_TRAIN_WORDS = frozenset({"train", "training"})
+
+
+def in_module_method(ctx: FileContext, func: Func) -> bool:
+    """``func`` is a method of an ``nn.Module`` subclass: of this file or the
+    run's (directly or through bases the run shows), or of a class that
+    defines ``forward`` over a base rnnfix cannot see."""
+    owner = ctx.facts.parents.get(func)
+    if not isinstance(owner, ast.ClassDef):
+        return False
+    classes = ctx.facts.modes.classes
+    if owner.name in classes.modules or owner.name in classes.lightning:
+        return True
+    return bool(owner.bases) and any(
+        isinstance(s, FUNCTIONS) and s.name == "forward" for s in owner.body
+    )
+
+
+def is_stateless(ctx: FileContext, model: str) -> bool:
+    """``model`` is built from a torch module without parameters or a mode
+    (a module-level ``softmax = nn.Softmax(dim=1)``), or a ``Sequential`` of them."""
+    info = ctx.facts.modes.model_info(model)
+    if info is None or info.built_at is None:
+        return False
+    return _stateless_call(ctx, info.built_at)
+
+
+def _stateless_call(ctx: FileContext, call: ast.AST) -> bool:
+    if not isinstance(call, ast.Call):
+        return False
+    qual = ctx.facts.imports.qualname(call.func) or ""
+    if qual == _SEQUENTIAL:
+        return bool(call.args) and all(_stateless_call(ctx, a) for a in call.args)
+    return qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1] in _STATELESS
+
+
+DELIBERATE = "deliberate"
+
+
+def leftover_train(
+    ctx: FileContext, node: ast.stmt, body: list[ast.stmt], model: str, sites: list[ast.AST]
+) -> ast.Call | str | None:
+    """The statement-level ``model.train()`` in an evaluation region that
+    every forward of ``model`` there runs after (the last switch before each
+    of them); ``DELIBERATE`` when train mode looks chosen: Monte Carlo dropout
+    (repeated forwards, or a name that says so), BatchNorm adaptation,
+    sampling; None when there is no such call."""
+    if not sites:
+        return None
+    func = node if isinstance(node, FUNCTIONS) else scope_of(ctx.facts.parents, node)
+    deliberate = isinstance(func, FUNCTIONS) and bool(
+        set(words(func.name)) & _DELIBERATE_TRAIN_WORDS
+    )
+    flow = ctx.facts.modes
+    trains = {
+        id(call): call
+        for s in body
+        for call, mode in flow.switches_in(s, model)
+        if mode is Mode.TRAIN and _plain_train(ctx, call, model)
+    }
+    if not trains:
+        return None
+    found: ast.Call | None = None
+    for site in sites:
+        where = set_by(ctx, site, model)
+        if where is None or id(where) not in trains:
+            return None
+        if found is not None and where is not found:
+            return None
+        found = trains[id(where)]
+        deliberate = deliberate or _repeated_forward(ctx, site, node)
+    return DELIBERATE if deliberate else found
+
+
+def set_by(ctx: FileContext, site: ast.AST, model: str) -> ast.AST | None:
+    """The one unconditional mode call or statement the mode flow says
+    ``model``'s mode comes from just before ``site``; None when it may come
+    from several (a branch, a loop's back edge, the callers)."""
+    facts = ctx.facts.modes.mode_before(site, model).facts
+    origins = {f.origin for f in facts}
+    if len(origins) != 1 or any(f.guard is not None for f in facts):
+        return None
+    return next(iter(origins))
+
+
+def _plain_train(ctx: FileContext, call: ast.Call, model: str) -> bool:
+    """``model.train()`` / ``model.train(True)`` as a statement of its own."""
+    switch = module_mode_switch(call)
+    parent = ctx.facts.parents.get(call)
+    return (
+        switch is not None
+        and switch.target == model
+        and isinstance(parent, ast.Expr)
+        and all(isinstance(a, ast.Constant) and a.value is True for a in call.args)
+        and not call.keywords
+    )
+
+
+def _repeated_forward(ctx: FileContext, site: ast.AST, region: ast.stmt) -> bool:
+    """A forward in a ``for _ in range(n)`` loop inside the region: several
+    stochastic passes over the same input (Monte Carlo dropout)."""
+    parents = ctx.facts.parents
+    cur = parents.get(site)
+    while cur is not None and cur is not region:
+        loops: list[ast.For | ast.AsyncFor | ast.comprehension] = []
+        if isinstance(cur, (ast.For, ast.AsyncFor)):
+            loops = [cur]
+        elif isinstance(cur, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            loops = list(cur.generators)
+        for loop in loops:
+            it = loop.iter
+            if (
+                isinstance(it, ast.Call)
+                and isinstance(it.func, ast.Name)
+                and it.func.id == "range"
+                and isinstance(loop.target, ast.Name)
+                and loop.target.id.startswith("_")
+            ):
+                return True
+        if isinstance(cur, FUNCTIONS):
+            return False
+        cur = parents.get(cur)
+    return False
+
+
+# --- a loop shared by the train and the evaluation phase ----------------------
+def phase_loop_finding(ctx: FileContext, index: ModelIndex, loop: ast.stmt) -> Finding | None:
+    """``for phase in ("train", "val"):`` whose body puts a model in train mode
+    unconditionally: validation then runs in train mode. Fixed with
+    ``model.train(phase == "train")`` and, where grad is not handled at the
+    forward, ``torch.set_grad_enabled(phase == "train")`` around it; reported
+    only when the loop also trains on the evaluation phase."""
+    assert isinstance(loop, (ast.For, ast.AsyncFor))
+    phases = phase_names(loop)
+    if phases is None:
+        return None
+    var, train_node = phases
+    calls = {m: cs for m, cs in index.model_calls(loop.body).items() if m not in ("self", "cls")}
+    edits: list[Edit] = []
+    models: list[str] = []
+    forwards: list[ast.Call] = []
+    train_text = ctx.segment(train_node)
+    for model, sites in calls.items():
+        switches = ctx.facts.modes.switches_in(loop, model)
+        if not switches or not index.is_known_module(model):
+            continue
+        if any(
+            mode is not Mode.TRAIN
+            or not _plain_train(ctx, c, model)
+            or not _unconditional(ctx, c, loop)
+            for c, mode in switches
+        ):
+            return None  # the author sets the mode per phase somewhere
+        models.append(model)
+        forwards.extend(sites)
+        for c, _ in switches:
+            receiver = ctx.segment(c.func.value)  # type: ignore[attr-defined]
+            edits.append(
+                ReplaceExpression(
+                    ctx.pos(c), ctx.end_pos(c), f"{receiver}.train({var} == {train_text})"
+                )
+            )
+    if not models:
+        return None
+    names = ", ".join(f"`{m}`" for m in models)
+    message = (
+        f"Loop over phases puts {names} in train mode for every phase: the evaluation "
+        f"phase runs with dropout on and updates BatchNorm statistics from its data; "
+        f"use `train({var} == {train_text})`"
+    )
+    steps = list(training_steps(ctx, loop))
+    if not steps or not all(_guarded_by(ctx, s, loop, var) for s in steps):
+        return ctx.finding(
+            "RNF003",
+            loop,
+            f"{message}; not fixed: the loop runs its training step in every phase",
+        )
+    torch = ctx.facts.torch_name()
+    t = torch or "torch"
+    grad = GradContexts(ctx)
+    stmts = {id(s): s for s in (enclosing_stmt(ctx.facts.parents, f) for f in forwards) if s}
+    if all(grad.in_function(f) is None for f in forwards) and len(stmts) == 1:
+        stmt = next(iter(stmts.values()))
+        if not any(True for _ in training_steps(ctx, stmt)):
+            edits.append(
+                WrapInWith(
+                    ctx.pos(stmt), ctx.pos(stmt), f"{t}.set_grad_enabled({var} == {train_text})"
+                )
+            )
+            if torch is None:
+                edits.append(AddImport("torch"))
+            message += f" and `{t}.set_grad_enabled({var} == {train_text})` around the forward"
+    fix = Fix(tuple(edits), safe=True, description=f"switch the mode with `train({var} == ...)`")
+    return ctx.finding("RNF003", loop, message, fix)
+
+
+def _unconditional(ctx: FileContext, node: ast.AST, loop: ast.stmt) -> bool:
+    """No ``if``/``try``/``while`` between ``node`` and ``loop``."""
+    cur = ctx.facts.parents.get(node)
+    while cur is not None and cur is not loop:
+        if isinstance(cur, (ast.If, ast.Try, ast.While, ast.IfExp, *FUNCTIONS)):
+            return False
+        cur = ctx.facts.parents.get(cur)
+    return cur is loop
+
+
+def _guarded_by(ctx: FileContext, node: ast.AST, loop: ast.stmt, var: str) -> bool:
+    """``node`` runs only under an ``if`` that tests the phase variable."""
+    cur = ctx.facts.parents.get(node)
+    while cur is not None and cur is not loop:
+        if isinstance(cur, ast.If) and any(
+            isinstance(n, ast.Name) and n.id == var for n in ast.walk(cur.test)
+        ):
+            return True
+        cur = ctx.facts.parents.get(cur)
+    return False

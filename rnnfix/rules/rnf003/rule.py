@@ -1,0 +1,270 @@
+"""RNF003: validation, test and inference code not under ``model.eval()`` and
+``torch.no_grad()``."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from rnnfix.analysis.modes.regions import find_regions
+from rnnfix.analysis.modes.regiontext import may_have_regions
+from rnnfix.analysis.project.testcode import test_case_classes
+from rnnfix.analysis.syntax.walks import FUNCTIONS, body_without_docstring
+from rnnfix.rules.base import FileContext, Finding, Rule
+from rnnfix.rules.rnf003.gate import ModelEvidence
+from rnnfix.rules.rnf003.judge import RegionJudge, Verdict
+
+_PREFILTER = re.compile(r"val|test|eval|predict|infer|dev|holdout", re.IGNORECASE)
+
+
+class EvalWithoutNoGrad(Rule):
+    code = "RNF003"
+    name = "eval-without-no-grad"
+    summary = "Validation/test/inference code not under `model.eval()` and `torch.no_grad()`"
+    fix_safety = "safe"
+    docs = """
+## What it does
+Finds *evaluation regions* that may run a model in train mode, or with grad
+enabled, or both, and puts them under `model.eval()` and `torch.no_grad()`.
+
+A region is evaluation by intent when it is
+
+- a loop over data named like `val`, `valid`, `dev`, `test`, `eval`, `holdout`
+  (`val_loader`, `testloader`, `loaders["val"]`);
+- the body of a function or method named like `evaluate`, `validate`, `test`,
+  `eval_*`, `predict`, `inference`;
+- a loop that follows `model.eval()` in the same block and calls that model;
+
+and it calls a model (a name or attribute path that has `.eval()`/`.train()`
+called on it in the file, is built from an `nn.Module` class, or is a
+parameter annotated as one) and runs no training step.
+
+It also finds `train()` left inside evaluation code, with a message of its
+own: a validation/test function or loop whose forward runs right after a
+plain `model.train()` of its own (a leftover copied from the training
+function), and a loop shared by the phases (`for phase in ("train", "val"):`)
+that calls `model.train()` unconditionally, so the evaluation phase runs in
+train mode too.
+
+## Why is this bad?
+Without `eval()`, dropout stays active and BatchNorm normalises with batch
+statistics and updates its running statistics from validation data: the
+metrics are noisy and the model is changed by evaluating it. Without
+`no_grad()`, every forward builds an autograd graph that is never used, which
+costs memory and time. `Variable(x, volatile=True)` no longer helps: it has
+done nothing since PyTorch 0.4.
+
+## Example
+```python
+def evaluate(model, loader):
+    total = 0.0
+    for x, y in loader:
+        total += criterion(model(x), y).item()
+    return total
+
+for x, y in val_loader:
+    correct += (model(x).argmax(1) == y).sum().item()
+```
+
+## Use instead
+```python
+@torch.no_grad()
+def evaluate(model, loader):
+    model.eval()
+    total = 0.0
+    for x, y in loader:
+        total += criterion(model(x), y).item()
+    return total
+
+model.eval()
+with torch.no_grad():
+    for x, y in val_loader:
+        correct += (model(x).argmax(1) == y).sum().item()
+```
+
+What is added depends on what is missing: only `model.eval()`, only
+`no_grad`, or both. A whole evaluation function gets `@torch.no_grad()` and
+`model.eval()` as its first statement (after the docstring; right before the
+first statement that calls the model when the function builds or loads the
+model itself): a two-line diff that re-indents nothing. A loop gets
+`model.eval()` before it and is wrapped in `with torch.no_grad():`.
+`torch.no_grad()` is used, not `torch.inference_mode()`: tensors created under
+inference mode cannot be saved for backward later (a hidden state carried into
+the next training step, a lazily built cache). `import torch` is added when
+the module lacks it; an alias (`import torch as th`) is used when it has one.
+
+Putting the model in eval mode means the next training step needs
+`model.train()` again: RNF001 then adds it where the training step runs.
+
+`train()` inside evaluation is fixed where it is: a leftover `model.train()`
+becomes `model.eval()`; in a shared phase loop it becomes
+`model.train(phase == "train")`, and the statement that runs the forward is
+wrapped in `torch.set_grad_enabled(phase == "train")` unless grad is already
+set there:
+
+```python
+for phase in ["train", "val"]:
+    model.train(phase == "train")
+    for x, y in loaders[phase]:
+        with torch.set_grad_enabled(phase == "train"):
+            loss = criterion(model(x), y)
+        if phase == "train":
+            loss.backward()
+            optimizer.step()
+```
+
+`eval()` goes only on the outermost model whose forward runs in the region
+(`model`, not also `model.encoder`), never on a module without parameters
+or a mode (`softmax = nn.Softmax(dim=1)`, activations, pooling, a
+`Sequential` of them); losses and metrics are not models.
+
+Left alone: regions already under `eval()` and `no_grad`/`inference_mode`
+(including through every caller in the file), evaluators that need gradients
+(`torch.autograd.grad`, `requires_grad_()`, `backward()` inside), sampling loops
+that run in the same iteration as a training step, code whose results flow
+into a later `backward()`, functions called from inside a training step,
+pytest tests, Lightning modules (the framework sets the mode), and code that
+is evaluation by no signal above. Also left alone:
+
+- code under a decorator or context manager that already does the job, read
+  from its definition in the file or in another file of the run: a
+  project's `@smart_inference_mode()` that applies `inference_mode`/`no_grad`,
+  an `inference_context(model)` that switches to eval and restores the mode
+  (`stack.enter_context(...)` counts). A wrapper rnnfix cannot read (imported
+  from outside the run, `with ema.average_parameters():`) may manage mode and
+  grad itself: the region is unknown and nothing is added;
+- a module's own methods (a method of an `nn.Module` subclass, or of a class
+  that defines `forward`): no `self.decoder.eval()`/`self.lstm.eval()` is
+  inserted there, a partial switch that would outlive the call; the
+  module's user sets its mode (`no_grad` is still judged as below);
+- a region that switches a model to eval itself (`model.eval()` inside the
+  loop): the author manages the modes there;
+- `self.<model>` in a method of a plain class that has its own mode setter
+  for it (`def eval(self): self.net.eval()`, with no forward and no training
+  step): its callers call `agent.eval()` first, and an `eval()` inside the
+  method would outlive the call (`no_grad` is still judged);
+- a call of a parameter that holds a function (annotated `Callable`, or
+  handed to `functools.wraps` by a decorator inside): a test decorator's
+  `fn(self, **kwargs)` is no forward, and `no_grad` would run every test it
+  wraps without gradients;
+- a loop of a function that already ran the same model before the loop, in
+  the mode it still has, and trains nothing before it (`expected =
+  module(x)`, then each layout compared with it): the loop is part of what
+  the whole function does, and a switch there would land between forwards
+  it compares;
+- `train()` that looks deliberate: Monte Carlo dropout (forwards repeated
+  in `for _ in range(n)`, or a function named for sampling, uncertainty,
+  dropout, BatchNorm statistics or adaptation);
+- forwards on tensors the code makes up itself (`torch.randn(...)`,
+  `torch.zeros(...)`): a shape probe or a dry run, whose numbers mean nothing.
+
+A forward in a function or lambda nested in the region (`def forward_func(x):
+return model(x)` handed to an attribution helper) runs when the region
+calls it: the decorator and `eval()` the fix adds cover it, and a second run
+finds nothing to add.
+
+## Fix safety
+The `no_grad` part is safe: it is only offered when nothing in the region
+calls `backward`, `torch.autograd.grad`, `requires_grad_` or a training step,
+directly or through a helper defined in the file, and when no value computed
+in the region reaches a gradient use later in the same function. When a helper
+needs gradients, the region is reported and not fixed.
+
+Names are never evidence on their own: `evaluate_actions`, `predict_values`
+or `score` are training code in RL and ranking libraries (a PPO policy's
+`evaluate_actions` returns the log-probabilities its caller's loss is built
+from). So when what the region computes can leave its function with a graph
+attached (returned, yielded, stored on `self`, on a parameter or a global or
+in a container held by one, or passed to a callback; `.item()`, `.detach()`,
+`argmax`, comparisons and the like drop the graph), the region is fixed only
+if every caller is a call in this file that rnnfix reads (no other file of
+the run calls a function of its name, and it is not passed around as a
+value) and none
+of them trains on the result or passes it on. Otherwise it is reported
+without a fix, and the message says how the result leaves and why the
+callers are unknown. The same holds for the `eval()` part there: switching
+the mode of a model whose outputs feed a loss would change training.
+
+The `train()`-inside-evaluation fixes are safe under the same conditions.
+
+Reported without a fix, and the message says which applies:
+
+- what the region computes can leave its function to callers rnnfix does
+  not see or that train on it (above);
+- it calls a helper of the file that needs gradients (`no_grad` would break
+  the helper);
+- it switches the model to train mode itself in a way that is not a plain
+  leftover (under a condition, from a flag, after some of its forwards): an
+  `eval()` before it could not hold;
+- the model is rebound inside it: an `eval()` before it would miss the new
+  object;
+- a shared phase loop runs its training step in every phase (not only
+  under an `if` on the phase): it trains on the evaluation data, and
+  switching the mode would not make that right.
+
+Adding `eval()` changes outputs: dropout turns off and BatchNorm uses (and
+stops updating) its running statistics. That is the intended fix for
+evaluation, but the numbers you report will change. `eval()` also stays in
+effect after the region, as it would after any hand-written `model.eval()`;
+training code that follows needs `model.train()` (RNF001).
+"""
+
+    def check(self, ctx: FileContext) -> Iterator[Finding]:
+        if not (_PREFILTER.search(ctx.source) and may_have_regions(ctx.source)):
+            return
+        regions = find_regions(ctx)
+        if not regions:
+            return
+        judge: RegionJudge | None = None  # built at the first region that needs it
+        evidence: ModelEvidence | None = None
+        tests: list[tuple[int, int]] | None = None
+        claimed: set[ast.AST] = set()  # evaluation functions taken as regions
+        for region in regions:
+            if not region.is_function and any(
+                a in claimed for a in ctx.facts.ancestors(region.node)
+            ):
+                continue
+            if tests is None:
+                tests = _test_class_lines(ctx)
+            if any(first <= region.node.lineno <= last for first, last in tests):
+                continue  # the engine drops its finding: not judged at all
+            if evidence is None:
+                evidence = ModelEvidence(ctx.tree, ctx.facts.project)
+            if not evidence.may_call_model(_judged_code(region.node)):
+                continue  # calls no model: the judge's NOT_A_REGION, without building it
+            if judge is None:
+                judge = RegionJudge(ctx)
+            verdict = judge.run(region)
+            if verdict is Verdict.NOT_A_REGION:
+                continue
+            if isinstance(region.node, FUNCTIONS):
+                claimed.add(region.node)
+            if isinstance(verdict, Finding):
+                yield verdict
+
+
+def _judged_code(node: ast.stmt) -> list[ast.stmt]:
+    """The statements ``RegionJudge.run`` looks for model calls in (a
+    coroutine is never a region: nothing to look at)."""
+    if isinstance(node, ast.AsyncFunctionDef):
+        return []
+    if isinstance(node, ast.FunctionDef):
+        return body_without_docstring(node)
+    return [node]
+
+
+def _test_class_lines(ctx: FileContext) -> list[tuple[int, int]]:
+    """The lines of ``TestCase`` classes whose findings the engine drops
+    (``rnnfix.analysis.project.testcode.outside_test_classes``, unless tests are
+    included): those it finds without the imports or the project index, a
+    subset of its own, behind the same text test."""
+    text = ctx.source
+    if ctx.settings.include_tests or (
+        "TestCase" not in text and "class Test" not in text and ctx.project is None
+    ):
+        return []
+    return [
+        (min([c.lineno, *(d.lineno for d in c.decorator_list)]), c.end_lineno or c.lineno)
+        for c in test_case_classes(ctx.tree)
+    ]

@@ -1,0 +1,255 @@
+"""The result cache: a second run over an unchanged tree answers without
+parsing anything, as ruff's cache does.
+
+Where: ``.rnnfix_cache/`` at the project root (the folder of the nearest
+``pyproject.toml``, ``setup.py`` or ``.git`` above the paths given, else the
+current folder), with a ``.gitignore`` of its own so it never shows up in
+``git status``. One JSON file per (rnnfix code, settings) pair holds an entry
+per file of the run.
+
+An entry is used only when all of these are what they were when it was made:
+
+- the file's bytes (a BLAKE2 digest);
+- rnnfix's version *and* its own code (size and mtime of every module, so an
+  editable install that changed gives fresh results);
+- the settings (they name the cache file);
+- the set of files of the run (a file added to the run can change what an
+  import resolves to);
+- the files outside the run that its files import (``rnnfix apply train.py``
+  reads ``utils.py``; ``rnnfix.analysis.project.imported``): a module that appears
+  or goes away changes what an import resolves to;
+- the bytes of every other file the result consulted through the project
+  index (``FileResult.consulted``), in the run or imported from outside it
+  (``FileDigests`` reads those), so a helper that changed in another file
+  invalidates its callers.
+
+The cache is an optimisation, never a source of truth: a corrupt, unreadable
+or unwritable cache is ignored with a warning and the run goes on. It stores
+JSON, never pickles (a repository's cache folder must not be able to run code
+when rnnfix loads it). Fixes are stored as what the reports need (safety and
+description), not as edits: a cached result is reported or written from its
+stored text, never re-applied.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rnnfix import __version__
+from rnnfix.analysis.context import DroppedFix, Finding, Fix
+from rnnfix.config.settings import Settings
+
+CACHE_DIR = ".rnnfix_cache"
+_FORMAT = 1
+_ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def digest(data: bytes) -> str:
+    # SHA-256 runs in hardware on current CPUs: twice blake2b's speed here,
+    # and hashing every file is most of what a warm run does.
+    return hashlib.sha256(data).hexdigest()[:32]
+
+
+def cache_root(paths: Sequence[Path]) -> Path:
+    """Where ``.rnnfix_cache/`` goes: the nearest folder at or above the
+    common folder of ``paths`` that holds a project marker; without one, that
+    common folder itself (a tree outside any project keeps its cache beside
+    it rather than in whatever folder the command ran from)."""
+    if not paths:
+        return Path.cwd()
+    common = Path(os.path.commonpath([os.path.abspath(p) for p in paths]))
+    start = common if common.is_dir() else common.parent
+    for folder in (start, *start.parents):
+        if any((folder / marker).exists() for marker in _ROOT_MARKERS):
+            return folder
+    return start
+
+
+def _code_fingerprint() -> str:
+    """rnnfix's version and its own modules' sizes and mtimes."""
+    h = hashlib.blake2b(f"{__version__}:{_FORMAT}".encode(), digest_size=16)
+    package = Path(__file__).parent
+    for module in sorted(package.rglob("*.py")):
+        try:
+            st = module.stat()
+        except OSError:
+            continue
+        h.update(f"{module.relative_to(package)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def run_fingerprint(keys: Iterable[str]) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for key in sorted(keys):
+        h.update(key.encode("utf-8", "surrogateescape") + b"\0")
+    return h.hexdigest()
+
+
+class FileDigests(Mapping[str, str]):
+    """Digests of the run's files, and of any other file asked for, read on
+    first use: a result may consult a file outside the run (an import
+    ``rnnfix.analysis.project.imported`` found), whose bytes key it too. A file that
+    cannot be read has no digest (a lookup that needs it misses, and a
+    result that consulted it is not stored)."""
+
+    def __init__(self, known: Mapping[str, str], max_bytes: int) -> None:
+        self._known: dict[str, str | None] = dict(known)
+        self._max_bytes = max_bytes
+
+    def __getitem__(self, key: str) -> str:
+        if key not in self._known:
+            path = Path(key)
+            try:
+                # Never a file larger than the run would read (``max-file-size``).
+                small = path.stat().st_size <= self._max_bytes
+                self._known[key] = digest(path.read_bytes()) if small else None
+            except OSError:
+                self._known[key] = None
+        value = self._known[key]
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k, v in self._known.items() if v is not None)
+
+    def __len__(self) -> int:
+        return sum(v is not None for v in self._known.values())
+
+
+class ResultCache:
+    """Entries by absolute path. ``warnings`` collects one-line reasons the
+    cache was not used or not saved; the CLI prints them."""
+
+    def __init__(self, root: Path, settings: Settings) -> None:
+        self.folder = root / CACHE_DIR
+        name = hashlib.blake2b(
+            f"{_code_fingerprint()}:{settings!r}".encode(), digest_size=12
+        ).hexdigest()
+        self.file = self.folder / f"{name}.json"
+        self.warnings: list[str] = []
+        self._entries: dict[str, dict[str, Any]] = {}
+        self._dirty = False
+        self._load()
+
+    def _load(self) -> None:
+        try:
+            raw = self.file.read_bytes()
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            self.warnings.append(f"{self.file}: cannot read the cache ({exc.strerror}); ignored")
+            return
+        try:
+            data = json.loads(raw)
+            if not isinstance(data, dict) or data.get("format") != _FORMAT:
+                raise ValueError("unknown format")
+            entries = data["entries"]
+            if not isinstance(entries, dict):
+                raise ValueError("entries is not a table")
+        except (ValueError, KeyError, UnicodeDecodeError) as exc:
+            self.warnings.append(f"{self.file}: corrupt cache ({exc}); ignored")
+            return
+        self._entries = entries
+
+    def lookup(
+        self, key: str, file_digest: str, run: str, digests: Mapping[str, str]
+    ) -> dict[str, Any] | None:
+        """The stored result of ``key`` (an absolute path) if every input it
+        depended on is unchanged; ``digests``: the files of this run."""
+        entry = self._entries.get(key)
+        if not isinstance(entry, dict):
+            return None
+        if entry.get("digest") != file_digest or entry.get("run") != run:
+            return None
+        consulted = entry.get("consulted")
+        if not isinstance(consulted, dict):
+            return None
+        for other, other_digest in consulted.items():
+            if digests.get(other) != other_digest:
+                return None
+        result = entry.get("result")
+        return result if isinstance(result, dict) else None
+
+    def store(
+        self,
+        key: str,
+        file_digest: str,
+        run: str,
+        digests: Mapping[str, str],
+        result: dict[str, Any],
+        consulted: Iterable[str],
+    ) -> None:
+        deps = {other: digests[other] for other in consulted if other in digests}
+        if len(deps) != len(set(consulted)):
+            return  # it looked at a file outside the run: nothing to key it on
+        self._entries[key] = {
+            "digest": file_digest,
+            "run": run,
+            "consulted": deps,
+            "result": result,
+        }
+        self._dirty = True
+
+    def save(self) -> None:
+        """Write the cache atomically; drop entries of files that are gone."""
+        if not self._dirty:
+            return
+        entries = {k: v for k, v in self._entries.items() if os.path.exists(k)}
+        payload = json.dumps({"format": _FORMAT, "entries": entries}, separators=(",", ":"))
+        try:
+            self.folder.mkdir(exist_ok=True)
+            ignore = self.folder / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# Automatically created by rnnfix.\n*\n", encoding="utf-8")
+            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as out:
+                    out.write(payload)
+                os.replace(tmp, self.file)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            self.warnings.append(f"{self.folder}: cannot write the cache ({reason}); ignored")
+
+
+# -- (de)serialising results -------------------------------------------------
+
+_FINDING_FIELDS = tuple(f.name for f in dataclasses.fields(Finding) if f.name != "fix")
+
+
+def finding_to_json(f: Finding) -> dict[str, Any]:
+    out: dict[str, Any] = {name: getattr(f, name) for name in _FINDING_FIELDS}
+    if f.fix is not None:
+        out["fix"] = {"safe": f.fix.safe, "description": f.fix.description}
+    return out
+
+
+def finding_from_json(data: Mapping[str, Any]) -> Finding:
+    fix_data = data.get("fix")
+    fix = (
+        None
+        if fix_data is None
+        else Fix(edits=(), safe=bool(fix_data["safe"]), description=str(fix_data["description"]))
+    )
+    fields = {name: data[name] for name in _FINDING_FIELDS if name in data}
+    return Finding(fix=fix, **fields)
+
+
+def dropped_to_json(d: DroppedFix) -> dict[str, Any]:
+    return {"finding": finding_to_json(d.finding), "reason": d.reason}
+
+
+def dropped_from_json(data: Mapping[str, Any]) -> DroppedFix:
+    return DroppedFix(finding=finding_from_json(data["finding"]), reason=str(data["reason"]))

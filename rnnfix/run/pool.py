@@ -1,0 +1,172 @@
+"""Worker processes for one run: started once, used for the first pass over
+the files and for every re-check round after it (``rnnfix.run.process._settle``).
+
+Workers get the settings, the project index and paths (plain data), never
+shared objects; results come back in the order of the paths. The summaries
+the workers compute are shared through a folder that lives as long as the
+pool (``LazySummaries.share_in``), so a re-check round finds the summaries
+of the first pass instead of computing them again. With one job everything
+runs in this process, against the same index.
+"""
+
+from __future__ import annotations
+
+import gc
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from functools import partial
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from rnnfix.analysis.project.index import LazySummaries, ModuleSummary, ProjectIndex
+from rnnfix.config.settings import Settings
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
+    from rnnfix.run.process import FileResult
+
+# Allocations between collections of the youngest generation. The analysis
+# allocates millions of short-lived objects (trees, facts) that reference
+# counting frees; at Python's default (700) the cyclic collector runs
+# thousands of times over them: a tenth of a cold run's time for nothing.
+GC_THRESHOLD = 100_000
+
+Changes = dict[str, "ModuleSummary | None"]
+
+
+class FilePool:
+    """``process_file`` over paths, in ``jobs`` worker processes (in this
+    process when ``jobs`` <= 1). Use it as a context manager: leaving it
+    stops the workers (at once on an exception: Ctrl-C, SIGTERM) and
+    removes the shared summaries."""
+
+    def __init__(self, settings: Settings, project: ProjectIndex | None, jobs: int) -> None:
+        self.settings = settings
+        self.project = project
+        self.jobs = jobs
+        self._pool: ProcessPoolExecutor | None = None
+        self._shared: str | None = None
+        self._round = 0  # tells the workers when ``changes`` are new
+
+    def __enter__(self) -> FilePool:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            if exc is not None:
+                # No worker may outlive the run (or go on writing).
+                for process in list(getattr(pool, "_processes", {}).values()):
+                    process.terminate()
+                pool.shutdown(wait=False, cancel_futures=True)
+            else:
+                pool.shutdown()
+        if self._shared is not None:
+            assert self.project is not None and isinstance(self.project.files, LazySummaries)
+            self.project.files.share_in(None)
+            shutil.rmtree(self._shared, ignore_errors=True)
+            self._shared = None
+
+    def map(
+        self, paths: Sequence[Path], write: bool, changes: Changes | None = None
+    ) -> Iterator[FileResult]:
+        """The result of each path, in order. ``changes``: summaries that
+        replace those of the index (the files a fix changed, every round's
+        changes together)."""
+        from rnnfix.run.process import process_file  # process imports this module
+
+        if self.jobs <= 1:
+            project = self.project
+            if changes and project is not None:
+                project = project.updated(changes)
+            for path in paths:
+                yield process_file(path, self.settings, write, project)
+            return
+        self._round += 1
+        update = (self._round, changes) if changes else None
+        work = partial(_process_in_worker, settings=self.settings, write=write, update=update)
+        # Small chunks: a chunk holding a few large files (torch's
+        # common_methods_invocations.py) would otherwise leave one worker
+        # busy after the others are done; a task costs far less than a file.
+        chunk = max(1, len(paths) // (self.jobs * 32))
+        yield from self._started().map(work, paths, chunksize=chunk)
+
+    def _started(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            from concurrent.futures import ProcessPoolExecutor  # a one-file run never starts one
+
+            self._shared = _share_summaries(self.project)
+            # The index goes to each worker once (not with every chunk of paths).
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.jobs, initializer=_init_worker, initargs=(self.project,)
+            )
+        return self._pool
+
+
+def _share_summaries(project: ProjectIndex | None) -> str | None:
+    """A folder for the workers to share the summaries they compute (each
+    would otherwise summarise the files most files import); None when there
+    is no index, or no folder can be made. This process reads it too (the
+    re-check rounds look up the summary a fix replaced)."""
+    if project is None or not isinstance(project.files, LazySummaries):
+        return None
+    try:
+        folder = tempfile.mkdtemp(prefix="rnnfix-summaries-")
+    except OSError:
+        return None
+    project.files.share_in(folder)
+    return folder
+
+
+_worker_project: ProjectIndex | None = None
+# The index with the changes of the last round a worker was given, and that
+# round (every task of a round carries the same changes).
+_worker_updated: tuple[int, ProjectIndex] | None = None
+
+
+def _init_worker(project: ProjectIndex | None) -> None:
+    global _worker_project
+    _worker_project = project
+    gc.freeze()  # what the worker inherits (and the index) stays alive
+    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
+    # Ctrl-C reaches the whole process group: the parent decides what to do.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    """Linux: a worker gets SIGKILL when the parent dies, even by SIGKILL."""
+    if sys.platform != "linux":
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def _process_in_worker(
+    path: Path, settings: Settings, write: bool, update: tuple[int, Changes] | None
+) -> FileResult:
+    from rnnfix.run.process import process_file
+
+    global _worker_updated
+    project = _worker_project
+    if update is not None and project is not None:
+        if _worker_updated is None or _worker_updated[0] != update[0]:
+            _worker_updated = (update[0], project.updated(update[1]))
+        project = _worker_updated[1]
+    return process_file(path, settings, write, project)

@@ -1,0 +1,534 @@
+"""One file, start to end: read -> fix -> (write). Never raises: every outcome,
+failures included, is a ``FileResult``."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import enum
+import gc
+import os
+import re
+import signal
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rnnfix.analysis.context import DroppedFix, Finding
+from rnnfix.analysis.project.imported import imported_files
+from rnnfix.analysis.project.index import (
+    ModuleSummary,
+    ProjectIndex,
+    normalise,
+    summarise,
+)
+from rnnfix.config.settings import Settings
+from rnnfix.run.cache import (
+    FileDigests,
+    ResultCache,
+    digest,
+    dropped_from_json,
+    dropped_to_json,
+    finding_from_json,
+    finding_to_json,
+    run_fingerprint,
+)
+from rnnfix.run.pool import GC_THRESHOLD, FilePool
+from rnnfix.source.files import FileProblem, decode, read_source, write_atomic
+
+if TYPE_CHECKING:
+    from rnnfix.source import notebooks
+
+
+class Outcome(enum.Enum):
+    UNCHANGED = "unchanged"
+    CHANGED = "changed"  # written, or (dry run) would be written
+    FAILED = "failed"
+
+
+@dataclass
+class FileResult:
+    path: str
+    outcome: Outcome
+    findings: list[Finding] = field(default_factory=list)  # left after fixing
+    applied: list[Finding] = field(default_factory=list)
+    dropped: list[DroppedFix] = field(default_factory=list)
+    initial: list[Finding] = field(default_factory=list)  # in the original source
+    # Fixes later passes found once earlier fixes went in, at the original's lines.
+    followups: list[Finding] = field(default_factory=list)
+    error: str | None = None  # one line: "cannot parse: ...", "cannot read: ..."
+    error_line: int | None = None
+    old_text: str | None = None
+    new_text: str | None = None
+    old_bytes: bytes | None = None
+    # Other files whose summaries the analysis looked up (of the run, or
+    # imported from outside it).
+    consulted: frozenset[str] = frozenset()
+    # Parts left unchecked that do not fail the file ("cell 4: line 2: cannot parse: ...").
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def reported(self) -> list[Finding]:
+        """What a dry run reports (``--check``, ``--diff``): the findings of the
+        file as it is and the follow-up fixes, one for each fix the diff shows."""
+        return sorted([*self.initial, *self.followups], key=lambda f: (f.cell or 0, f.line, f.col))
+
+
+@dataclass
+class Progress:
+    """How far a run got, for the message an interrupted run prints."""
+
+    total: int = 0
+    checked: int = 0
+    written: int = 0
+
+
+# Below this many files a process pool costs more than it saves.
+PARALLEL_THRESHOLD = 200
+# Rounds of re-checking the files that call into a file a fix changed.
+MAX_ROUNDS = 3
+# Rules whose analysis follows calls into other files (the project index).
+_PROJECT_RULES = ("RNF001", "RNF003", "RNF004")
+
+
+def process_files(
+    paths: Sequence[Path],
+    settings: Settings,
+    write: bool,
+    jobs: int = 0,
+    cache: ResultCache | None = None,
+    progress: Progress | None = None,
+    context: Sequence[Path] | None = None,
+    scan_imports: bool = True,
+) -> list[FileResult]:
+    """``process_file`` over many files, in worker processes on large trees.
+    Workers get the settings, the project index and a path (plain data),
+    never shared objects.
+
+    The project index (``rnnfix.analysis.project.index``) is built first from
+    every file as it is on disk, and from the project files outside the run
+    that they import (``rnnfix.analysis.project.imported``; not with ``isolated``),
+    so that a call into another file is followed whatever order the files
+    come in, and a file given alone still sees its package. Only the run's
+    files are fixed.
+    Every file is fixed from its own source against that index; then each
+    file a fix changed is summarised again, and the files whose analysis
+    looked it up are fixed again, from their own source, against the new
+    summaries (a helper that RNF003 now puts in eval mode makes its callers
+    need ``train()``). Files are written once, at the end.
+
+    ``context``: every file of the project (``--changed-since``); the index
+    reads them all, but only ``paths`` are reported and fixed.
+
+    ``scan_imports``: look for the files outside the run that its files
+    import (``rnnfix apply train.py``). The CLI turns it off when the run is
+    whole folders or has a ``context``: the project is then in the run
+    already, and scanning thousands of files' imports would cost a warm run
+    more than everything else it does."""
+    with _collector_tuned():
+        return _process_files(paths, settings, write, jobs, cache, progress, context, scan_imports)
+
+
+def _process_files(
+    paths: Sequence[Path],
+    settings: Settings,
+    write: bool,
+    jobs: int,
+    cache: ResultCache | None,
+    progress: Progress | None,
+    context: Sequence[Path] | None,
+    scan_imports: bool,
+) -> list[FileResult]:
+    progress = progress if progress is not None else Progress()
+    progress.total = len(paths)
+    everything = _with_context(paths, context)
+    outside = _outside(everything, settings) if scan_imports else []
+    if cache is None:
+        return _process_uncached(paths, settings, write, jobs, progress, everything, outside)
+    # ``everything`` starts with ``paths`` (``_with_context``): each path is
+    # made absolute once (a warm run on a large tree spent a tenth of its time
+    # doing it three times).
+    every_key = [normalise(p) for p in everything]
+    keys = every_key[: len(paths)]
+    known: dict[str, str] = {}
+    raw: dict[str, bytes] = {}
+    for key, path in zip(every_key, everything, strict=True):
+        try:
+            if path.is_symlink() or path.stat().st_size > settings.max_file_size:
+                continue  # process_file reports it; never read a huge file twice
+            raw[key] = path.read_bytes()
+        except OSError:
+            continue  # process_file reports it
+        known[key] = digest(raw[key])
+    # Files outside the run that it imports: which ones exist keys every
+    # result; the bytes of those a result consulted key that result.
+    run = run_fingerprint([*every_key, *(f"imported:{o}" for o in outside)])
+    digests = FileDigests(known, settings.max_file_size)
+    in_run = set(keys)
+    cached: dict[str, FileResult] = {}
+    for key, path in zip(keys, paths, strict=True):
+        if key in known:
+            hit = cache.lookup(key, known[key], run, digests)
+            if hit is not None and (result := _result_from_json(hit, raw[key], path)):
+                cached[key] = result
+    # A hit that consulted a file processed again may have been settled
+    # against that file's fixed summary: process it again too.
+    stale = True
+    while stale:
+        stale = False
+        for key in list(cached):
+            if any(o in in_run and o not in cached for o in cached[key].consulted):
+                del cached[key]
+                stale = True
+    todo = [p for p, k in zip(paths, keys, strict=True) if k not in cached]
+    progress.checked = len(cached)
+    fresh = iter(
+        _process_uncached(todo, settings, False, jobs, progress, everything, outside)
+        if todo
+        else []
+    )
+    results = [cached[k] if k in cached else next(fresh) for k in keys]
+    for key, result in zip(keys, results, strict=True):
+        if key not in cached and key in known and _cacheable(result, raw[key]):
+            consulted = result.consulted
+            cache.store(key, known[key], run, digests, _result_to_json(result), consulted)
+    cache.save()  # before writing: an interrupted write phase keeps the results
+    if write:
+        for path, result in zip(paths, results, strict=True):
+            _write(path, result, progress)
+    return results
+
+
+@contextlib.contextmanager
+def _collector_tuned() -> Iterator[None]:
+    """Fewer collections while files are checked; what is loaded already
+    (rnnfix and its imports) is moved out of the collector's reach."""
+    before = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(GC_THRESHOLD, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
+
+
+def _process_uncached(
+    paths: Sequence[Path],
+    settings: Settings,
+    write: bool,
+    jobs: int,
+    progress: Progress,
+    everything: Sequence[Path],
+    outside: Sequence[str],
+) -> list[FileResult]:
+    """Fix ``paths``; ``everything``: all files of the run (the project index
+    covers them all even when only some need fixing, the others cached);
+    ``outside``: the files outside the run that they import."""
+    if jobs == 0:
+        jobs = min(os.cpu_count() or 1, 8) if len(paths) >= PARALLEL_THRESHOLD else 1
+    project = _build_project(everything, settings, outside)
+    with FilePool(settings, project, jobs) as pool:
+        if project is None:
+            return _map(pool, paths, write, progress)
+        results = _map(pool, paths, False, progress)
+        results = _settle(pool, paths, results, project)
+    if write:
+        for path, result in zip(paths, results, strict=True):
+            _write(path, result, progress)
+    return results
+
+
+def _with_context(paths: Sequence[Path], context: Sequence[Path] | None) -> list[Path]:
+    """The files the project index reads: ``paths`` first, then the rest of ``context``."""
+    if not context:
+        return list(paths)
+    seen = {normalise(p) for p in paths}
+    return [*paths, *(p for p in context if normalise(p) not in seen)]
+
+
+def _cacheable(result: FileResult, data: bytes) -> bool:
+    """Failures to read or write are about the disk, not the bytes: never
+    cached. A result computed from other bytes than the ones hashed (the file
+    changed during the run) is not cached either."""
+    if result.outcome is Outcome.FAILED and not (
+        (result.error or "").startswith("cannot parse") or result.error == NEWER_SYNTAX
+    ):
+        return False
+    return result.old_bytes is None or result.old_bytes == data
+
+
+def _result_to_json(result: FileResult) -> dict[str, Any]:
+    changed = result.outcome is Outcome.CHANGED
+    return {
+        "outcome": result.outcome.value,
+        "findings": [finding_to_json(f) for f in result.findings],
+        "applied": [finding_to_json(f) for f in result.applied],
+        "initial": [finding_to_json(f) for f in result.initial],
+        "dropped": [dropped_to_json(d) for d in result.dropped],
+        "error": result.error,
+        "error_line": result.error_line,
+        # Texts only where a diff or a write needs them: the cache stays small.
+        "old_text": result.old_text if changed else None,
+        "new_text": result.new_text if changed else None,
+        "consulted": sorted(result.consulted),
+        "notes": result.notes,
+    }
+
+
+def _result_from_json(data: dict[str, Any], raw: bytes, path: Path) -> FileResult | None:
+    """A cached result, or None when the entry does not read back (then the
+    file is simply processed again)."""
+    try:
+        outcome = Outcome(data["outcome"])
+        # Unchanged files carry no text: nothing downstream reads it (diffs
+        # and writes are of changed files), and decoding every file would
+        # cost a warm run more than the rest of it.
+        old_text, new_text = data["old_text"], data["new_text"]
+        return FileResult(
+            path=str(path),
+            outcome=outcome,
+            findings=[finding_from_json(f) for f in data["findings"]],
+            applied=[finding_from_json(f) for f in data["applied"]],
+            initial=[finding_from_json(f) for f in data["initial"]],
+            dropped=[dropped_from_json(d) for d in data["dropped"]],
+            error=data["error"],
+            error_line=data["error_line"],
+            old_text=old_text,
+            new_text=new_text,
+            old_bytes=raw,
+            consulted=frozenset(data["consulted"]),
+            notes=[str(n) for n in data["notes"]],
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _uses_project(settings: Settings) -> bool:
+    return any(settings.enabled(code) for code in _PROJECT_RULES)
+
+
+def _outside(paths: Sequence[Path], settings: Settings) -> list[str]:
+    """The files outside the run that its files import (``rnnfix apply
+    train.py`` knows what ``from utils import evaluate`` does); none with
+    ``--isolated``."""
+    if settings.isolated or not _uses_project(settings):
+        return []
+    return imported_files(paths)
+
+
+def _build_project(
+    paths: Sequence[Path], settings: Settings, outside: Sequence[str]
+) -> ProjectIndex | None:
+    """The index of the run's files and the files outside it they import;
+    only the run's files are fixed."""
+    if len(paths) + len(outside) < 2 or not _uses_project(settings):
+        return None
+    return ProjectIndex.build([*paths, *(Path(o) for o in outside)])
+
+
+def _map(
+    pool: FilePool, paths: Sequence[Path], write: bool, progress: Progress
+) -> list[FileResult]:
+    results: list[FileResult] = []
+    for result in pool.map(paths, write):
+        results.append(result)
+        progress.checked += 1
+        progress.written += write and result.outcome is Outcome.CHANGED
+    return results
+
+
+def _settle(
+    pool: FilePool, paths: Sequence[Path], results: list[FileResult], project: ProjectIndex
+) -> list[FileResult]:
+    """Re-check the files that looked up a file whose summary a fix changed,
+    until the summaries agree with the fixed files (or ``MAX_ROUNDS``); in
+    the pool's workers, which have the first pass's summaries already."""
+    results = list(results)
+    keys = [normalise(p) for p in paths]
+    # A file's own summary is never a reason to check it again: its analysis
+    # reads its own source, and its own fix passes (``engine``) already see
+    # what a fix does to its functions. A lookup comes back to the file
+    # itself through re-exports (``torch/__init__.py`` re-exports half of
+    # ``torch``), so a fixed file's re-check would otherwise be a whole second
+    # fix of it, for nothing.
+    others = [r.consulted - {k} for k, r in zip(keys, results, strict=True)]
+    every_change: dict[str, ModuleSummary | None] = {}
+    for _ in range(MAX_ROUNDS):
+        changes: dict[str, ModuleSummary | None] = {}
+        # Only a file some other file looked up can change a result: the
+        # others (the one file of ``rnnfix apply train.py``) are not
+        # summarised again.
+        looked_up = set().union(*others)
+        for key, result in zip(keys, results, strict=True):
+            if result.outcome is Outcome.CHANGED and key.endswith(".py") and key in looked_up:
+                assert result.new_text is not None
+                summary = summarise(result.new_text, key)
+                if summary != project.files.get(key):
+                    changes[key] = summary
+        if not changes:
+            break
+        project = project.updated(changes)
+        every_change.update(changes)
+        again = [i for i, consulted in enumerate(others) if consulted & changes.keys()]
+        rechecked = pool.map([paths[i] for i in again], False, every_change)
+        for i, result in zip(again, rechecked, strict=True):
+            results[i] = result
+            others[i] = result.consulted - {keys[i]}
+    return results
+
+
+def _write(path: Path, result: FileResult, progress: Progress) -> None:
+    if result.outcome is not Outcome.CHANGED:
+        return
+    assert result.new_text is not None and result.old_bytes is not None
+    # Ctrl-C / SIGTERM wait until the file is written and counted, so the
+    # "N written" an interrupted run prints is exact.
+    with _signals_deferred():
+        try:
+            new = decode(result.old_bytes).encode(result.new_text)
+            write_atomic(path, new, expected=result.old_bytes)
+        except (FileProblem, UnicodeEncodeError) as exc:
+            result.outcome = Outcome.FAILED
+            result.error = str(exc) if isinstance(exc, FileProblem) else f"cannot encode: {exc}"
+        progress.written += result.outcome is Outcome.CHANGED
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    signals = {signal.SIGINT, signal.SIGTERM}
+    try:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    except (AttributeError, ValueError, OSError):  # not Unix, or not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def process_file(
+    path: Path, settings: Settings, write: bool, project: ProjectIndex | None = None
+) -> FileResult:
+    name = str(path)
+    try:
+        data, decoded = read_source(path, settings.max_file_size)
+    except FileProblem as exc:
+        return FileResult(name, Outcome.FAILED, error=str(exc))
+    if path.suffix == ".ipynb":
+        result = process_notebook(name, decoded.text, settings, project)
+    else:
+        result = process_text(name, decoded.text, settings, project)
+    result.old_bytes = data
+    if result.outcome is not Outcome.CHANGED or not write:
+        return result
+    assert result.new_text is not None
+    try:
+        write_atomic(path, decoded.encode(result.new_text), expected=data)
+    except (FileProblem, UnicodeEncodeError) as exc:
+        result.outcome = Outcome.FAILED
+        result.error = str(exc) if isinstance(exc, FileProblem) else f"cannot encode: {exc}"
+    return result
+
+
+def process_notebook(
+    name: str, text: str, settings: Settings, project: ProjectIndex | None = None
+) -> FileResult:
+    """A notebook's code cells are fixed as one module (see ``rnnfix.source.notebooks``);
+    findings are reported per cell, the diff is of the notebook's JSON."""
+    from rnnfix.source import notebooks
+
+    try:
+        nb = notebooks.parse(text)
+    except FileProblem as exc:
+        return FileResult(name, Outcome.FAILED, error=str(exc))
+    # IPython runs each cell on its own: a cell that does not parse is
+    # reported and left as it is, the others are checked. Only a notebook with
+    # no code cell that parses fails, as a file that does not parse does.
+    notes = [f"cell {cell}: not checked: {reason}" for cell, reason in nb.skipped]
+    if nb.skipped and not nb.cell_lines:
+        cell, reason = nb.skipped[0]
+        return FileResult(name, Outcome.FAILED, error=f"cell {cell}: {reason}")
+    result = process_text(name, nb.python, settings, project)
+    result.notes = notes
+    if result.error_line is not None:
+        cell, line = nb.locate(result.error_line)
+        result.error = f"cell {cell}: line {line}: {result.error}"
+        result.error_line = None
+    # What is left is at the fixed module's lines; the rest at the input's.
+    fixed = result.new_text if result.outcome is Outcome.CHANGED else None
+    result.findings = [_in_cell(nb, f, fixed) for f in result.findings]
+    result.applied = [_in_cell(nb, f) for f in result.applied]
+    result.initial = [_in_cell(nb, f) for f in result.initial]
+    result.followups = [_in_cell(nb, f) for f in result.followups]
+    result.dropped = [
+        dataclasses.replace(d, finding=_in_cell(nb, d.finding)) for d in result.dropped
+    ]
+    result.old_text = text
+    if result.outcome is Outcome.CHANGED:
+        assert result.new_text is not None
+        try:
+            result.new_text = notebooks.render(nb, result.new_text)
+        except FileProblem as exc:
+            result.outcome, result.error, result.new_text = Outcome.FAILED, str(exc), None
+    else:
+        result.new_text = text
+    return result
+
+
+def _in_cell(nb: notebooks.Notebook, f: Finding, python: str | None = None) -> Finding:
+    cell, line = nb.locate(f.line, python)
+    end = None if f.end_line is None else f.end_line - (f.line - line)
+    return dataclasses.replace(f, line=line, end_line=end, cell=cell)
+
+
+_PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+NEWER_SYNTAX = f"uses syntax newer than Python {_PY}; run rnnfix with a newer Python to check it"
+# Python 3.12's type parameters and type aliases (PEP 695): the syntax errors
+# an older ``ast`` gives on code that is valid on a newer Python.
+_PEP695 = re.compile(r"^\s*(?:(?:async\s+)?def\s+\w+\s*\[|class\s+\w+\s*\[|type\s+\w+\s*(?:\[|=))")
+
+
+def newer_syntax(text: str, lineno: int | None) -> bool:
+    """Whether a syntax error at ``lineno`` is a newer Python's syntax rather
+    than a mistake (counted apart in the summary)."""
+    if sys.version_info >= (3, 12) or lineno is None:
+        return False
+    lines = text.splitlines()
+    return 0 < lineno <= len(lines) and bool(_PEP695.match(lines[lineno - 1]))
+
+
+def process_text(
+    name: str, text: str, settings: Settings, project: ProjectIndex | None = None
+) -> FileResult:
+    from rnnfix.run.engine import fix_source  # a run whose results are all cached never needs it
+
+    try:
+        fixed = fix_source(text, settings, name, project)
+    except SyntaxError as exc:
+        if newer_syntax(text, exc.lineno):
+            return FileResult(name, Outcome.FAILED, error=NEWER_SYNTAX, error_line=exc.lineno)
+        msg = (exc.msg or "invalid syntax").splitlines()[0]
+        return FileResult(name, Outcome.FAILED, error=f"cannot parse: {msg}", error_line=exc.lineno)
+    except RecursionError:
+        return FileResult(name, Outcome.FAILED, error="cannot parse: nesting too deep")
+    except Exception as exc:  # noqa: BLE001 - one bad file must never stop a run
+        return FileResult(
+            name, Outcome.FAILED, error=f"internal error: {type(exc).__name__}: {exc}"
+        )
+    outcome = Outcome.CHANGED if fixed.changed else Outcome.UNCHANGED
+    return FileResult(
+        name,
+        outcome,
+        findings=fixed.findings,
+        applied=fixed.applied,
+        dropped=fixed.dropped,
+        initial=fixed.initial,
+        followups=fixed.followups,
+        old_text=text,
+        new_text=fixed.fixed,
+        consulted=frozenset(fixed.consulted),
+    )
