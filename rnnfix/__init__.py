@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from rnnfix._version import __version__
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import Finding

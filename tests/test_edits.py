@@ -12,8 +12,8 @@ from rnnfix.source.edits import (
     Pos,
     ReplaceExpression,
     WrapInWith,
-    apply_edits,
 )
+from rnnfix.source.rewrite import apply_edits
 
 
 def test_insert_before_keeps_tabs_and_crlf() -> None:

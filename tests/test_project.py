@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from rnnfix.analysis.project.index import ProjectIndex, normalise, summarise
+from rnnfix.analysis.project.index import ProjectIndex, normalise
+from rnnfix.analysis.project.summarise import summarise
 from rnnfix.cli.app import cli
 from rnnfix.config.settings import Settings
 from rnnfix.report.formats import text_line

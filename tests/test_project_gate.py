@@ -105,8 +105,8 @@ def test_rnn_classes_are_found(tmp_path: Path) -> None:
     ],
 )
 def test_import_lines_agree_with_a_full_parse(text: str) -> None:
+    from rnnfix.analysis.project.bindings import import_bindings
     from rnnfix.analysis.project.importtext import text_bindings
-    from rnnfix.analysis.project.index import import_bindings
 
     full = import_bindings(ast.parse(text))
     read = text_bindings(text.encode())

@@ -24,11 +24,11 @@ import ast
 import re
 from dataclasses import dataclass
 
-from rnnfix.analysis.modes.state import Mode
 from rnnfix.analysis.syntax.imports import ImportMap
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.walks import walk_tree
 from rnnfix.analysis.torch.api import mode_switch
+from rnnfix.analysis.torch.mode import Mode
 
 # Between two tokens of one logical line: spaces, line continuations and,
 # inside brackets, comments and line breaks.

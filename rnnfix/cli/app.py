@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from rnnfix import __version__
+from rnnfix._version import __version__
 
 if TYPE_CHECKING:
     from rnnfix.config.settings import Settings

@@ -19,7 +19,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from rnnfix import __version__
+from rnnfix._version import __version__
 from rnnfix.analysis.context import Finding
 from rnnfix.rules import all_rules
 from rnnfix.run.process import FileResult, Outcome
@@ -130,7 +130,7 @@ def _source(r: FileResult, dry: bool) -> str | None:
 
 
 def _fix(f: Finding, source: str, uri: str) -> dict[str, Any] | None:
-    from rnnfix.source.edits import apply_edits
+    from rnnfix.source.rewrite import apply_edits
 
     assert f.fix is not None
     try:

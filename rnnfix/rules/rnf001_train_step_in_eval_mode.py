@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from rnnfix.analysis.modes.modeflow import Mode, ModeFact, ModeFlow, TrainingStep
 from rnnfix.analysis.modes.placement import anchor_for
 from rnnfix.analysis.modes.state import is_prefix
-from rnnfix.analysis.project.index import FunctionSummary
+from rnnfix.analysis.project.summaries import FunctionSummary
 from rnnfix.analysis.ruletext import STEP_REACH, call_facts
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
 from rnnfix.source.edits import InsertStatements, Pos

@@ -10,14 +10,15 @@ from rnnfix.analysis.evalgrad.across_calls import regions_across_calls
 from rnnfix.analysis.evalgrad.in_scope import EvalBackward, EvalGradAnalysis, global_cudnn_off, key
 from rnnfix.analysis.evalgrad.trainworkaround import TrainForGradient, train_for_gradient
 from rnnfix.analysis.modes.receivers import Method
-from rnnfix.analysis.modes.state import Mode
-from rnnfix.analysis.project.index import FunctionSummary
+from rnnfix.analysis.project.summaries import FunctionSummary
+from rnnfix.analysis.project.summarise import summarise
 from rnnfix.analysis.ruletext import (
     EVAL_REACH,
     call_facts,
     may_switch_cudnn_off,
     may_switch_mode,
 )
+from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.rnns import RnnSpec
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
 from rnnfix.source.edits import AddImport, Edit, InsertStatements, ReplaceExpression, WrapInWith
@@ -187,7 +188,7 @@ reach cuDNN's backward; this rule cannot see that and reports it too.
         local = analysis.regions()
         regions = [
             r
-            for r in [*local, *regions_across_calls(ctx, analysis, local)]
+            for r in [*local, *regions_across_calls(ctx, analysis, local, summarise)]
             if not (r.rnn_train_done or r.cudnn_off_done)
             # The mode flow follows helpers (``reset(model)`` calling
             # ``model.train()``) that the syntactic region cannot see.

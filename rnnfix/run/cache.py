@@ -43,7 +43,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rnnfix import __version__
+from rnnfix._version import __version__
 from rnnfix.analysis.context import DroppedFix, Finding, Fix
 from rnnfix.config.settings import Settings
 

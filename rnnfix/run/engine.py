@@ -42,7 +42,7 @@ from rnnfix.rules import Rule, all_rules
 from rnnfix.run import undefined
 from rnnfix.run.linemap import LineMap, identity
 from rnnfix.run.undefined import NameProblem
-from rnnfix.source.edits import Edit, apply_edits
+from rnnfix.source.edits import Edit
 
 if TYPE_CHECKING:
     from rnnfix.analysis.project.index import ProjectIndex
@@ -325,6 +325,8 @@ class _FixLoop:
     def _checked(self, edits: Sequence[Edit]) -> str:
         """The source with ``edits``; refused when it does not parse or reads
         a name that is not bound where it is read (and was not before)."""
+        from rnnfix.source.rewrite import apply_edits  # libcst: only when there is a fix
+
         new = apply_edits(self.current, edits)
         tree = ast.parse(new)
         before = self._problems()

@@ -20,9 +20,10 @@ from collections.abc import Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from rnnfix.analysis.project.index import LazySummaries, ModuleSummary, ProjectIndex
+from rnnfix.analysis.project.index import LazySummaries, ProjectIndex
+from rnnfix.analysis.project.summaries import ModuleSummary
 from rnnfix.config.settings import Settings
 
 if TYPE_CHECKING:
@@ -39,13 +40,27 @@ GC_THRESHOLD = 100_000
 Changes = dict[str, "ModuleSummary | None"]
 
 
+class FileWork(Protocol):
+    """What the pool runs for each path: ``rnnfix.run.process.process_file``,
+    handed in by the caller so that this module need not import it (the
+    process module imports this one). A module-level function, so that it
+    pickles by name into the workers."""
+
+    def __call__(
+        self, path: Path, settings: Settings, write: bool, project: ProjectIndex | None
+    ) -> FileResult: ...
+
+
 class FilePool:
-    """``process_file`` over paths, in ``jobs`` worker processes (in this
+    """``work`` (``process_file``) over paths, in ``jobs`` worker processes (in this
     process when ``jobs`` <= 1). Use it as a context manager: leaving it
     stops the workers (at once on an exception: Ctrl-C, SIGTERM) and
     removes the shared summaries."""
 
-    def __init__(self, settings: Settings, project: ProjectIndex | None, jobs: int) -> None:
+    def __init__(
+        self, work: FileWork, settings: Settings, project: ProjectIndex | None, jobs: int
+    ) -> None:
+        self.work = work
         self.settings = settings
         self.project = project
         self.jobs = jobs
@@ -83,18 +98,18 @@ class FilePool:
         """The result of each path, in order. ``changes``: summaries that
         replace those of the index (the files a fix changed, every round's
         changes together)."""
-        from rnnfix.run.process import process_file  # process imports this module
-
         if self.jobs <= 1:
             project = self.project
             if changes and project is not None:
                 project = project.updated(changes)
             for path in paths:
-                yield process_file(path, self.settings, write, project)
+                yield self.work(path, self.settings, write, project)
             return
         self._round += 1
         update = (self._round, changes) if changes else None
-        work = partial(_process_in_worker, settings=self.settings, write=write, update=update)
+        work = partial(
+            _process_in_worker, self.work, settings=self.settings, write=write, update=update
+        )
         # Small chunks: a chunk holding a few large files (torch's
         # common_methods_invocations.py) would otherwise leave one worker
         # busy after the others are done; a task costs far less than a file.
@@ -159,14 +174,16 @@ def _die_with_parent() -> None:
 
 
 def _process_in_worker(
-    path: Path, settings: Settings, write: bool, update: tuple[int, Changes] | None
+    work: FileWork,
+    path: Path,
+    settings: Settings,
+    write: bool,
+    update: tuple[int, Changes] | None,
 ) -> FileResult:
-    from rnnfix.run.process import process_file
-
     global _worker_updated
     project = _worker_project
     if update is not None and project is not None:
         if _worker_updated is None or _worker_updated[0] != update[0]:
             _worker_updated = (update[0], project.updated(update[1]))
         project = _worker_updated[1]
-    return process_file(path, settings, write, project)
+    return work(path, settings, write, project)

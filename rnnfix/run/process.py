@@ -18,12 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from rnnfix.analysis.context import DroppedFix, Finding
 from rnnfix.analysis.project.imported import imported_files
-from rnnfix.analysis.project.index import (
-    ModuleSummary,
-    ProjectIndex,
-    normalise,
-    summarise,
-)
+from rnnfix.analysis.project.index import ProjectIndex, normalise
+from rnnfix.analysis.project.summaries import ModuleSummary
+from rnnfix.analysis.project.summarise import summarise
 from rnnfix.config.settings import Settings
 from rnnfix.run.cache import (
     FileDigests,
@@ -230,7 +227,7 @@ def _process_uncached(
     if jobs == 0:
         jobs = min(os.cpu_count() or 1, 8) if len(paths) >= PARALLEL_THRESHOLD else 1
     project = _build_project(everything, settings, outside)
-    with FilePool(settings, project, jobs) as pool:
+    with FilePool(process_file, settings, project, jobs) as pool:
         if project is None:
             return _map(pool, paths, write, progress)
         results = _map(pool, paths, False, progress)

@@ -8,14 +8,13 @@ Positions are ``Pos(line, col)``: 1-based line, 0-based column in *characters*
 (libcst's convention). ``rnnfix.rules.base.FileContext.pos`` converts ``ast``
 nodes, whose ``col_offset`` counts UTF-8 bytes.
 
-libcst itself is imported only when an edit is applied (``rnnfix.source.rewrite``):
+libcst itself is imported only when an edit is applied (``rnnfix.source.rewrite.apply_edits``):
 it costs more to import than a warm run over a large tree costs in total, and
 most runs have nothing to fix.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -89,14 +88,3 @@ Edit = (
 
 class EditError(Exception):
     """An edit could not be located or applied; the fix it belongs to is dropped."""
-
-
-def apply_edits(source: str, edits: Sequence[Edit]) -> str:
-    """Apply ``edits`` to ``source`` and return the new source.
-
-    Raises ``EditError`` when an edit's anchor is not found, or
-    ``libcst.ParserSyntaxError`` when ``source`` does not parse.
-    """
-    from rnnfix.source.rewrite import apply_with_libcst
-
-    return apply_with_libcst(source, edits)

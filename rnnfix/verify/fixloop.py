@@ -28,7 +28,7 @@ from typing import IO, Any
 
 from rnnfix.config.settings import Settings
 from rnnfix.run.linemap import LineMap
-from rnnfix.source.edits import EditError, apply_edits
+from rnnfix.source.edits import EditError
 from rnnfix.source.files import FileProblem, write_atomic
 from rnnfix.verify.fixplan import PlannedFix, Planner, Unfixed
 from rnnfix.verify.records import (
@@ -178,6 +178,7 @@ def _edited(
 ) -> tuple[bytes, str, str, bytes] | None:
     """Original bytes and text, edited text and bytes (same encoding, BOM)."""
     from rnnfix.source.files import read_source
+    from rnnfix.source.rewrite import apply_edits
 
     try:
         data, decoded = read_source(path)

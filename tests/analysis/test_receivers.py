@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from rnnfix.analysis.modes.receivers import ReceiverCheck
-from rnnfix.analysis.project.index import summarise
+from rnnfix.analysis.project.summarise import summarise
 from rnnfix.analysis.torch.api import is_stateless_torch_module
 from rnnfix.rules.base import FileContext
 

@@ -152,11 +152,11 @@ def test_huge_file_refused(run, tree: Path) -> None:
 
 
 def test_fix_that_breaks_parse_is_dropped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import rnnfix.run.engine
+    import rnnfix.source.rewrite
     from rnnfix.run.engine import fix_source
 
-    real = rnnfix.run.engine.apply_edits
-    monkeypatch.setattr(rnnfix.run.engine, "apply_edits", lambda s, e: real(s, e) + "\n(((\n")
+    real = rnnfix.source.rewrite.apply_edits
+    monkeypatch.setattr(rnnfix.source.rewrite, "apply_edits", lambda s, e: real(s, e) + "\n(((\n")
     result = fix_source(BUGGY)
     assert result.fixed == BUGGY
     assert result.dropped and "SyntaxError" in result.dropped[0].reason

@@ -6,7 +6,8 @@ import textwrap
 
 from rnnfix.config.settings import Settings
 from rnnfix.run.engine import check_source, fix_source
-from rnnfix.source.edits import Pos, RemoveStatement, apply_edits
+from rnnfix.source.edits import Pos, RemoveStatement
+from rnnfix.source.rewrite import apply_edits
 
 ONLY = ("RNF005",)
 

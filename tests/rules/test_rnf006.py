@@ -6,7 +6,7 @@ import ast
 import textwrap
 
 from rnnfix.analysis.modes.loads import LOADER, MODULE_LOADER, NOT_A_LOADER, returns_loaded_model
-from rnnfix.analysis.project.index import summarise
+from rnnfix.analysis.project.summarise import summarise
 from rnnfix.analysis.syntax.imports import ImportMap
 from rnnfix.config.settings import Settings
 from rnnfix.run.engine import check_source, fix_source

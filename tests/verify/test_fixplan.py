@@ -6,7 +6,8 @@ import textwrap
 from pathlib import Path
 
 from rnnfix.config.settings import Settings
-from rnnfix.source.edits import InsertStatements, WrapInWith, apply_edits
+from rnnfix.source.edits import InsertStatements, WrapInWith
+from rnnfix.source.rewrite import apply_edits
 from rnnfix.verify.fixplan import Planner
 from rnnfix.verify.records import CUDNN_BACKWARD_IN_EVAL, Provenance, Record, Site
 

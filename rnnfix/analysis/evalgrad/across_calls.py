@@ -48,23 +48,31 @@ from rnnfix.analysis.grads.gradcode import (
     input_gradient,
     parameter_names,
 )
-from rnnfix.analysis.modes.state import Mode, ModeFact, is_prefix
-from rnnfix.analysis.project.ctorgrads import OwnClasses
-from rnnfix.analysis.syntax.names import dotted
-from rnnfix.analysis.torch.api import strip_self_returning
+from rnnfix.analysis.modes.state import ModeFact, is_prefix
+from rnnfix.analysis.syntax.names import dotted, strip_self_returning
+from rnnfix.analysis.syntax.scopes import bind_arguments
+from rnnfix.analysis.torch.mode import Mode
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
     from rnnfix.analysis.modes.modeflow import ModeFlow
+    from rnnfix.analysis.project.summaries import ModuleSummary, Summariser
     from rnnfix.analysis.syntax.scopes import FuncNode
 
 
 def regions_across_calls(
-    ctx: FileContext, analysis: EvalGradAnalysis, local: list[EvalBackward]
+    ctx: FileContext,
+    analysis: EvalGradAnalysis,
+    local: list[EvalBackward],
+    summarise: Summariser | None = None,
 ) -> list[EvalBackward]:
+    """``summarise``: the project index's summariser
+    (``rnnfix.analysis.project.summarise.summarise``), handed in by the rule:
+    the classes of this file are read through their summary, and the index
+    sits above this package. None: they are not read."""
     modes = ctx.facts.modes
     taken = {(id(r.sink), r.model) for r in local}
-    own = OwnClasses(ctx.source, ctx.tree, str(ctx.path))
+    own = OwnClasses(ctx.source, ctx.tree, str(ctx.path), summarise)
     out: list[EvalBackward] = []
     for scope in [None, *modes.index.functions]:
         if modes.in_lightning_module(scope):
@@ -361,3 +369,43 @@ def local_functions(
         return info.node if info is not None and not info.is_method else None
 
     return lookup
+
+
+class OwnClasses:
+    """``ctor_grads`` for the classes of the file being checked: an object of a
+    class of this file built with a model (``vs = VanillaSaliency(model)``)
+    whose method takes input gradients through it. The file's own project
+    summary, computed at the first construction of such a class only."""
+
+    def __init__(
+        self, source: str, tree: ast.Module, path: str, summarise: Summariser | None
+    ) -> None:
+        self._summarise = summarise
+        self._source = source
+        self._path = path
+        self._classes = {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)}
+        self._summary: ModuleSummary | None = None
+        self._done = False
+
+    def stored_gradients(
+        self, call: ast.Call, built: Callable[[ast.expr], ast.Call | None]
+    ) -> tuple[str, ...]:
+        """``ProjectView.stored_gradients`` for a class of this file."""
+        func = call.func
+        target, method = (
+            (func.value, func.attr) if isinstance(func, ast.Attribute) else (func, "__call__")
+        )
+        stripped = strip_self_returning(target)
+        ctor = stripped if isinstance(stripped, ast.Call) else built(target)
+        name = ctor.func.id if ctor is not None and isinstance(ctor.func, ast.Name) else None
+        if ctor is None or name is None or name not in self._classes or not self._summarise:
+            return ()
+        if not self._done:
+            self._done = True
+            self._summary = self._summarise(self._source, self._path)
+        cls = self._summary.classes.get(name) if self._summary is not None else None
+        params = cls.ctor_grads.get(method, ()) if cls is not None else ()
+        if cls is None or not params:
+            return ()
+        args = bind_arguments(cls.init_params, cls.init_kwonly, True, ctor)
+        return tuple(a for p in params if (a := args.get(p)) is not None)

@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.grads.gradctx import grad_context
-from rnnfix.analysis.modes.state import Mode, is_prefix
+from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.imports import ImportMap
-from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.walks import child_nodes, walk_tree
-from rnnfix.analysis.torch.api import MODULE_METHODS, mode_switch, strip_self_returning
+from rnnfix.analysis.torch.api import MODULE_METHODS, mode_switch
+from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.rnns import RnnIndex, RnnSpec
 
 if TYPE_CHECKING:

@@ -19,11 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rnnfix.analysis.modes.state import Facts, Frame, Mode, ModeFact, join
-from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.modes.state import Facts, Frame, ModeFact, join
+from rnnfix.analysis.syntax.names import SELF_RETURNING, dotted
 from rnnfix.analysis.syntax.scopes import FuncNode, Resolved
 from rnnfix.analysis.syntax.walks import child_nodes
-from rnnfix.analysis.torch.api import SELF_RETURNING, mode_switch, module_mode_switch
+from rnnfix.analysis.torch.api import mode_switch, module_mode_switch
+from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.models import assignment_pairs, built_class, mode_receiver, unwrap_built
 
 if TYPE_CHECKING:

@@ -32,24 +32,20 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rnnfix.analysis.context import FileContext
 from rnnfix.analysis.grads.gradcode import AUTOGRAD_GRAD, captum_method
 from rnnfix.analysis.grads.gradctx import Handlers, gradient_uses
 from rnnfix.analysis.modes.flow import chained_mode
 from rnnfix.analysis.modes.loads import Load, LoadFinder, unwrap_value
 from rnnfix.analysis.modes.modeluse import ModelUses, mentions
 from rnnfix.analysis.modes.regions import probes_shapes
-from rnnfix.analysis.modes.state import Mode
-from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import FuncNode
 from rnnfix.analysis.syntax.walks import FUNCTIONS, block_of, walk_tree
-from rnnfix.analysis.torch.api import (
-    WRAPPERS,
-    module_mode_switch,
-    strip_self_returning,
-)
+from rnnfix.analysis.torch.api import WRAPPERS, module_mode_switch
+from rnnfix.analysis.torch.mode import Mode
 
 if TYPE_CHECKING:
+    from rnnfix.analysis.context import FileContext
     from rnnfix.analysis.modes.modeflow import ModeFlow
 
 # Text that makes a file export or trace code: it has its own expectations

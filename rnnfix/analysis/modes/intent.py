@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING
 
 from rnnfix.analysis.modes.flow import chained_mode
 from rnnfix.analysis.modes.placement import container, statement_path
-from rnnfix.analysis.modes.state import Mode, ModeFact, is_prefix
+from rnnfix.analysis.modes.state import ModeFact, is_prefix
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.scopes import LOOPS, FuncNode
 from rnnfix.analysis.torch.api import MODULE_METHODS, mode_switch
+from rnnfix.analysis.torch.mode import Mode
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modes.modeflow import ModeFlow

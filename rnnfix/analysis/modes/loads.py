@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.modes.flow import chained_mode
-from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import FileIndex, FuncNode
 from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_local, walk_tree
-from rnnfix.analysis.torch.api import module_mode_switch, strip_self_returning
+from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.models import ModuleClasses, built_class
 
 if TYPE_CHECKING:

@@ -25,8 +25,9 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
-from rnnfix.analysis.modes.state import Mode, is_prefix
+from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.torch.mode import Mode
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modes.modeflow import ModeFlow

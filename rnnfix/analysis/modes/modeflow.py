@@ -44,18 +44,13 @@ from rnnfix.analysis.modes.flow import Effect, ScopeRun, calls_in
 from rnnfix.analysis.modes.gradentry import entry_gradients
 from rnnfix.analysis.modes.intent import deliberate_eval
 from rnnfix.analysis.modes.modeapi import callable_parameters, has_mode_setter
-from rnnfix.analysis.modes.state import Facts, Mode, ModeFact, ModeState, is_prefix
-from rnnfix.analysis.project.index import ClassSummary
+from rnnfix.analysis.modes.state import Facts, ModeFact, ModeState, is_prefix
 from rnnfix.analysis.syntax.aliases import canonical, function_aliases
-from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import LOOPS, FileIndex, FuncNode, FunctionInfo, Resolved
 from rnnfix.analysis.syntax.walks import walk_local, walk_tree
-from rnnfix.analysis.torch.api import (
-    DATA_PARALLEL,
-    MODULE_METHODS,
-    module_mode_switch,
-    strip_self_returning,
-)
+from rnnfix.analysis.torch.api import DATA_PARALLEL, MODULE_METHODS, module_mode_switch
+from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.models import (
     ModelInfo,
     ModuleClasses,
@@ -68,7 +63,8 @@ from rnnfix.analysis.torch.optimizers import Optimizers
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
-    from rnnfix.analysis.project.index import ExternalCall, FunctionSummary, ProjectView
+    from rnnfix.analysis.project.index import ProjectView
+    from rnnfix.analysis.project.summaries import ExternalCall, FunctionSummary
 
 __all__ = ["Mode", "ModeFact", "ModeFlow", "ModeState", "ModelInfo", "TrainingStep"]
 
@@ -894,8 +890,8 @@ class ModeFlow:
                 if local is not None:
                     todo.append(local)
                     continue
-                found = self.project.lookup(base) if self.project is not None else None
-                if isinstance(found, ClassSummary):
+                found = self.project.lookup_class(base) if self.project is not None else None
+                if found is not None:
                     for name, fs in found.methods.items():
                         if _public(name):
                             out.setdefault(name, (fs, base))

@@ -20,9 +20,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.walks import FUNCTIONS, LOOPS, walk_local, walk_tree
-from rnnfix.analysis.torch.api import strip_self_returning
 
 # (method that may run first, method that may run after it)
 Order = frozenset[tuple[str, str]]

@@ -35,19 +35,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from rnnfix.analysis.syntax.imports import ImportMap
-from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.walks import walk_tree
 from rnnfix.analysis.torch import classfacts
-from rnnfix.analysis.torch.api import (
-    WRAPPERS,
-    is_stateless_torch_module,
-    module_mode_switch,
-    strip_self_returning,
-)
+from rnnfix.analysis.torch.api import WRAPPERS, is_stateless_torch_module, module_mode_switch
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
-    from rnnfix.analysis.project.index import ClassSummary
+    from rnnfix.analysis.project.summaries import ClassSummary
 
 Method = Literal["train", "eval"]
 Kind = Literal["module", "stateless", "not_module", "unknown"]
@@ -456,14 +451,5 @@ def _pairs(target: ast.expr, value: ast.expr) -> list[tuple[ast.expr, ast.expr]]
 
 
 def _lookup(ctx: FileContext) -> Callable[[ast.expr], ClassSummary | None] | None:
-    from rnnfix.analysis.project.index import ClassSummary
-
     view = ctx.facts.project
-    if view is None:
-        return None
-
-    def lookup(expr: ast.expr) -> ClassSummary | None:
-        found = view.lookup(expr)
-        return found if isinstance(found, ClassSummary) else None
-
-    return lookup
+    return view.lookup_class if view is not None else None

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from rnnfix.analysis.grads.gradctx import training_steps
-from rnnfix.analysis.modes.state import Mode
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.walks import (
     FUNCTIONS,
@@ -38,6 +37,7 @@ from rnnfix.analysis.syntax.walks import (
     words,
 )
 from rnnfix.analysis.torch.api import module_mode_switch
+from rnnfix.analysis.torch.mode import Mode
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext

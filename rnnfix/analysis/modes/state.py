@@ -16,17 +16,10 @@ prefix, then to the scope's entry state.
 from __future__ import annotations
 
 import ast
-import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-
-class Mode(enum.Enum):
-    TRAIN = "train"
-    EVAL = "eval"
-    # Not known in this scope: a parameter, a model loaded from disk, a mode
-    # passed as a variable (``model.train(flag)``). Only --strict acts on it.
-    UNKNOWN = "unknown"
+from rnnfix.analysis.torch.mode import Mode
 
 
 @dataclass(frozen=True)

@@ -22,15 +22,14 @@ the one the method sees:
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from rnnfix.analysis.syntax.names import strip_self_returning
 from rnnfix.analysis.syntax.scopes import bind_arguments
-from rnnfix.analysis.torch.api import strip_self_returning
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.project.index import FunctionSummary, ModuleSummary
+    from rnnfix.analysis.project.summaries import FunctionSummary
     from rnnfix.analysis.syntax.scopes import FuncNode
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -264,42 +263,3 @@ def _rebound(fn: ast.AST, name: str) -> bool:
     return any(
         isinstance(t, ast.Name) and t.id == name for n in ast.walk(fn) for t, _ in _assignments(n)
     )
-
-
-class OwnClasses:
-    """``ctor_grads`` for the classes of the file being checked: an object of a
-    class of this file built with a model (``vs = VanillaSaliency(model)``)
-    whose method takes input gradients through it. The file's own project
-    summary, computed at the first construction of such a class only."""
-
-    def __init__(self, source: str, tree: ast.Module, path: str) -> None:
-        self._source = source
-        self._path = path
-        self._classes = {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)}
-        self._summary: ModuleSummary | None = None
-        self._done = False
-
-    def stored_gradients(
-        self, call: ast.Call, built: Callable[[ast.expr], ast.Call | None]
-    ) -> tuple[str, ...]:
-        """``ProjectView.stored_gradients`` for a class of this file."""
-        from rnnfix.analysis.project.index import summarise
-
-        func = call.func
-        target, method = (
-            (func.value, func.attr) if isinstance(func, ast.Attribute) else (func, "__call__")
-        )
-        stripped = strip_self_returning(target)
-        ctor = stripped if isinstance(stripped, ast.Call) else built(target)
-        name = ctor.func.id if ctor is not None and isinstance(ctor.func, ast.Name) else None
-        if ctor is None or name is None or name not in self._classes:
-            return ()
-        if not self._done:
-            self._done = True
-            self._summary = summarise(self._source, self._path)
-        cls = self._summary.classes.get(name) if self._summary is not None else None
-        params = cls.ctor_grads.get(method, ()) if cls is not None else ()
-        if cls is None or not params:
-            return ()
-        args = bind_arguments(cls.init_params, cls.init_kwonly, True, ctor)
-        return tuple(a for p in params if (a := args.get(p)) is not None)

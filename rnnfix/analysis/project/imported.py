@@ -34,7 +34,8 @@ from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
-from rnnfix.analysis.project.index import Binding, import_bindings, normalise
+from rnnfix.analysis.project.bindings import Binding, import_bindings
+from rnnfix.analysis.project.index import normalise
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 # An import line: ``from <dots><dotted> import``, or ``import <dotted> [as x], ...``.

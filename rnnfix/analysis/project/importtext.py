@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import re
 
-from rnnfix.analysis.project.index import Binding, import_bindings
+from rnnfix.analysis.project.bindings import Binding, import_bindings
 
 # An import statement that does not start its line (``import a; import b``,
 # ``try: import x``, ``else: \`` then ``import y``): the lines cannot be trusted.

@@ -48,41 +48,39 @@ on its own file without an index, so a helper of ``utils.py`` that calls into
 from __future__ import annotations
 
 import ast
-import copy
 import os
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from rnnfix.analysis.modes.state import Mode
-from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.project.bindings import Binding, import_bindings, statements
+from rnnfix.analysis.project.summaries import (
+    LOAD_TOKENS,
+    MODE_TOKENS,
+    OVERRIDE_TOKENS,
+    RNN_TOKENS,
+    ClassSummary,
+    ExternalCall,
+    FunctionSummary,
+    ModuleSummary,
+    ReturnSummary,
+)
+from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import bind_arguments
-from rnnfix.analysis.torch.api import strip_self_returning
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.modes.modeflow import ModeFlow, Summary
     from rnnfix.analysis.modes.objectuse import Order
-    from rnnfix.analysis.syntax.imports import ImportMap
-    from rnnfix.analysis.syntax.scopes import FuncNode, FunctionInfo
     from rnnfix.analysis.torch.returns import Returns
     from rnnfix.analysis.torch.rnns import RnnSpec
 
-# ``autograd.grad`` and captum's ``.attribute(``: gradient code without a
-# ``.backward(`` (``Summary.entry_grads``).
-MODE_TOKENS = (".eval(", ".train(", ".backward(", ".step(", "autograd.grad", ".attribute(")
-# A class that overrides ``train``/``eval`` matters to every mode call on it.
-OVERRIDE_TOKENS = ("def train(", "def eval(")
 _IMPORT_LINE = re.compile(
     r"^[ \t]*(?:from[ \t]+(\.)|from[ \t]+([A-Za-z_]\w*)|import[ \t]+([^\n#;\\]+))", re.M
 )
-RNN_TOKENS = ("LSTM", "GRU", "RNN")
-# A file that may return a loaded model (``rnnfix.analysis.modes.loads``).
-LOAD_TOKENS = ("load_state_dict", ".load(", "load_from_checkpoint")
-HANDLER_TOKENS = ("no_grad", "inference_mode", "set_grad_enabled", "contextmanager", "__enter__")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MAX_REEXPORTS = 3
+# What a module summary records per module-level name (``ProjectView._module_fact``).
+_Fact = TypeVar("_Fact")
 
 
 def _any_of(tokens: tuple[str, ...]) -> re.Pattern[bytes]:
@@ -109,114 +107,6 @@ _WORD = re.compile(r"\w")
 _WORD_OR_DOT = re.compile(r"[\w.]")
 _CHAIN = re.compile(rf"((?:{_CHAIN_PART})*)")
 _CALLED_CHAIN = re.compile(rf"((?:{_CHAIN_PART})*){_CALL_AFTER}")
-
-# What a module summary records per module-level name (``ProjectView._module_fact``).
-_Fact = TypeVar("_Fact")
-
-# (relative import level, dotted parts): ``from ..a import b`` -> (2, ("a", "b")).
-Binding = tuple[int, tuple[str, ...]]
-
-
-@dataclass(frozen=True)
-class FunctionSummary:
-    name: str
-    params: tuple[str, ...]  # positional parameters, ``self`` included
-    kwonly: tuple[str, ...]
-    is_method: bool
-    summary: Summary
-
-    @property
-    def sets_eval(self) -> bool:
-        """It may leave a parameter, ``self`` or an attribute of ``self`` in
-        eval mode: ``model.sample_sentence()`` whose body calls ``self.eval()``
-        is an eval the caller's text does not show. An override of
-        ``eval``/``train`` itself does not count: a caller's ``m.eval()`` is a
-        mode call it already sees."""
-        if self.is_method and self.name in ("eval", "train"):
-            return False
-        return any(Mode.EVAL in e.sets for e in self.summary.effects.values())
-
-    @property
-    def trains(self) -> bool:
-        """It runs a training step on models it is given, in their mode."""
-        return self.summary.optimizer_step and bool(self.summary.entry_trains)
-
-
-@dataclass(frozen=True)
-class ClassSummary:
-    name: str
-    is_module: bool  # an ``nn.Module`` subclass (as far as its own file shows)
-    rnns: tuple[RnnSpec, ...]  # cuDNN RNNs an instance holds, by attribute path
-    methods: dict[str, FunctionSummary] = field(default_factory=dict)  # bases of its file too
-    # ``train``/``eval`` overridden so that a mode call on an instance cannot
-    # go through (the class, its bases and its submodules' classes in its
-    # file): method -> why (``classfacts.mode_overrides``).
-    mode_overrides: dict[str, str] = field(default_factory=dict)
-    holds_state: bool = True  # parameters, submodules or mode-dependent code (``classfacts``)
-    is_test: bool = False  # a unittest ``TestCase`` subclass (rnnfix.analysis.project.testcode)
-    # Method -> ``__init__`` parameters whose stored model it takes an input
-    # gradient through (``rnnfix.analysis.project.ctorgrads``), and the constructor's
-    # signature to bind a construction's arguments.
-    ctor_grads: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    init_params: tuple[str, ...] = ()
-    init_kwonly: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class ModuleSummary:
-    functions: dict[str, FunctionSummary]
-    classes: dict[str, ClassSummary]
-    imports: dict[str, Binding]
-    # Module-level decorators / context managers that switch grad or the
-    # module mode (``gradctx.definition_handling``): name -> {"grad", "eval"}.
-    handlers: dict[str, frozenset[str]] = field(default_factory=dict)
-    # Names the file calls (``f(``, ``.f(``) and does not define itself:
-    # whether a function of another file may have callers here, read by text.
-    called: frozenset[str] = frozenset()
-    # Module-level functions that return a model they loaded weights into
-    # without switching its mode (``loads.returns_loaded_model``; RNF006):
-    # name -> whether they built it from an ``nn.Module`` class.
-    loaders: dict[str, bool] = field(default_factory=dict)
-
-    def any_function(self, test: Callable[[FunctionSummary], bool]) -> bool:
-        methods = (m for c in self.classes.values() for m in c.methods.values())
-        return any(test(f) for f in (*self.functions.values(), *methods))
-
-
-@dataclass(frozen=True)
-class ReturnSummary:
-    """What the functions of one file return (``returns.ReturnFacts.summaries``:
-    ``"build"``, ``"Trainer.load_model"`` -> a wrapper / a parameter
-    unchanged), and its import bindings, to follow re-exports. Computed
-    apart from ``ModuleSummary``, at the first question: only RNF002 asks,
-    about files its ``x.module.train()`` calls reach."""
-
-    functions: dict[str, Returns]
-    imports: dict[str, Binding]
-
-
-@dataclass(frozen=True)
-class ExternalCall:
-    """A call into a function of another file, with how its names map to the caller's."""
-
-    function: FunctionSummary
-    receiver: str | None  # caller text bound to ``self``
-    args: dict[str, str | None]  # parameter -> caller text
-
-    @property
-    def summary(self) -> Summary:
-        return self.function.summary
-
-    def caller_key(self, key: str) -> str | None:
-        """The caller's name for the callee's ``key``: only parameters and
-        ``self`` are visible to the caller (the callee's globals are not its)."""
-        root, _, rest = key.partition(".")
-        suffix = "." + rest if rest else ""
-        fn = self.function
-        if fn.is_method and fn.params and root == fn.params[0]:
-            return self.receiver + suffix if self.receiver else None
-        arg = self.args.get(root)
-        return arg + suffix if arg else None
 
 
 def normalise(path: str | os.PathLike[str]) -> str:
@@ -400,6 +290,9 @@ def _returns_of_file(key: str) -> ReturnSummary | None:
 
 
 def _summarise_file(path: Path, key: str) -> ModuleSummary | None:
+    # Imported here: ``summarise`` runs every analysis of a file, and those
+    # (the mode flow among them) ask the index about other files.
+    from rnnfix.analysis.project.summarise import summarise
     from rnnfix.source.files import FileProblem, read_source
 
     try:
@@ -772,6 +665,13 @@ class ProjectView:
         self._cache[text] = found
         return found
 
+    def lookup_class(self, expr: ast.AST) -> ClassSummary | None:
+        """``lookup``, when what ``expr`` names is a class. The analyses below
+        the project index ask through this (and import the summary types only
+        for typing), so that they need not import this module at run time."""
+        found = self.lookup(expr)
+        return found if isinstance(found, ClassSummary) else None
+
     def handler(self, expr: ast.AST) -> frozenset[str] | None:
         """What the imported decorator or context manager ``expr`` does to grad
         and the module mode (``{"grad"}``, ``{"eval"}``), read from its
@@ -904,7 +804,7 @@ class ProjectView:
         if called and bases:
             chains += [
                 written
-                for stmt in _statements(self.tree.body)
+                for stmt in statements(self.tree.body)
                 if isinstance(stmt, ast.ClassDef)
                 for base in stmt.bases
                 if (written := dotted(base)) is not None and written.split(".")[0] in self.bindings
@@ -1094,7 +994,7 @@ class ProjectView:
         """Dotted names assigned an instance of an imported class (``t = Trainer(...)``)."""
         if self._instances is None:
             self._instances = {}
-            for node in _statements(self.tree.body):
+            for node in statements(self.tree.body):
                 if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                     value = strip_self_returning(node.value)
                     if not isinstance(value, ast.Call) or dotted(value.func) is None:
@@ -1114,309 +1014,3 @@ def _name(text: str) -> ast.expr:
 
 def _bind(fn: FunctionSummary, call: ast.Call) -> dict[str, str | None]:
     return bind_arguments(fn.params, fn.kwonly, fn.is_method, call)
-
-
-def import_bindings(tree: ast.Module) -> dict[str, Binding]:
-    """Local name -> what it is bound to, relative imports included (the
-    ``ImportMap`` of ``rnnfix.analysis.syntax.imports`` keeps absolute ones only)."""
-    out: dict[str, Binding] = {}
-    for node in _statements(tree.body):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    out[alias.asname] = (0, tuple(alias.name.split(".")))
-                else:
-                    top = alias.name.split(".")[0]
-                    out[top] = (0, (top,))
-        elif isinstance(node, ast.ImportFrom):
-            module = tuple(node.module.split(".")) if node.module else ()
-            for alias in node.names:
-                if alias.name != "*":
-                    out[alias.asname or alias.name] = (node.level, (*module, alias.name))
-    return out
-
-
-def _statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
-    """Every statement, nested ones included, without walking expressions
-    (imports are statements; expressions are most of a tree's nodes)."""
-    stack = list(reversed(body))
-    blocks = _BLOCKS
-    while stack:
-        stmt = stack.pop()
-        yield stmt
-        fields = blocks.get(stmt.__class__)
-        if fields is None:
-            fields = _block_fields(stmt.__class__)
-        if not fields:
-            continue  # a simple statement (most of them)
-        for name in ("body", "orelse", "finalbody"):
-            block = getattr(stmt, name, None)
-            if isinstance(block, list):
-                stack.extend(reversed([s for s in block if isinstance(s, ast.stmt)]))
-        for handler in getattr(stmt, "handlers", None) or ():
-            stack.extend(reversed(handler.body))
-        for case in getattr(stmt, "cases", None) or ():
-            stack.extend(reversed(case.body))
-
-
-# Per statement class: whether it has a block of statements (``_statements``).
-_BLOCKS: dict[type, bool] = {}
-
-
-def _block_fields(cls: type) -> bool:
-    fields = getattr(cls, "_fields", ())
-    found = _BLOCKS[cls] = any(
-        f in fields for f in ("body", "orelse", "finalbody", "handlers", "cases")
-    )
-    return found
-
-
-# --- summaries ---------------------------------------------------------------
-def summarise(source: str, path: str) -> ModuleSummary | None:
-    """The summary of one file of the run; None when it has nothing the mode
-    flow could use. Never raises: a file that cannot be read this way is one
-    the index knows nothing about."""
-    mode_code = any(t in source for t in MODE_TOKENS)
-    rnn_code = any(t in source for t in RNN_TOKENS)
-    # A file without mode code still tells callers which classes cannot take a mode call.
-    rnn_code = rnn_code or any(t in source for t in OVERRIDE_TOKENS)
-    package = os.path.basename(path) == "__init__.py" and "import" in source
-    handler_code = any(t in source for t in HANDLER_TOKENS)
-    tests = "TestCase" in source  # a base of other files' test classes
-    load_code = any(t in source for t in LOAD_TOKENS)
-    if not (mode_code or rnn_code or package or tests or handler_code or load_code):
-        return None
-    try:
-        return _summarise(source, path, mode_code, rnn_code, handler_code, load_code)
-    except Exception:  # noqa: BLE001 - a file the index cannot read is unknown, not fatal
-        return None
-
-
-def _summarise(
-    source: str,
-    path: str,
-    mode_code: bool,
-    rnn_code: bool,
-    handler_code: bool = False,
-    load_code: bool = False,
-) -> ModuleSummary | None:
-    from rnnfix.analysis.context import FileContext
-    from rnnfix.analysis.grads.gradctx import definition_handling
-    from rnnfix.analysis.modes.modeflow import ModeFlow
-    from rnnfix.analysis.modes.receivers import ClassTable
-    from rnnfix.analysis.project.ctorgrads import constructor, ctor_gradients
-    from rnnfix.analysis.project.testcode import test_case_classes
-    from rnnfix.analysis.syntax.imports import ImportMap
-    from rnnfix.analysis.syntax.scopes import FileIndex
-    from rnnfix.analysis.torch.models import ModuleClasses
-    from rnnfix.analysis.torch.rnns import RnnIndex
-
-    tree = ast.parse(source)
-    imports = import_bindings(tree)
-    functions: dict[str, FunctionSummary] = {}
-    classes: dict[str, ClassSummary] = {}
-    if mode_code or rnn_code:
-        pruned, kept = _pruned(tree, source.splitlines())
-        ctx = FileContext(source=source, tree=pruned, path=path)
-        flow = ModeFlow(ctx, summaries_only=True) if mode_code else None
-        index = flow.index if flow is not None else FileIndex(pruned, ctx.facts.imports)
-        module_classes = (
-            flow.classes if flow is not None else ModuleClasses(index, ctx.facts.imports)
-        )
-        # RNNs are assigned in methods that do not switch modes: the whole tree.
-        rnns = RnnIndex(tree, ImportMap.build(tree)) if rnn_code else None
-        # Class facts read every method (``__init__`` too): the whole tree.
-        defs = {c.name: c for c in _statements(tree.body) if isinstance(c, ast.ClassDef)}
-        table = ClassTable(
-            defs, ctx.facts.imports, module_classes.modules, None, os.path.basename(path)
-        )
-        if flow is not None:
-            for name, info in index.module_functions.items():
-                fs = _function(flow, info) if info.node in kept else None
-                if fs is not None:
-                    functions[name] = fs
-        for name in index.classes:
-            methods: dict[str, FunctionSummary] = {}
-            if flow is not None:
-                for method_name in _method_names(index.classes, name):
-                    method = index.method(name, method_name)
-                    fs = (
-                        _function(flow, method)
-                        if method and method.is_method and method.node in kept
-                        else None
-                    )
-                    if fs is not None:
-                        methods[method_name] = fs
-            specs = (rnns.of_class(name) if rnns is not None else None) or ()
-            is_module = name in module_classes.modules
-            ctor = constructor(name, defs) if methods else None
-            grads = ctor_gradients(ctor, methods) if ctor is not None else {}
-            if methods or specs or is_module:
-                overrides = table.overrides(name) if is_module else {}
-                state = table.holds_state(name) if is_module else True
-                classes[name] = ClassSummary(
-                    name,
-                    is_module,
-                    specs,
-                    methods,
-                    mode_overrides=overrides,
-                    holds_state=state,
-                    ctor_grads=grads,
-                    init_params=ctor.params if grads and ctor is not None else (),
-                    init_kwonly=ctor.kwonly if grads and ctor is not None else (),
-                )
-    for cls in test_case_classes(tree, ImportMap.build(tree)) if "TestCase" in source else ():
-        known = classes.get(cls.name)
-        classes[cls.name] = (
-            replace(known, is_test=True)
-            if known is not None
-            else ClassSummary(cls.name, False, (), is_test=True)
-        )
-    handlers: dict[str, frozenset[str]] = {}
-    if handler_code or mode_code:  # ``.eval(`` alone can make a wrapper one
-        import_map = ImportMap.build(tree)
-        may_handle = _handler_text(source, import_map)
-        for stmt in tree.body:
-            if isinstance(stmt, (*_FUNCS, ast.ClassDef)) and may_handle(stmt):
-                found = definition_handling(stmt, import_map)
-                if found:
-                    handlers[stmt.name] = found
-    loaders = _loaders(tree) if load_code else {}
-    if not (functions or classes or handlers or loaders or os.path.basename(path) == "__init__.py"):
-        return None
-    # A file's calls of its own functions are not calls of another file's
-    # (definitions are statements: no need to walk expressions).
-    defined = {n.name for n in _statements(tree.body) if isinstance(n, _FUNCS)}
-    called = frozenset(_CALLED_NAME.findall(source)) - defined
-    return ModuleSummary(functions, classes, imports, handlers, called, loaders)
-
-
-def _handler_text(source: str, imports: ImportMap) -> Callable[[ast.stmt], bool]:
-    """A necessary condition for ``gradctx.definition_handling(stmt)`` to find
-    anything, read from the definition's text (decorators included): a mode
-    call names ``eval``/``train``; a grad switch is an attribute named as a
-    grad function's last part or a name imported as one. Identifiers are
-    compared as written, so a file with non-ASCII text (identifiers are
-    NFKC-normalised) is never ruled out this way."""
-    from rnnfix.analysis.grads.gradctx import GRAD_NAMES
-
-    if not source.isascii():
-        return lambda stmt: True
-    words = {"eval", "train", *(q.rsplit(".", 1)[-1] for q in GRAD_NAMES)}
-    words.update(local for local, q in imports.names.items() if q in GRAD_NAMES)
-    # Whole identifiers: ``self.training`` is not a ``train`` attribute.
-    pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, words))) + r")\b")
-    # Lines as ``ast`` counts them (``ast.get_source_segment`` splits the same way).
-    lines = _LINE_END.split(source)
-
-    def may_handle(stmt: ast.stmt) -> bool:
-        decorators = getattr(stmt, "decorator_list", [])
-        first = min([stmt.lineno, *(d.lineno for d in decorators)])
-        text = "\n".join(lines[first - 1 : stmt.end_lineno])
-        return pattern.search(text) is not None
-
-    return may_handle
-
-
-_LINE_END = re.compile(r"\r\n|\r|\n")
-
-
-def _loaders(tree: ast.Module) -> dict[str, bool]:
-    from rnnfix.analysis.modes.loads import MODULE_LOADER, NOT_A_LOADER, returns_loaded_model
-    from rnnfix.analysis.syntax.imports import ImportMap
-    from rnnfix.analysis.syntax.scopes import ClassIndex
-    from rnnfix.analysis.torch.models import ModuleClasses, built_class
-
-    imports = ImportMap.build(tree)
-    # Module classes need only the file's classes, not a whole ``FileIndex``.
-    classes = ModuleClasses(ClassIndex(tree), imports)
-    out: dict[str, bool] = {}
-    for stmt in tree.body:
-        if isinstance(stmt, _FUNCS):
-            found = returns_loaded_model(
-                stmt, imports.qualname, lambda v: built_class(v, imports, classes) is not None
-            )
-            if found != NOT_A_LOADER:
-                out[stmt.name] = found == MODULE_LOADER
-    return out
-
-
-_CALLED_NAME = re.compile(r"\b(\w+)\s*\(")  # \b: fails fast inside a word, same matches
-
-
-def _pruned(tree: ast.Module, lines: list[str]) -> tuple[ast.Module, set[FuncNode]]:
-    """The part of a module its summaries depend on: the top-level imports,
-    and the functions and methods that switch modes or train (their text has
-    a ``MODE_TOKENS`` token), with the functions of the file they call and
-    that call them, found by name; every other function is kept as a stub
-    (its name still resolves, its body is ``pass``). Module-level code is
-    dropped. Most of a large library file is not mode code: this is what keeps
-    the index at about one ``ast.parse`` per file."""
-    defs: list[FuncNode] = []
-    for stmt in tree.body:
-        if isinstance(stmt, _FUNCS):
-            defs.append(stmt)
-        elif isinstance(stmt, ast.ClassDef):
-            defs.extend(s for s in stmt.body if isinstance(s, _FUNCS))
-    # The body only: ``def backward(ctx, grad):`` is not a training step.
-    text = {fn: "\n".join(lines[fn.body[0].lineno - 1 : fn.end_lineno]) for fn in defs}
-    names = {fn.name for fn in defs}
-    calls = {fn: set(_CALLED_NAME.findall(text[fn])) & names for fn in defs}
-    keep = {fn for fn in defs if any(t in text[fn] for t in MODE_TOKENS)}
-    down = {n for fn in keep for n in calls[fn]}  # what the mode code calls (forwards)
-    changed = True
-    while changed:
-        kept = {fn.name for fn in keep}
-        grown = {fn for fn in defs if fn.name in down or calls[fn] & kept}
-        changed = not grown <= keep
-        keep |= grown
-        down |= {n for fn in grown for n in calls[fn]}
-
-    def prune(fn: FuncNode) -> FuncNode:
-        if fn in keep:
-            return fn
-        stub = copy.copy(fn)
-        stub.body = [ast.copy_location(ast.Pass(), fn.body[0])]
-        return stub
-
-    body: list[ast.stmt] = []
-    for stmt in tree.body:
-        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            body.append(stmt)
-        elif isinstance(stmt, (ast.If, ast.Try)) and any(
-            isinstance(s, (ast.Import, ast.ImportFrom)) for s in stmt.body
-        ):
-            body.append(stmt)  # ``try: import x`` / ``if TYPE_CHECKING: import x``
-        elif isinstance(stmt, _FUNCS):
-            body.append(prune(stmt))
-        elif isinstance(stmt, ast.ClassDef):
-            cls = copy.copy(stmt)
-            cls.body = [prune(s) if isinstance(s, _FUNCS) else s for s in stmt.body]
-            body.append(cls)
-    return ast.Module(body=body, type_ignores=[]), keep
-
-
-def _function(flow: ModeFlow, info: FunctionInfo) -> FunctionSummary | None:
-    summary = flow.summary(info)
-    if summary.empty:
-        return None
-    return FunctionSummary(
-        info.name, tuple(info.params), tuple(info.kwonly), info.is_method, summary
-    )
-
-
-def _method_names(classes: dict[str, ast.ClassDef], name: str) -> list[str]:
-    """Methods of a class of the file, those of its bases in the same file included."""
-    out: dict[str, None] = {}
-    todo, seen = [name], set()
-    while todo:
-        current = todo.pop()
-        cls = classes.get(current)
-        if cls is None or current in seen:
-            continue
-        seen.add(current)
-        for stmt in cls.body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                out.setdefault(stmt.name, None)
-        todo.extend(b.id for b in cls.bases if isinstance(b, ast.Name))
-    return list(out)

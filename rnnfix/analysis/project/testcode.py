@@ -79,10 +79,8 @@ def _is_test_base(
     if text in local:
         return True
     if project is not None:
-        from rnnfix.analysis.project.index import ClassSummary
-
-        found = project.lookup(base)
-        return isinstance(found, ClassSummary) and found.is_test
+        found = project.lookup_class(base)
+        return found is not None and found.is_test
     return False
 
 

@@ -24,3 +24,22 @@ def method_call(node: ast.AST) -> tuple[ast.expr, str] | None:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         return node.func.value, node.func.attr
     return None
+
+
+# Methods that return the module itself: ``Net().to(device)`` is the ``Net()``.
+SELF_RETURNING = frozenset(
+    {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "train", "eval"}
+)
+# (torch knowledge, kept here because resolving a name sees through it:
+# ``model = Net().to(device)`` binds ``model`` to the ``Net()``.)
+
+
+def strip_self_returning(expr: ast.AST) -> ast.AST:
+    """``Net().to(dev).eval()`` -> ``Net()``; ``model.cuda()`` -> ``model``."""
+    while (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr in SELF_RETURNING
+    ):
+        expr = expr.func.value
+    return expr

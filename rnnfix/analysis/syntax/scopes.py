@@ -14,9 +14,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from rnnfix.analysis.syntax.imports import ImportMap
-from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.walks import CONTEXTS, NODE_FIELDS, node_fields, walk_tree
-from rnnfix.analysis.torch.api import strip_self_returning
 
 FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
 ScopeNode = FuncNode | ast.Module

@@ -13,8 +13,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from rnnfix.analysis.modes.state import Mode
 from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.torch.mode import Mode
 
 # Wrappers that hold the module they wrap as ``.module``; their ``train()``
 # reaches it (``Module.train`` recurses).
@@ -32,11 +32,6 @@ DATA_PARALLEL = frozenset(
 # Calls whose result runs the same modules as their first argument.
 WRAPPERS = DATA_PARALLEL | {"torch.compile"}
 
-# Methods that return the module itself: ``Net().to(device)`` is the ``Net()``.
-SELF_RETURNING = frozenset(
-    {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "train", "eval"}
-)
-
 # ``nn.Module`` API: calling one of these on a model does not run its forward.
 MODULE_METHODS = frozenset(
     {
@@ -49,17 +44,6 @@ MODULE_METHODS = frozenset(
         "save_pretrained", "init_hidden", "reset_parameters", "type", "extra_repr",
     }
 )  # fmt: skip
-
-
-def strip_self_returning(expr: ast.AST) -> ast.AST:
-    """``Net().to(dev).eval()`` -> ``Net()``; ``model.cuda()`` -> ``model``."""
-    while (
-        isinstance(expr, ast.Call)
-        and isinstance(expr.func, ast.Attribute)
-        and expr.func.attr in SELF_RETURNING
-    ):
-        expr = expr.func.value
-    return expr
 
 
 @dataclass(frozen=True)

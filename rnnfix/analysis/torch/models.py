@@ -22,16 +22,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from rnnfix.analysis.project.index import ClassSummary
 from rnnfix.analysis.syntax.imports import ImportMap
-from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import FileIndex, FuncNode
 from rnnfix.analysis.syntax.walks import walk_subtree, walk_tree
-from rnnfix.analysis.torch.api import MODULE_METHODS, WRAPPERS, mode_switch, strip_self_returning
+from rnnfix.analysis.torch.api import MODULE_METHODS, WRAPPERS, mode_switch
 from rnnfix.analysis.torch.rnns import RNN_CLASSES
 
 if TYPE_CHECKING:
     from rnnfix.analysis.project.index import ProjectView
+    from rnnfix.analysis.project.summaries import ClassSummary
 
 _CONTAINERS = {"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"}
 _NOT_MODULES = {"Parameter", "ParameterList", "ParameterDict", "Buffer"}
@@ -121,8 +121,8 @@ class ModuleClasses:
         """The ``nn.Module`` class of another file of the run ``expr`` names."""
         if self.project is None:
             return None
-        found = self.project.lookup(expr)
-        return found if isinstance(found, ClassSummary) and found.is_module else None
+        found = self.project.lookup_class(expr)
+        return found if found is not None and found.is_module else None
 
 
 def mode_receiver(call: ast.Call, imports: ImportMap) -> str | None:

@@ -16,9 +16,8 @@ import ast
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.syntax.aliases import canonical
-from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import FuncNode
-from rnnfix.analysis.torch.api import strip_self_returning
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modes.modeflow import ModeFlow

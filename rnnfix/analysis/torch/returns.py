@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rnnfix.analysis.syntax.imports import ImportMap
-from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.walks import FUNCTIONS, LOOPS, block_of, enclosing_stmt, tree_parents
-from rnnfix.analysis.torch.api import DATA_PARALLEL, strip_self_returning
+from rnnfix.analysis.torch.api import DATA_PARALLEL
 
 FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
 Kind = Literal["function", "method", "staticmethod", "classmethod"]

@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from rnnfix.analysis.syntax.imports import ImportMap
-from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.walks import walk_tree
-from rnnfix.analysis.torch.api import DATA_PARALLEL, strip_self_returning
+from rnnfix.analysis.torch.api import DATA_PARALLEL
 
 _NN = ("torch.nn.", "torch.nn.modules.rnn.")
 RNN_KINDS = ("LSTM", "GRU", "RNN")

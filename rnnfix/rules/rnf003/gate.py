@@ -40,11 +40,11 @@ import ast
 from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
 
-from rnnfix.analysis.project.index import ClassSummary, ExternalCall, FunctionSummary
-from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.project.summaries import ClassSummary, ExternalCall, FunctionSummary
+from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import bind_arguments
 from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_local, walk_tree
-from rnnfix.analysis.torch.api import MODULE_METHODS, strip_self_returning
+from rnnfix.analysis.torch.api import MODULE_METHODS
 
 if TYPE_CHECKING:
     from rnnfix.analysis.project.index import ProjectView

@@ -21,7 +21,7 @@ from rnnfix.analysis.modes.regions import (
     is_smoke_test,
     probes_shapes,
 )
-from rnnfix.analysis.modes.state import Mode, ModeFact, is_prefix
+from rnnfix.analysis.modes.state import ModeFact, is_prefix
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.walks import (
     FUNCTIONS,
@@ -33,6 +33,7 @@ from rnnfix.analysis.syntax.walks import (
     walk_tree,
 )
 from rnnfix.analysis.torch.api import mode_switch
+from rnnfix.analysis.torch.mode import Mode
 from rnnfix.rules.base import FileContext, Finding, Fix
 from rnnfix.rules.rnf003.escape import Escape, escapes
 from rnnfix.rules.rnf003.models import ModelIndex

@@ -17,9 +17,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.modes.state import is_prefix
-from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.walks import walk_local, walk_tree
-from rnnfix.analysis.torch.api import module_mode_switch, strip_self_returning
+from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.models import built_class
 
 if TYPE_CHECKING:

@@ -14,9 +14,9 @@ import ast
 
 from rnnfix.analysis.grads.gradctx import GradContexts, training_steps
 from rnnfix.analysis.modes.regions import phase_names
-from rnnfix.analysis.modes.state import Mode
 from rnnfix.analysis.syntax.walks import FUNCTIONS, enclosing_stmt, scope_of, words
 from rnnfix.analysis.torch.api import module_mode_switch
+from rnnfix.analysis.torch.mode import Mode
 from rnnfix.rules.base import FileContext, Finding, Fix
 from rnnfix.rules.rnf003.models import ModelIndex
 from rnnfix.source.edits import AddImport, Edit, ReplaceExpression, WrapInWith

@@ -5,7 +5,7 @@ is no fix.
 ``no_grad`` follows RNF003's policy: a function gets ``@torch.no_grad()`` (a
 two-line diff that re-indents nothing), module-level code gets ``with
 torch.no_grad():`` around the statements that run the forwards; and, as in
-RNF003 (``_rnf003_escape``), a function whose results may leave it with a
+RNF003 (``rnnfix.rules.rnf003.escape``), a function whose results may leave it with a
 graph attached, to callers rnnfix does not see, is reported without a fix.
 """
 

@@ -1,0 +1,144 @@
+"""What the project index knows of a file of the run: the summaries of its
+functions and classes (``FunctionSummary``, ``ClassSummary``, ``ModuleSummary``,
+``ReturnSummary``), a call into one of them (``ExternalCall``), and the tokens
+whose presence in a file's text decides whether it is summarised at all.
+
+Plain data: the analyses below the index (the mode flow, model objects) read
+these types without importing the index that computes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from rnnfix.analysis.project.bindings import Binding
+from rnnfix.analysis.torch.mode import Mode
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.modes.modeflow import Summary
+    from rnnfix.analysis.torch.returns import Returns
+    from rnnfix.analysis.torch.rnns import RnnSpec
+
+
+# Tokens whose presence in a file's text decides what is summarised
+# (``rnnfix.analysis.project.summarise``) and what a lookup may find there
+# (``ProjectIndex.may_hold``).
+# ``autograd.grad`` and captum's ``.attribute(``: gradient code without a
+# ``.backward(`` (``Summary.entry_grads``).
+MODE_TOKENS = (".eval(", ".train(", ".backward(", ".step(", "autograd.grad", ".attribute(")
+# A class that overrides ``train``/``eval`` matters to every mode call on it.
+OVERRIDE_TOKENS = ("def train(", "def eval(")
+RNN_TOKENS = ("LSTM", "GRU", "RNN")
+# A file that may return a loaded model (``rnnfix.analysis.modes.loads``).
+LOAD_TOKENS = ("load_state_dict", ".load(", "load_from_checkpoint")
+HANDLER_TOKENS = ("no_grad", "inference_mode", "set_grad_enabled", "contextmanager", "__enter__")
+
+
+@dataclass(frozen=True)
+class FunctionSummary:
+    name: str
+    params: tuple[str, ...]  # positional parameters, ``self`` included
+    kwonly: tuple[str, ...]
+    is_method: bool
+    summary: Summary
+
+    @property
+    def sets_eval(self) -> bool:
+        """It may leave a parameter, ``self`` or an attribute of ``self`` in
+        eval mode: ``model.sample_sentence()`` whose body calls ``self.eval()``
+        is an eval the caller's text does not show. An override of
+        ``eval``/``train`` itself does not count: a caller's ``m.eval()`` is a
+        mode call it already sees."""
+        if self.is_method and self.name in ("eval", "train"):
+            return False
+        return any(Mode.EVAL in e.sets for e in self.summary.effects.values())
+
+    @property
+    def trains(self) -> bool:
+        """It runs a training step on models it is given, in their mode."""
+        return self.summary.optimizer_step and bool(self.summary.entry_trains)
+
+
+@dataclass(frozen=True)
+class ClassSummary:
+    name: str
+    is_module: bool  # an ``nn.Module`` subclass (as far as its own file shows)
+    rnns: tuple[RnnSpec, ...]  # cuDNN RNNs an instance holds, by attribute path
+    methods: dict[str, FunctionSummary] = field(default_factory=dict)  # bases of its file too
+    # ``train``/``eval`` overridden so that a mode call on an instance cannot
+    # go through (the class, its bases and its submodules' classes in its
+    # file): method -> why (``classfacts.mode_overrides``).
+    mode_overrides: dict[str, str] = field(default_factory=dict)
+    holds_state: bool = True  # parameters, submodules or mode-dependent code (``classfacts``)
+    is_test: bool = False  # a unittest ``TestCase`` subclass (rnnfix.analysis.project.testcode)
+    # Method -> ``__init__`` parameters whose stored model it takes an input
+    # gradient through (``rnnfix.analysis.project.ctorgrads``), and the constructor's
+    # signature to bind a construction's arguments.
+    ctor_grads: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    init_params: tuple[str, ...] = ()
+    init_kwonly: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ModuleSummary:
+    functions: dict[str, FunctionSummary]
+    classes: dict[str, ClassSummary]
+    imports: dict[str, Binding]
+    # Module-level decorators / context managers that switch grad or the
+    # module mode (``gradctx.definition_handling``): name -> {"grad", "eval"}.
+    handlers: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Names the file calls (``f(``, ``.f(``) and does not define itself:
+    # whether a function of another file may have callers here, read by text.
+    called: frozenset[str] = frozenset()
+    # Module-level functions that return a model they loaded weights into
+    # without switching its mode (``loads.returns_loaded_model``; RNF006):
+    # name -> whether they built it from an ``nn.Module`` class.
+    loaders: dict[str, bool] = field(default_factory=dict)
+
+    def any_function(self, test: Callable[[FunctionSummary], bool]) -> bool:
+        methods = (m for c in self.classes.values() for m in c.methods.values())
+        return any(test(f) for f in (*self.functions.values(), *methods))
+
+
+@dataclass(frozen=True)
+class ReturnSummary:
+    """What the functions of one file return (``returns.ReturnFacts.summaries``:
+    ``"build"``, ``"Trainer.load_model"`` -> a wrapper / a parameter
+    unchanged), and its import bindings, to follow re-exports. Computed
+    apart from ``ModuleSummary``, at the first question: only RNF002 asks,
+    about files its ``x.module.train()`` calls reach."""
+
+    functions: dict[str, Returns]
+    imports: dict[str, Binding]
+
+
+@dataclass(frozen=True)
+class ExternalCall:
+    """A call into a function of another file, with how its names map to the caller's."""
+
+    function: FunctionSummary
+    receiver: str | None  # caller text bound to ``self``
+    args: dict[str, str | None]  # parameter -> caller text
+
+    @property
+    def summary(self) -> Summary:
+        return self.function.summary
+
+    def caller_key(self, key: str) -> str | None:
+        """The caller's name for the callee's ``key``: only parameters and
+        ``self`` are visible to the caller (the callee's globals are not its)."""
+        root, _, rest = key.partition(".")
+        suffix = "." + rest if rest else ""
+        fn = self.function
+        if fn.is_method and fn.params and root == fn.params[0]:
+            return self.receiver + suffix if self.receiver else None
+        arg = self.args.get(root)
+        return arg + suffix if arg else None
+
+
+# What computes a file's summary from its source and path
+# (``rnnfix.analysis.project.summarise.summarise``): handed to the analyses
+# below the index that need one, since they cannot import it.
+Summariser = Callable[[str, str], "ModuleSummary | None"]

@@ -1,0 +1,285 @@
+"""Computing a file's ``ModuleSummary``: the mode flow, the class facts and the
+loads of one file, run in summary mode. The index (``rnnfix.analysis.project.index``)
+calls ``summarise`` at a file's first lookup; it imports every analysis, which is
+why it is a module of its own that nothing below the project index imports.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import os
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from rnnfix.analysis.project.bindings import import_bindings, statements
+from rnnfix.analysis.project.summaries import (
+    HANDLER_TOKENS,
+    LOAD_TOKENS,
+    MODE_TOKENS,
+    OVERRIDE_TOKENS,
+    RNN_TOKENS,
+    ClassSummary,
+    FunctionSummary,
+    ModuleSummary,
+)
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.modes.modeflow import ModeFlow
+    from rnnfix.analysis.syntax.imports import ImportMap
+    from rnnfix.analysis.syntax.scopes import FuncNode, FunctionInfo
+
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+# --- summaries ---------------------------------------------------------------
+def summarise(source: str, path: str) -> ModuleSummary | None:
+    """The summary of one file of the run; None when it has nothing the mode
+    flow could use. Never raises: a file that cannot be read this way is one
+    the index knows nothing about."""
+    mode_code = any(t in source for t in MODE_TOKENS)
+    rnn_code = any(t in source for t in RNN_TOKENS)
+    # A file without mode code still tells callers which classes cannot take a mode call.
+    rnn_code = rnn_code or any(t in source for t in OVERRIDE_TOKENS)
+    package = os.path.basename(path) == "__init__.py" and "import" in source
+    handler_code = any(t in source for t in HANDLER_TOKENS)
+    tests = "TestCase" in source  # a base of other files' test classes
+    load_code = any(t in source for t in LOAD_TOKENS)
+    if not (mode_code or rnn_code or package or tests or handler_code or load_code):
+        return None
+    try:
+        return _summarise(source, path, mode_code, rnn_code, handler_code, load_code)
+    except Exception:  # noqa: BLE001 - a file the index cannot read is unknown, not fatal
+        return None
+
+
+def _summarise(
+    source: str,
+    path: str,
+    mode_code: bool,
+    rnn_code: bool,
+    handler_code: bool = False,
+    load_code: bool = False,
+) -> ModuleSummary | None:
+    from rnnfix.analysis.context import FileContext
+    from rnnfix.analysis.grads.gradctx import definition_handling
+    from rnnfix.analysis.modes.modeflow import ModeFlow
+    from rnnfix.analysis.modes.receivers import ClassTable
+    from rnnfix.analysis.project.ctorgrads import constructor, ctor_gradients
+    from rnnfix.analysis.project.testcode import test_case_classes
+    from rnnfix.analysis.syntax.imports import ImportMap
+    from rnnfix.analysis.syntax.scopes import FileIndex
+    from rnnfix.analysis.torch.models import ModuleClasses
+    from rnnfix.analysis.torch.rnns import RnnIndex
+
+    tree = ast.parse(source)
+    imports = import_bindings(tree)
+    functions: dict[str, FunctionSummary] = {}
+    classes: dict[str, ClassSummary] = {}
+    if mode_code or rnn_code:
+        pruned, kept = _pruned(tree, source.splitlines())
+        ctx = FileContext(source=source, tree=pruned, path=path)
+        flow = ModeFlow(ctx, summaries_only=True) if mode_code else None
+        index = flow.index if flow is not None else FileIndex(pruned, ctx.facts.imports)
+        module_classes = (
+            flow.classes if flow is not None else ModuleClasses(index, ctx.facts.imports)
+        )
+        # RNNs are assigned in methods that do not switch modes: the whole tree.
+        rnns = RnnIndex(tree, ImportMap.build(tree)) if rnn_code else None
+        # Class facts read every method (``__init__`` too): the whole tree.
+        defs = {c.name: c for c in statements(tree.body) if isinstance(c, ast.ClassDef)}
+        table = ClassTable(
+            defs, ctx.facts.imports, module_classes.modules, None, os.path.basename(path)
+        )
+        if flow is not None:
+            for name, info in index.module_functions.items():
+                fs = _function(flow, info) if info.node in kept else None
+                if fs is not None:
+                    functions[name] = fs
+        for name in index.classes:
+            methods: dict[str, FunctionSummary] = {}
+            if flow is not None:
+                for method_name in _method_names(index.classes, name):
+                    method = index.method(name, method_name)
+                    fs = (
+                        _function(flow, method)
+                        if method and method.is_method and method.node in kept
+                        else None
+                    )
+                    if fs is not None:
+                        methods[method_name] = fs
+            specs = (rnns.of_class(name) if rnns is not None else None) or ()
+            is_module = name in module_classes.modules
+            ctor = constructor(name, defs) if methods else None
+            grads = ctor_gradients(ctor, methods) if ctor is not None else {}
+            if methods or specs or is_module:
+                overrides = table.overrides(name) if is_module else {}
+                state = table.holds_state(name) if is_module else True
+                classes[name] = ClassSummary(
+                    name,
+                    is_module,
+                    specs,
+                    methods,
+                    mode_overrides=overrides,
+                    holds_state=state,
+                    ctor_grads=grads,
+                    init_params=ctor.params if grads and ctor is not None else (),
+                    init_kwonly=ctor.kwonly if grads and ctor is not None else (),
+                )
+    for cls in test_case_classes(tree, ImportMap.build(tree)) if "TestCase" in source else ():
+        known = classes.get(cls.name)
+        classes[cls.name] = (
+            replace(known, is_test=True)
+            if known is not None
+            else ClassSummary(cls.name, False, (), is_test=True)
+        )
+    handlers: dict[str, frozenset[str]] = {}
+    if handler_code or mode_code:  # ``.eval(`` alone can make a wrapper one
+        import_map = ImportMap.build(tree)
+        may_handle = _handler_text(source, import_map)
+        for stmt in tree.body:
+            if isinstance(stmt, (*_FUNCS, ast.ClassDef)) and may_handle(stmt):
+                found = definition_handling(stmt, import_map)
+                if found:
+                    handlers[stmt.name] = found
+    loaders = _loaders(tree) if load_code else {}
+    if not (functions or classes or handlers or loaders or os.path.basename(path) == "__init__.py"):
+        return None
+    # A file's calls of its own functions are not calls of another file's
+    # (definitions are statements: no need to walk expressions).
+    defined = {n.name for n in statements(tree.body) if isinstance(n, _FUNCS)}
+    called = frozenset(_CALLED_NAME.findall(source)) - defined
+    return ModuleSummary(functions, classes, imports, handlers, called, loaders)
+
+
+def _handler_text(source: str, imports: ImportMap) -> Callable[[ast.stmt], bool]:
+    """A necessary condition for ``gradctx.definition_handling(stmt)`` to find
+    anything, read from the definition's text (decorators included): a mode
+    call names ``eval``/``train``; a grad switch is an attribute named as a
+    grad function's last part or a name imported as one. Identifiers are
+    compared as written, so a file with non-ASCII text (identifiers are
+    NFKC-normalised) is never ruled out this way."""
+    from rnnfix.analysis.grads.gradctx import GRAD_NAMES
+
+    if not source.isascii():
+        return lambda stmt: True
+    words = {"eval", "train", *(q.rsplit(".", 1)[-1] for q in GRAD_NAMES)}
+    words.update(local for local, q in imports.names.items() if q in GRAD_NAMES)
+    # Whole identifiers: ``self.training`` is not a ``train`` attribute.
+    pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, words))) + r")\b")
+    # Lines as ``ast`` counts them (``ast.get_source_segment`` splits the same way).
+    lines = _LINE_END.split(source)
+
+    def may_handle(stmt: ast.stmt) -> bool:
+        decorators = getattr(stmt, "decorator_list", [])
+        first = min([stmt.lineno, *(d.lineno for d in decorators)])
+        text = "\n".join(lines[first - 1 : stmt.end_lineno])
+        return pattern.search(text) is not None
+
+    return may_handle
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _loaders(tree: ast.Module) -> dict[str, bool]:
+    from rnnfix.analysis.modes.loads import MODULE_LOADER, NOT_A_LOADER, returns_loaded_model
+    from rnnfix.analysis.syntax.imports import ImportMap
+    from rnnfix.analysis.syntax.scopes import ClassIndex
+    from rnnfix.analysis.torch.models import ModuleClasses, built_class
+
+    imports = ImportMap.build(tree)
+    # Module classes need only the file's classes, not a whole ``FileIndex``.
+    classes = ModuleClasses(ClassIndex(tree), imports)
+    out: dict[str, bool] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, _FUNCS):
+            found = returns_loaded_model(
+                stmt, imports.qualname, lambda v: built_class(v, imports, classes) is not None
+            )
+            if found != NOT_A_LOADER:
+                out[stmt.name] = found == MODULE_LOADER
+    return out
+
+
+_CALLED_NAME = re.compile(r"\b(\w+)\s*\(")  # \b: fails fast inside a word, same matches
+
+
+def _pruned(tree: ast.Module, lines: list[str]) -> tuple[ast.Module, set[FuncNode]]:
+    """The part of a module its summaries depend on: the top-level imports,
+    and the functions and methods that switch modes or train (their text has
+    a ``MODE_TOKENS`` token), with the functions of the file they call and
+    that call them, found by name; every other function is kept as a stub
+    (its name still resolves, its body is ``pass``). Module-level code is
+    dropped. Most of a large library file is not mode code: this is what keeps
+    the index at about one ``ast.parse`` per file."""
+    defs: list[FuncNode] = []
+    for stmt in tree.body:
+        if isinstance(stmt, _FUNCS):
+            defs.append(stmt)
+        elif isinstance(stmt, ast.ClassDef):
+            defs.extend(s for s in stmt.body if isinstance(s, _FUNCS))
+    # The body only: ``def backward(ctx, grad):`` is not a training step.
+    text = {fn: "\n".join(lines[fn.body[0].lineno - 1 : fn.end_lineno]) for fn in defs}
+    names = {fn.name for fn in defs}
+    calls = {fn: set(_CALLED_NAME.findall(text[fn])) & names for fn in defs}
+    keep = {fn for fn in defs if any(t in text[fn] for t in MODE_TOKENS)}
+    down = {n for fn in keep for n in calls[fn]}  # what the mode code calls (forwards)
+    changed = True
+    while changed:
+        kept = {fn.name for fn in keep}
+        grown = {fn for fn in defs if fn.name in down or calls[fn] & kept}
+        changed = not grown <= keep
+        keep |= grown
+        down |= {n for fn in grown for n in calls[fn]}
+
+    def prune(fn: FuncNode) -> FuncNode:
+        if fn in keep:
+            return fn
+        stub = copy.copy(fn)
+        stub.body = [ast.copy_location(ast.Pass(), fn.body[0])]
+        return stub
+
+    body: list[ast.stmt] = []
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            body.append(stmt)
+        elif isinstance(stmt, (ast.If, ast.Try)) and any(
+            isinstance(s, (ast.Import, ast.ImportFrom)) for s in stmt.body
+        ):
+            body.append(stmt)  # ``try: import x`` / ``if TYPE_CHECKING: import x``
+        elif isinstance(stmt, _FUNCS):
+            body.append(prune(stmt))
+        elif isinstance(stmt, ast.ClassDef):
+            cls = copy.copy(stmt)
+            cls.body = [prune(s) if isinstance(s, _FUNCS) else s for s in stmt.body]
+            body.append(cls)
+    return ast.Module(body=body, type_ignores=[]), keep
+
+
+def _function(flow: ModeFlow, info: FunctionInfo) -> FunctionSummary | None:
+    summary = flow.summary(info)
+    if summary.empty:
+        return None
+    return FunctionSummary(
+        info.name, tuple(info.params), tuple(info.kwonly), info.is_method, summary
+    )
+
+
+def _method_names(classes: dict[str, ast.ClassDef], name: str) -> list[str]:
+    """Methods of a class of the file, those of its bases in the same file included."""
+    out: dict[str, None] = {}
+    todo, seen = [name], set()
+    while todo:
+        current = todo.pop()
+        cls = classes.get(current)
+        if cls is None or current in seen:
+            continue
+        seen.add(current)
+        for stmt in cls.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out.setdefault(stmt.name, None)
+        todo.extend(b.id for b in cls.bases if isinstance(b, ast.Name))
+    return list(out)
