@@ -15,7 +15,7 @@ import torch.nn.functional as F  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 from torch import nn  # noqa: E402
 
-from rnnfix.verify import sanitizer as sanitizer_module  # noqa: E402
+from rnnfix.verify import sanitizer_layers as layers_module  # noqa: E402
 from rnnfix.verify.cli import verify_command  # noqa: E402
 from rnnfix.verify.records import (  # noqa: E402
     BATCHNORM_RECALIBRATION,
@@ -215,11 +215,11 @@ def test_clean_paths_never_walk_the_stack(sanitizer: Any, monkeypatch: pytest.Mo
     calls: list[str] = []
 
     def spy(name: str) -> Callable[..., Any]:
-        real = getattr(sanitizer_module, name)
+        real = getattr(layers_module, name)
         return lambda *a, **k: calls.append(name) or real(*a, **k)
 
     for name in ("_after_dropout", "_after_norm", "_stack_modules"):
-        monkeypatch.setattr(sanitizer_module, name, spy(name))
+        monkeypatch.setattr(layers_module, name, spy(name))
     test_training_forwards_record_nothing(sanitizer)
     assert calls == []  # train with grad on, eval under no_grad: one flag check each
 

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
-from rnnfix.verify import messages, sanitizer  # noqa: E402
+from rnnfix.verify import messages, sanitizer_cudnn, sanitizer_state  # noqa: E402
 from rnnfix.verify.records import CUDNN_BACKWARD_IN_EVAL, Record  # noqa: E402
 
 
@@ -79,10 +79,10 @@ def test_uncaught_cudnn_error_is_recorded_from_bookkeeping() -> None:
         try:
             raise RuntimeError(messages.CUDNN_ERROR)
         except RuntimeError as error:
-            san = sanitizer._active
+            san = sanitizer_state._active
             assert san is not None
-            assert sanitizer.record_uncaught_cudnn_error(san, error, error.__traceback__)
-            assert not sanitizer.record_uncaught_cudnn_error(san, error, error.__traceback__)
+            assert sanitizer_cudnn.record_uncaught_cudnn_error(san, error, error.__traceback__)
+            assert not sanitizer_cudnn.record_uncaught_cudnn_error(san, error, error.__traceback__)
         record = _cudnn(verify.records())
         assert record.checked_by == "cudnn"
         assert record.provenance is not None and "net" in record.provenance.refs[0]

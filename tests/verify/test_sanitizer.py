@@ -285,7 +285,7 @@ def test_torch_compile_eager_backend_still_checked(raising: Any) -> None:
 def test_a_sanitizer_bug_never_breaks_training(
     sanitizer: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rnnfix.verify import sanitizer as module
+    from rnnfix.verify import sanitizer_cudnn as module
 
     def broken(*args: Any) -> None:
         raise KeyError("boom")
