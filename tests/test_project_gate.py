@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rnnfix.analysis.project.index import LazySummaries, ProjectIndex, ProjectView, normalise
+from rnnfix.analysis.project.index import LazySummaries, ProjectIndex, normalise
+from rnnfix.analysis.project.view import ProjectView
 from rnnfix.source.files import discover
 
 PROJECTS = Path(__file__).resolve().parent.parent / "fixtures" / "project"

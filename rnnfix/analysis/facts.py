@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from rnnfix.analysis.evalgrad.in_scope import EvalGradAnalysis
     from rnnfix.analysis.modes.modeflow import ModeFlow
     from rnnfix.analysis.modes.receivers import Receivers
-    from rnnfix.analysis.project.index import ProjectView
+    from rnnfix.analysis.project.view import ProjectView
 
 
 class FileFacts:

@@ -33,7 +33,7 @@ from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.rnns import RnnIndex, RnnSpec
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.project.index import ProjectView
+    from rnnfix.analysis.project.view import ProjectView
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)

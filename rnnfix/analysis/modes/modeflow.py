@@ -63,8 +63,8 @@ from rnnfix.analysis.torch.optimizers import Optimizers
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
-    from rnnfix.analysis.project.index import ProjectView
     from rnnfix.analysis.project.summaries import ExternalCall, FunctionSummary
+    from rnnfix.analysis.project.view import ProjectView
 
 __all__ = ["Mode", "ModeFact", "ModeFlow", "ModeState", "ModelInfo", "TrainingStep"]
 

@@ -50,63 +50,22 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
-from rnnfix.analysis.project.bindings import Binding, import_bindings, statements
+from rnnfix.analysis.project.bindings import Binding, import_bindings
 from rnnfix.analysis.project.summaries import (
-    LOAD_TOKENS,
-    MODE_TOKENS,
-    OVERRIDE_TOKENS,
-    RNN_TOKENS,
     ClassSummary,
-    ExternalCall,
     FunctionSummary,
     ModuleSummary,
     ReturnSummary,
 )
-from rnnfix.analysis.syntax.names import dotted, strip_self_returning
-from rnnfix.analysis.syntax.scopes import bind_arguments
+from rnnfix.analysis.project.texts import DEFINED_NAME, IMPORT_LINE, LOAD_CODE, MAX_REEXPORTS
+from rnnfix.analysis.project.view import ProjectView
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modes.objectuse import Order
-    from rnnfix.analysis.torch.returns import Returns
-    from rnnfix.analysis.torch.rnns import RnnSpec
-
-_IMPORT_LINE = re.compile(
-    r"^[ \t]*(?:from[ \t]+(\.)|from[ \t]+([A-Za-z_]\w*)|import[ \t]+([^\n#;\\]+))", re.M
-)
-_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_MAX_REEXPORTS = 3
-# What a module summary records per module-level name (``ProjectView._module_fact``).
-_Fact = TypeVar("_Fact")
-
-
-def _any_of(tokens: tuple[str, ...]) -> re.Pattern[bytes]:
-    return re.compile(b"|".join(re.escape(t.encode()) for t in tokens))
-
-
-# What a file needs for ``ProjectIndex.may_hold`` to let a lookup through:
-# functions are summarised only in files with mode code, and one can set
-# eval only with a mode call (``.eval()``, ``.train(False)``; ``m . eval()``
-# is one too); RNNs are read only in files with RNN or override text.
-_MODE_CODE = _any_of(MODE_TOKENS)
-_MODE_SWITCH = re.compile(rb"\.\s*(?:eval|train)\b")
-_RNN_CODE = _any_of(RNN_TOKENS + OVERRIDE_TOKENS)
-_LOAD_CODE = _any_of(LOAD_TOKENS)
-# The name of a ``def`` or ``class`` in a file's text (``LazySummaries.may_define``).
-_DEFINED_NAME = re.compile(rb"\b(def|class)[ \t\f\\\r\n]+(\w+)")
-# One ``.name`` of a dotted name in the text (``ProjectView._chains``): the
-# name maybe parenthesised, with spaces, continuations and comments between.
-_CHAIN_PART = r"(?:[ \t\f\r\n\\)]|#[^\n]*(?![^\n]))*\.(?:[ \t\f\r\n\\]|#[^\n]*(?![^\n]))*\w+"
-_CALL_AFTER = r"(?=(?:[ \t\f\r\n\\)]|#[^\n]*(?![^\n]))*\()"
-_COMMENT = re.compile(r"#[^\n]*")
-_CHAIN_NAME = re.compile(r"\.(?:[ \t\f\r\n\\]|#[^\n]*(?![^\n]))*(\w+)")
-_WORD = re.compile(r"\w")
-_WORD_OR_DOT = re.compile(r"[\w.]")
-_CHAIN = re.compile(rf"((?:{_CHAIN_PART})*)")
-_CALLED_CHAIN = re.compile(rf"((?:{_CHAIN_PART})*){_CALL_AFTER}")
 
 
 def normalise(path: str | os.PathLike[str]) -> str:
@@ -182,7 +141,7 @@ class LazySummaries(Mapping[str, "ModuleSummary | None"]):
         if key not in memo:
             data = _read(self._paths[key])
             found: dict[bytes, set[str]] = {b"def": set(), b"class": set()}
-            for keyword, defined in _DEFINED_NAME.findall(data or b""):
+            for keyword, defined in DEFINED_NAME.findall(data or b""):
                 found[keyword].add(defined.decode())
             memo[key] = (
                 None if data is None else (frozenset(found[b"def"]), frozenset(found[b"class"]))
@@ -353,7 +312,7 @@ class ProjectIndex:
     def may_import(self, source: str) -> bool:
         """A text pre-filter: an import line of ``source`` is relative or names
         a folder or module of the run."""
-        for m in _IMPORT_LINE.finditer(source):
+        for m in IMPORT_LINE.finditer(source):
             if m.group(1):
                 return True
             names = m.group(2) or m.group(3)
@@ -452,7 +411,7 @@ class ProjectIndex:
                 return cls
             return cls.methods.get(rest[0]) if len(rest) == 1 else None
         binding = module.imports.get(head)
-        if binding is None or depth >= _MAX_REEXPORTS:
+        if binding is None or depth >= MAX_REEXPORTS:
             return None
         found = self.resolve(file, binding[0], binding[1] + rest)
         if found is None or found[0] == file:
@@ -519,9 +478,9 @@ class ProjectIndex:
                 return False
             if name in module.loaders:
                 return True
-        elif files.text_has(file, _LOAD_CODE) and files.may_define(file, name):
+        elif files.text_has(file, LOAD_CODE) and files.may_define(file, name):
             return True
-        if depth >= _MAX_REEXPORTS:
+        if depth >= MAX_REEXPORTS:
             return False
         bindings = files.bindings(file, name)
         if bindings is None:
@@ -549,7 +508,7 @@ class ProjectIndex:
         consulted.add(file)
         if file in files._known or files.may_define(file, names[0], classes=True):
             return True
-        if depth >= _MAX_REEXPORTS:
+        if depth >= MAX_REEXPORTS:
             return False
         found = self._reexport(files, file, names)
         if isinstance(found, bool):
@@ -580,7 +539,7 @@ class ProjectIndex:
         consulted.add(file)
         if files.text_has(file, text):
             return True
-        if not names or depth >= _MAX_REEXPORTS:
+        if not names or depth >= MAX_REEXPORTS:
             return False
         found = self._reexport(files, file, names)
         if isinstance(found, bool):
@@ -607,18 +566,6 @@ class ProjectIndex:
         return found
 
 
-def _has_function(
-    found: FunctionSummary | ClassSummary | ModuleSummary, test: Callable[[FunctionSummary], bool]
-) -> bool:
-    """``test`` holds for the function, for a method of the class, or for a
-    function or method of the module."""
-    if isinstance(found, FunctionSummary):
-        return test(found)
-    if isinstance(found, ClassSummary):
-        return any(test(m) for m in found.methods.values())
-    return found.any_function(test)
-
-
 def _ancestors(folder: str) -> list[str]:
     out = [folder]
     while True:
@@ -626,391 +573,3 @@ def _ancestors(folder: str) -> list[str]:
         if parent == out[-1]:
             return out
         out.append(parent)
-
-
-class ProjectView:
-    """The project index as one file sees it: its imports resolved against
-    the run's files. Never answers with the file itself (a file's own
-    functions are the mode flow's, computed from its current source).
-    ``consulted`` collects the other files a lookup reached: the run re-checks
-    this file if one of them changes."""
-
-    def __init__(
-        self,
-        index: ProjectIndex,
-        path: str,
-        tree: ast.Module,
-        bindings: dict[str, Binding] | None = None,
-    ) -> None:
-        self.index = index
-        self.path = path
-        self.tree = tree
-        self.bindings = import_bindings(tree) if bindings is None else bindings
-        self.consulted: set[str] = set()
-        self._cache: dict[str, FunctionSummary | ClassSummary | None] = {}
-        self._instances: dict[str, ClassSummary] | None = None
-
-    def lookup(self, expr: ast.AST) -> FunctionSummary | ClassSummary | None:
-        """What the imported dotted name ``expr`` (``evaluate``, ``U.evaluate``,
-        ``models.Seq2Seq``) is in another file of the run."""
-        text = dotted(expr)
-        if text is None:
-            return None
-        if text in self._cache:
-            return self._cache[text]
-        found: FunctionSummary | ClassSummary | None = None
-        target = self._target(text)
-        if target is not None:
-            found = self.index.member(target[0], target[1], self.consulted)
-        self._cache[text] = found
-        return found
-
-    def lookup_class(self, expr: ast.AST) -> ClassSummary | None:
-        """``lookup``, when what ``expr`` names is a class. The analyses below
-        the project index ask through this (and import the summary types only
-        for typing), so that they need not import this module at run time."""
-        found = self.lookup(expr)
-        return found if isinstance(found, ClassSummary) else None
-
-    def handler(self, expr: ast.AST) -> frozenset[str] | None:
-        """What the imported decorator or context manager ``expr`` does to grad
-        and the module mode (``{"grad"}``, ``{"eval"}``), read from its
-        definition in another file of the run; None when it is not one the
-        index read (then it is unknown)."""
-        return self._module_fact(expr, lambda module: module.handlers)
-
-    def returns(self, expr: ast.AST) -> Returns | None:
-        """What the imported function ``expr`` (``build``, ``U.to_cuda``,
-        ``Trainer.load_model``) of another file of the run returns: a
-        wrapper, a parameter unchanged, or None (unknown)."""
-        text = dotted(expr)
-        target = self._target(text) if text is not None else None
-        for _ in range(_MAX_REEXPORTS + 1):
-            if target is None or target[0] == self.path:
-                return None
-            file, names = target
-            self.consulted.add(file)
-            module = self.index.returns_of(file)
-            if module is None or not names:
-                return None
-            found = module.functions.get(".".join(names))
-            if found is not None:
-                return found
-            binding = module.imports.get(names[0])
-            if binding is None:
-                return None
-            target = self.index.resolve(file, binding[0], binding[1] + names[1:])
-        return None
-
-    def loader(self, expr: ast.AST) -> bool | None:
-        """``expr`` names a function of another file of the run that returns a
-        model it loaded and left in the mode it was built in (RNF006): True
-        when it built it from an ``nn.Module`` class, False when that is not
-        known; None when it is no such function."""
-        return self._module_fact(expr, lambda module: module.loaders)
-
-    def _module_fact(
-        self, expr: ast.AST, facts: Callable[[ModuleSummary], Mapping[str, _Fact]]
-    ) -> _Fact | None:
-        """The fact ``facts`` of its module records for the module-level name
-        ``expr`` resolves to in another file of the run, following re-exports."""
-        text = dotted(expr)
-        return self._fact_of(text, facts) if text is not None else None
-
-    def _fact_of(
-        self, text: str, facts: Callable[[ModuleSummary], Mapping[str, _Fact]]
-    ) -> _Fact | None:
-        """``_module_fact`` of the dotted name ``text``."""
-        target = self._target(text)
-        for _ in range(_MAX_REEXPORTS + 1):
-            if target is None or len(target[1]) != 1:
-                return None
-            module = self.index.files.get(target[0])
-            if module is None:
-                return None
-            name = target[1][0]
-            found = facts(module)
-            if name in found:
-                return found[name]
-            binding = module.imports.get(name)
-            if binding is None:
-                return None
-            target = self.index.resolve(target[0], binding[0], binding[1])
-        return None
-
-    def _target(self, text: str) -> tuple[str, tuple[str, ...]] | None:
-        root, _, rest = text.partition(".")
-        binding = self.bindings.get(root)
-        if binding is None:
-            return None
-        level, parts = binding
-        target = self.index.resolve(
-            self.path, level, parts + (tuple(rest.split(".")) if rest else ())
-        )
-        if target is None or target[0] == self.path:
-            return None
-        self.consulted.add(target[0])
-        return target
-
-    def method_order(self, class_name: str) -> Order:
-        """``ProjectIndex.method_order`` for a class of this file; the files
-        that name the class are consulted (a result depends on them)."""
-        order, shown = self.index.method_order(self.path, class_name)
-        self.consulted.update(shown)
-        return order
-
-    def imports_eval(self) -> bool:
-        """Whether this file imports a function, a class or a module of the
-        run that may leave a model in eval mode: RNF001 asks this when its
-        text pre-filter (no ``.eval(`` here) fails."""
-        return self._imports(lambda f: f.sets_eval, _MODE_SWITCH)
-
-    def imports_training(self) -> bool:
-        """Whether it imports a function (class, module) of the run that
-        trains the models it is given in the mode they come in."""
-        return self._imports(lambda f: f.trains, _MODE_CODE)
-
-    def imports_gradient_code(self) -> bool:
-        """Whether it imports a function (class, module) of the run that takes
-        an input gradient through a model it is given (RNF004's pre-filter)."""
-        return self._imports(lambda f: bool(f.summary.entry_grads), _MODE_CODE)
-
-    def _imports(self, test: Callable[[FunctionSummary], bool], text: re.Pattern[bytes]) -> bool:
-        return any(_has_function(found, test) for found in self._imported(text))
-
-    def reaches(
-        self,
-        test: Callable[[FunctionSummary], bool],
-        text: re.Pattern[bytes],
-        source: str,
-        called: bool = False,
-        bases: bool = False,
-    ) -> bool:
-        """Whether a dotted name ``source`` writes from one of its import
-        bindings (``evaluate``, ``U.evaluate``, ``pkg.sub.Trainer``, each
-        prefix of it too) names, in another file of the run, a function for
-        which ``test`` holds, or a class or a module with one. Every lookup
-        the mode flow makes (``call``, ``lookup`` of a base class or of a
-        constructor) is of such a name, so this is a necessary condition for
-        it to find such a function (unlike ``_imports``, it follows a
-        package's submodules: ``import pkg; pkg.sub.f()``). ``text`` is what
-        the defining file must match (``ProjectIndex.may_hold``): files
-        without it are never summarised. ``called``: only names the text calls
-        (``evaluate(``, ``U.Trainer(``), for what only ``call`` finds (a call of
-        a function, or of a method of an instance of a class the file builds);
-        ``bases``: with ``called``, also the base classes of the file's classes
-        (``ModeFlow._public_methods`` looks them up)."""
-        chains = self._chains(source, called)
-        if called and bases:
-            chains += [
-                written
-                for stmt in statements(self.tree.body)
-                if isinstance(stmt, ast.ClassDef)
-                for base in stmt.bases
-                if (written := dotted(base)) is not None and written.split(".")[0] in self.bindings
-            ]
-        for chain in chains:
-            target = self._target(chain)
-            if target is None:
-                continue
-            file, names = target
-            if not self.index.may_hold(file, names, text, self.consulted):
-                continue
-            found = (
-                self.index.member(file, names, self.consulted)
-                if names
-                else self.index.files.get(file)
-            )
-            if found is not None and _has_function(found, test):
-                return True
-        return False
-
-    def _chains(self, source: str, called: bool) -> list[str]:
-        """The binding names and the dotted names rooted at them in ``source``
-        (every prefix), spaces, continuations and comments between the parts
-        removed; with ``called``, only those followed by ``(``."""
-        if not self.bindings:
-            return []
-        # What one regular expression with the bindings as alternatives
-        # (``(?<![\w.])(a|b)\b`` then the chain) finds, in the same order,
-        # without trying every binding at every position of the file (a file
-        # importing many names spent most of its pre-condition there): each
-        # binding's occurrences as a whole word not after a dot, by substring
-        # search, then the chain after each, skipping those inside a chain.
-        tail = _CALLED_CHAIN if called else _CHAIN
-        found: dict[str, None] = {} if called else dict.fromkeys(self.bindings)
-        roots: list[tuple[int, str]] = []
-        for name in self.bindings:
-            at = source.find(name) if name else -1
-            while at >= 0:
-                after = at + len(name)
-                if not (at and _WORD_OR_DOT.match(source, at - 1)) and not _WORD.match(
-                    source, after
-                ):
-                    roots.append((at, name))
-                at = source.find(name, after)
-        roots.sort()
-        end = 0
-        for at, name in roots:
-            if at < end:
-                continue
-            m = tail.match(source, at + len(name))
-            if m is None:
-                continue
-            end = m.end()
-            parts = [name, *_CHAIN_NAME.findall(_COMMENT.sub("", m.group(1)))]
-            for i in range(len(parts) if called else 2, len(parts) + 1):
-                found[".".join(parts[:i])] = None
-        return list(found)
-
-    def loader_called(self, source: str) -> bool:
-        """Whether ``source`` (this file's text) calls a loader function of
-        another file of the run (``loader`` is not None for the callee):
-        RNF006's pre-filter. ``loader`` is asked only of a call's function
-        (``loads``), which answers only for a binding of this file or a dotted
-        name rooted at one (``restore(...)``, ``U.restore(...)``): each is
-        among the called chains of the text (``_chains``). Only files with
-        loading text (``LOAD_TOKENS``) record loaders: the others, after the
-        re-exports ``loader`` follows, are never summarised for this."""
-        for chain in self._chains(source, called=True):
-            target = self._target(chain)
-            if target is None or len(target[1]) != 1:
-                continue  # ``loader`` answers None for it
-            # ``may_hold`` as this gate has always asked; ``may_load_from``
-            # (a necessary condition too) skips more files' summaries.
-            if not self.index.may_hold(target[0], target[1], _LOAD_CODE, self.consulted):
-                continue
-            if not self.index.may_load_from(target[0], target[1][0], self.consulted):
-                continue
-            if self._fact_of(chain, lambda module: module.loaders) is not None:
-                return True
-        return False
-
-    def may_be_loader(self, expr: ast.AST) -> bool:
-        """A necessary condition for ``loader(expr)`` not to be None (read
-        from text and import lines, never summarising): what
-        ``loader_called`` asks of each called chain, for a dotted name."""
-        text = dotted(expr)
-        target = self._target(text) if text is not None else None
-        if target is None or len(target[1]) != 1:
-            return False
-        return self.index.may_load_from(target[0], target[1][0], self.consulted)
-
-    def imports_rnn_class(self) -> bool:
-        """Whether this file imports a class of the run that holds an RNN (or
-        a module of the run that defines one)."""
-        for found in self._imported(_RNN_CODE):
-            if isinstance(found, ClassSummary):
-                if found.rnns:
-                    return True
-            elif isinstance(found, ModuleSummary):
-                if any(c.rnns for c in found.classes.values()):
-                    return True
-        return False
-
-    def _imported(
-        self, text: re.Pattern[bytes]
-    ) -> Iterator[FunctionSummary | ClassSummary | ModuleSummary]:
-        """What each import binding of this file names in another file of the
-        run: a function or class (``from utils import evaluate``) or a whole
-        module (``import utils``); only those defined in a file whose text
-        matches ``text`` (what the caller asks about is in no other file)."""
-        for local in self.bindings:
-            target = self._target(local)
-            if target is None:
-                continue
-            file, names = target
-            if not self.index.may_hold(file, names, text, self.consulted):
-                continue
-            if not self.index.may_member(file, names, self.consulted):
-                continue  # ``lookup`` answers None: no summary needed
-            found = self.lookup(_name(local)) if names else self.index.files.get(file)
-            if found is not None:
-                yield found
-
-    def class_rnns(self, expr: ast.AST) -> tuple[RnnSpec, ...] | None:
-        """The RNNs of an instance of the imported module class ``expr``."""
-        found = self.lookup(expr)
-        return found.rnns if isinstance(found, ClassSummary) and found.is_module else None
-
-    def call(self, call: ast.Call, shadowed: Collection[str]) -> ExternalCall | None:
-        """The function of another file ``call`` runs: an imported function
-        (``evaluate(m)``, ``U.evaluate(m)``), or a method of an instance of an
-        imported class (``trainer.fit()``, ``Trainer(m).fit()``)."""
-        if not self.bindings:
-            return None  # imports nothing of the run (most files of a large tree)
-        func = call.func
-        root: ast.expr = func
-        while isinstance(root, ast.Attribute):
-            root = root.value
-        if isinstance(root, ast.Name) and root.id in self.bindings and root.id not in shadowed:
-            found = self.lookup(func)
-            if isinstance(found, FunctionSummary):
-                if found.is_method:
-                    return None  # ``Trainer.fit(obj)``: rare, not followed
-                return ExternalCall(found, None, _bind(found, call))
-        if not isinstance(func, ast.Attribute):
-            return None
-        owner = dotted(func.value)
-        if owner is not None:
-            instances = self.instances()
-            cls = instances.get(owner) if instances else None
-        else:
-            built = strip_self_returning(func.value)
-            cls = self._class_of_call(built) if isinstance(built, ast.Call) else None
-        method = cls.methods.get(func.attr) if cls is not None else None
-        if method is None or not method.is_method:
-            return None
-        return ExternalCall(method, owner, _bind(method, call))
-
-    def stored_gradients(
-        self, call: ast.Call, built: Callable[[ast.expr], ast.Call | None]
-    ) -> tuple[str, ...]:
-        """The caller's texts for the models ``call`` takes an input gradient
-        through as an object of an imported class stored them at its
-        construction (``ClassSummary.ctor_grads``): ``attack.perturb(x)``,
-        ``PGD(m).perturb(x)``, ``attack(x)`` (``__call__``). ``built`` finds
-        the construction an object name was assigned (None: unknown)."""
-        if not self.bindings:
-            return ()
-        func = call.func
-        target, method = (
-            (func.value, func.attr) if isinstance(func, ast.Attribute) else (func, "__call__")
-        )
-        stripped = strip_self_returning(target)
-        ctor = stripped if isinstance(stripped, ast.Call) else built(target)
-        cls = self._class_of_call(ctor) if ctor is not None else None
-        params = cls.ctor_grads.get(method, ()) if cls is not None else ()
-        if cls is None or not params or ctor is None:
-            return ()
-        args = bind_arguments(cls.init_params, cls.init_kwonly, True, ctor)
-        return tuple(a for p in params if (a := args.get(p)) is not None)
-
-    def _class_of_call(self, value: ast.Call) -> ClassSummary | None:
-        found = self.lookup(value.func)
-        return found if isinstance(found, ClassSummary) else None
-
-    def instances(self) -> dict[str, ClassSummary]:
-        """Dotted names assigned an instance of an imported class (``t = Trainer(...)``)."""
-        if self._instances is None:
-            self._instances = {}
-            for node in statements(self.tree.body):
-                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-                    value = strip_self_returning(node.value)
-                    if not isinstance(value, ast.Call) or dotted(value.func) is None:
-                        continue
-                    cls = self._class_of_call(value)
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    for t in targets:
-                        text = dotted(t)
-                        if cls is not None and text is not None:
-                            self._instances[text] = cls
-        return self._instances
-
-
-def _name(text: str) -> ast.expr:
-    return ast.Name(id=text, ctx=ast.Load())
-
-
-def _bind(fn: FunctionSummary, call: ast.Call) -> dict[str, str | None]:
-    return bind_arguments(fn.params, fn.kwonly, fn.is_method, call)

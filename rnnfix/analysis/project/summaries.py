@@ -142,3 +142,15 @@ class ExternalCall:
 # (``rnnfix.analysis.project.summarise.summarise``): handed to the analyses
 # below the index that need one, since they cannot import it.
 Summariser = Callable[[str, str], "ModuleSummary | None"]
+
+
+def has_function(
+    found: FunctionSummary | ClassSummary | ModuleSummary, test: Callable[[FunctionSummary], bool]
+) -> bool:
+    """``test`` holds for the function, for a method of the class, or for a
+    function or method of the module."""
+    if isinstance(found, FunctionSummary):
+        return test(found)
+    if isinstance(found, ClassSummary):
+        return any(test(m) for m in found.methods.values())
+    return found.any_function(test)

@@ -19,7 +19,7 @@ from rnnfix.analysis.syntax.walks import walk_statements
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext, Finding
-    from rnnfix.analysis.project.index import ProjectView
+    from rnnfix.analysis.project.view import ProjectView
     from rnnfix.analysis.syntax.imports import ImportMap
 
 # unittest.TestCase, IsolatedAsyncioTestCase, absltest.TestCase, torch's

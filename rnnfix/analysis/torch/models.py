@@ -30,8 +30,8 @@ from rnnfix.analysis.torch.api import MODULE_METHODS, WRAPPERS, mode_switch
 from rnnfix.analysis.torch.rnns import RNN_CLASSES
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.project.index import ProjectView
     from rnnfix.analysis.project.summaries import ClassSummary
+    from rnnfix.analysis.project.view import ProjectView
 
 _CONTAINERS = {"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"}
 _NOT_MODULES = {"Parameter", "ParameterList", "ParameterDict", "Buffer"}

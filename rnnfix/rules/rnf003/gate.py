@@ -47,7 +47,7 @@ from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_local, walk_tree
 from rnnfix.analysis.torch.api import MODULE_METHODS
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.project.index import ProjectView
+    from rnnfix.analysis.project.view import ProjectView
 
 _NOT_MODELS = ("self", "cls")  # the judge drops these (a module's own forward)
 # The node classes ``ModelEvidence`` reads (parsed trees hold no subclasses).
