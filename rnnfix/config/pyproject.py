@@ -28,7 +28,9 @@ _KEYS = {
     "force-exclude": "force_exclude",
     "max-file-size": "max_file_size",
     "per-file-ignores": "per_file_ignores",
+    "target-version": "target_version",
 }
+TARGET_VERSIONS = tuple(f"py3{minor}" for minor in range(8, 15))
 
 
 class ConfigError(Exception):
@@ -70,7 +72,12 @@ def apply_overrides(settings: Settings, table: dict[str, Any], source: str) -> S
         if field is None:
             raise ConfigError(f"{source}: unknown option {key!r} in [tool.rnnfix]")
         default = getattr(settings, field)
-        if field == "per_file_ignores":
+        if field == "target_version":
+            if value not in TARGET_VERSIONS:
+                raise ConfigError(
+                    f"{source}: {key} must be one of {', '.join(TARGET_VERSIONS)}, not {value!r}"
+                )
+        elif field == "per_file_ignores":
             try:
                 value = validate_per_file_ignores(value, source)
             except ValueError as exc:
