@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rnnfix.config.perfile import validate as validate_per_file_ignores
-from rnnfix.config.settings import Settings
+from rnnfix.config.settings import TARGET_VERSIONS, Settings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -30,7 +30,6 @@ _KEYS = {
     "per-file-ignores": "per_file_ignores",
     "target-version": "target_version",
 }
-TARGET_VERSIONS = tuple(f"py3{minor}" for minor in range(8, 15))
 
 
 class ConfigError(Exception):

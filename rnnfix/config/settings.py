@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 RnnOnlyStrategy = Literal["rnn-train", "cudnn-off"]
+# ``target-version`` values, as ruff spells them.
+TARGET_VERSIONS = tuple(f"py3{minor}" for minor in range(8, 15))
 
 
 @dataclass(frozen=True)

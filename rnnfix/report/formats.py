@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from rnnfix.analysis.context import Finding
-from rnnfix.run.process import FileResult, Outcome
 from rnnfix.report.gitlab import render_gitlab
 from rnnfix.report.rulelinks import rule_url
 from rnnfix.report.sarif import render_sarif, replacements_of
 from rnnfix.report.sources import Sources
+from rnnfix.run.process import FileResult, Outcome
 
 FORMATS = ("text", "concise", "full", "json", "github", "sarif", "gitlab")
 
@@ -165,9 +165,7 @@ def render_json(
     return json.dumps({"diagnostics": items, "files": files}, indent=2) + "\n"
 
 
-def _fix_json(
-    r: FileResult, f: Finding, sources: Sources, unsafe_fixes: bool
-) -> dict[str, Any]:
+def _fix_json(r: FileResult, f: Finding, sources: Sources, unsafe_fixes: bool) -> dict[str, Any]:
     assert f.fix is not None
     return {
         "safe": f.fix.safe,
@@ -184,7 +182,7 @@ def _edits(r: FileResult, f: Finding, sources: Sources) -> list[dict[str, Any]] 
     the file holds: a follow-up fix (of the text earlier fixes make), a
     notebook's (its cells are one module to the engine), or a result whose
     edits are not kept (a cached one)."""
-    from rnnfix.source.rewrite import apply_edits
+    from rnnfix.source.edits import apply_edits
 
     assert f.fix is not None
     if not f.fix.edits or f.cell is not None or f in r.followups or r.path.endswith(".ipynb"):
