@@ -493,10 +493,14 @@ def _in_cell(nb: notebooks.Notebook, f: Finding, python: str | None = None) -> F
     fix = f.fix
     if fix is not None and fix.description:
         fix = dataclasses.replace(fix, description=_cell_refs(nb, fix.description, cell, python))
+    # A cell indented as a whole is checked dedented (as IPython runs it).
+    shift = len(nb.dedents.get(cell - 1, ""))
     return dataclasses.replace(
         f,
         line=line,
         end_line=end,
+        col=f.col + shift,
+        end_col=None if f.end_col is None else f.end_col + shift,
         cell=cell,
         message=_cell_refs(nb, f.message, cell, python),
         fix=fix,
