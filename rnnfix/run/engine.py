@@ -255,6 +255,10 @@ class _FixLoop:
                     before, after = shown, self._checked([*so_far, *f.fix.edits])
                 except Exception:  # noqa: BLE001 - they clash: shown alone
                     before, after = self.current, alone
+                if after == before:  # the accepted fixes already make this one
+                    self.accepted.add(place)
+                    kept.append(f)
+                    continue
             if self.decide(self.path, self.to_input.finding(f), before, after):
                 self.accepted.add(place)
                 kept.append(f)
