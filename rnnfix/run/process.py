@@ -471,7 +471,7 @@ def process_notebook(
         dataclasses.replace(
             d,
             finding=(shown := _in_cell(nb, d.finding)),
-            reason=_cell_refs(nb, d.reason, shown.cell or 0, None),
+            reason=cell_line_refs(nb, d.reason, shown.cell or 0, None),
         )
         for d in result.dropped
     ]
@@ -492,7 +492,9 @@ def _in_cell(nb: notebooks.Notebook, f: Finding, python: str | None = None) -> F
     end = None if f.end_line is None else f.end_line - (f.line - line)
     fix = f.fix
     if fix is not None and fix.description:
-        fix = dataclasses.replace(fix, description=_cell_refs(nb, fix.description, cell, python))
+        fix = dataclasses.replace(
+            fix, description=cell_line_refs(nb, fix.description, cell, python)
+        )
     # A cell indented as a whole is checked dedented (as IPython runs it).
     shift = len(nb.dedents.get(cell - 1, ""))
     return dataclasses.replace(
@@ -502,7 +504,7 @@ def _in_cell(nb: notebooks.Notebook, f: Finding, python: str | None = None) -> F
         col=f.col + shift,
         end_col=None if f.end_col is None else f.end_col + shift,
         cell=cell,
-        message=_cell_refs(nb, f.message, cell, python),
+        message=cell_line_refs(nb, f.message, cell, python),
         fix=fix,
     )
 
@@ -512,7 +514,7 @@ def _in_cell(nb: notebooks.Notebook, f: Finding, python: str | None = None) -> F
 _LINE_REF = re.compile(r"(?P<file>\S+\.(?:py|pyi|ipynb) )?\bline (?P<n>\d+)\b")
 
 
-def _cell_refs(nb: notebooks.Notebook, text: str, cell: int, python: str | None) -> str:
+def cell_line_refs(nb: notebooks.Notebook, text: str, cell: int, python: str | None) -> str:
     """``text`` with each line of the notebook's module it cites as a line
     of the cell a person sees ("line 8", or "line 2 of cell 3")."""
 

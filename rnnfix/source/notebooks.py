@@ -155,9 +155,7 @@ def _common_indent(text: str) -> str:
 def _dedent(text: str, prefix: str) -> str:
     # Blank lines stay as they are, so that putting ``prefix`` back on every
     # line with code gives the cell's exact text.
-    return "".join(
-        line[len(prefix) :] if line.strip() else line for line in split_lines(text)
-    )
+    return "".join(line[len(prefix) :] if line.strip() else line for line in split_lines(text))
 
 
 def _indent(text: str, prefix: str) -> str:

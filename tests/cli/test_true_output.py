@@ -94,6 +94,14 @@ def test_a_line_of_another_cell_is_named_with_its_cell(tmp_path: Path) -> None:
     assert "line 5" not in out  # the eval()'s line among the concatenated cells
 
 
+def test_interactive_names_the_cells_lines_too(tmp_path: Path) -> None:
+    path = tmp_path / "nb.ipynb"
+    path.write_text(_nb(*CELLS))
+    result = _cli("apply", "-i", str(path), input="n\n")
+    assert f"{path}:cell 4:5:5: RNF001" in result.stdout
+    assert "set by `evaluate()` on line 7)" in result.stdout, result.stdout
+
+
 def _json_line(path: Path, text: str) -> int:
     """The line of the file that holds ``text``."""
     [n] = [i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line]

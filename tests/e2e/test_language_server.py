@@ -86,7 +86,9 @@ def _open(client: Client, path: Path, text: str) -> str:
     assert uri is not None
     client.lsp.text_document_did_open(
         types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="python", version=1, text=text
+            )
         )
     )
     return uri
@@ -179,7 +181,7 @@ def test_diagnostics_quick_fix_fix_all_and_hover(tmp_path: Path) -> None:
 
 
 def test_settings_come_from_pyproject(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text('[tool.rnnfix]\nunsafe-fixes = true\n')
+    (tmp_path / "pyproject.toml").write_text("[tool.rnnfix]\nunsafe-fixes = true\n")
     ignored = tmp_path / "ignored"
     ignored.mkdir()
     (ignored / "pyproject.toml").write_text('[tool.rnnfix]\nignore = ["RNF002"]\n')
@@ -206,12 +208,19 @@ def test_settings_come_from_pyproject(tmp_path: Path) -> None:
 
 
 def test_notebook_cells(tmp_path: Path) -> None:
-    cells = ["import torch.nn as nn\n", "# Notes\n", "model = nn.DataParallel(nn.Linear(2, 2))\n"
-             "model.module.train()\n"]
+    cells = [
+        "import torch.nn as nn\n",
+        "# Notes\n",
+        "model = nn.DataParallel(nn.Linear(2, 2))\nmodel.module.train()\n",
+    ]
     nb_uri = from_fs_path(str(tmp_path / "train.ipynb"))
     assert nb_uri is not None
     cell_uris = [f"{nb_uri}#cell{i}" for i in range(len(cells))]
-    kinds = [types.NotebookCellKind.Code, types.NotebookCellKind.Markup, types.NotebookCellKind.Code]
+    kinds = [
+        types.NotebookCellKind.Code,
+        types.NotebookCellKind.Markup,
+        types.NotebookCellKind.Code,
+    ]
 
     async def body(client: Client) -> None:
         client.lsp.notebook_document_did_open(
@@ -248,9 +257,7 @@ def test_notebook_cells(tmp_path: Path) -> None:
             )
         )
         assert actions is not None
-        quick = next(
-            a for a in actions if isinstance(a, types.CodeAction) and a.kind == "quickfix"
-        )
+        quick = next(a for a in actions if isinstance(a, types.CodeAction) and a.kind == "quickfix")
         assert quick.edit is not None and quick.edit.changes is not None
         assert list(quick.edit.changes) == [cell_uris[2]]
         assert _apply(cells[2], quick.edit.changes[cell_uris[2]]) == cells[2].replace(
