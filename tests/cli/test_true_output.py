@@ -222,6 +222,18 @@ def test_help_shows_every_commands_help_whole() -> None:
     assert "..." not in commands and "(e.g." not in commands
 
 
+def test_apply_verify_output_ends_with_a_line_break(tmp_path: Path) -> None:
+    path = tmp_path / "t.py"
+    path.write_text(
+        "import torch.nn as nn\n\nmodel = nn.DataParallel(nn.Linear(2, 2))\nmodel.module.train()\n"
+    )
+    command = f"{sys.executable} -c pass"  # imports no torch: nothing verified, rolled back
+    result = _cli("apply", "--verify", command, "--verify-timeout", "60", str(path))
+    assert "rnnfix verify" in result.stderr or "roll" in result.stderr, result.stderr
+    assert result.stderr.endswith("\n")
+    assert "\n\n" not in result.stderr[-2:]
+
+
 def test_interactive_shows_each_fix_on_the_ones_accepted(tmp_path: Path) -> None:
     src = (
         "import torch.nn as nn\n\n"
