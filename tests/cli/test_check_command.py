@@ -147,3 +147,10 @@ def test_check_end_to_end_in_a_subprocess(tree: Path) -> None:
     assert "buggy.py:4:1: RNF002 [*]" in done.stdout
     assert done.stderr.endswith("1 finding (1 fixable), 0 failed\n")
     assert (tree / "buggy.py").read_text() == BUGGY and (tree / "clean.py").read_text() == CLEAN
+
+
+def test_the_selector_check_knows_every_rule() -> None:
+    from rnnfix.cli.options import rule_codes
+    from rnnfix.rules import all_rules
+
+    assert rule_codes() == list(all_rules())
