@@ -22,7 +22,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from rnnfix import __version__
+from rnnfix._version import __version__
 from rnnfix.config.settings import Settings
 from rnnfix.lsp.analysis import Analysis, Item, TextEdit, analyse_notebook, analyse_python
 from rnnfix.lsp.analysis import settings_for as _settings_for
