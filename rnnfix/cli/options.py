@@ -35,7 +35,11 @@ _SHARED: list[Callable[[F], F]] = [
     click.option(
         "--ignore", multiple=True, help="Rule codes or prefixes to skip (comma-separated)."
     ),
-    click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also unsafe fixes."),
+    click.option(
+        "--unsafe-fixes/--no-unsafe-fixes",
+        default=None,
+        help="Also apply unsafe fixes (check: count them as fixable).",
+    ),
     click.option(
         "--strict/--no-strict",
         default=None,
