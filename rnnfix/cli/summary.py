@@ -151,7 +151,8 @@ def report(results: Sequence[FileResult], settings: Settings, out: Output) -> in
         text = render(out.fmt, shown, settings.unsafe_fixes, dry=out.dry)
         if out.show_fixes and out.fmt in ("text", "concise", "full"):
             fixes = render_fixes(results, settings.unsafe_fixes, dry=out.dry)
-            text += ("\n" if text and fixes else "") + fixes
+            gap = "\n" if text and fixes and not text.endswith("\n\n") else ""
+            text += gap + fixes
         _emit(text, out, stream, styled=out.fmt in ("text", "concise", "full"))
     for r in results:
         for note in r.notes:  # parts of a file left unchecked (notebook cells)
