@@ -184,9 +184,14 @@ def _report_the_rest(
     not fixed: the kinds no edit is planned for are reported with the
     reason (a run that shows them after ``verify --fix`` would otherwise
     warn of bugs the report never named)."""
+    # An optimizer step in eval mode next to a cuDNN backward in eval mode is
+    # the same training step: the cuDNN record's fix or report covers it.
+    cudnn = any(r.kind == CUDNN_BACKWARD_IN_EVAL for r in now.records)
     for record in now.records:
         why = _NOT_PLANNED.get(record.kind)
         if why is None or record.severity not in ("error", "warning"):
+            continue
+        if record.kind == OPTIMIZER_STEP_IN_EVAL and cudnn:
             continue
         if record.key() in reported:
             continue
