@@ -118,6 +118,7 @@ class Reviewer:
         one module): the finding at its cell's line, the diff of the cells."""
         if not path.endswith(".ipynb"):
             return finding, before, after
+        from rnnfix.run.process import cell_line_refs
         from rnnfix.source import notebooks
         from rnnfix.source.files import FileProblem, read_source
 
@@ -128,7 +129,11 @@ class Reviewer:
             assert isinstance(nb, notebooks.Notebook)
             cell, line = nb.locate(finding.line)
             end = None if finding.end_line is None else finding.end_line - (finding.line - line)
-            shown = dataclasses.replace(finding, line=line, end_line=end, cell=cell)
+            # The message cites lines of the source it was found in: ``before``.
+            message = cell_line_refs(nb, finding.message, cell, before)
+            shown = dataclasses.replace(
+                finding, line=line, end_line=end, cell=cell, message=message
+            )
             return shown, notebooks.render(nb, before), notebooks.render(nb, after)
         except (FileProblem, OSError):
             return finding, before, after  # shown as the module the engine fixes

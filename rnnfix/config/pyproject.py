@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rnnfix.config.perfile import validate as validate_per_file_ignores
-from rnnfix.config.settings import Settings
+from rnnfix.config.settings import TARGET_VERSIONS, Settings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -28,6 +28,7 @@ _KEYS = {
     "force-exclude": "force_exclude",
     "max-file-size": "max_file_size",
     "per-file-ignores": "per_file_ignores",
+    "target-version": "target_version",
 }
 
 
@@ -70,7 +71,12 @@ def apply_overrides(settings: Settings, table: dict[str, Any], source: str) -> S
         if field is None:
             raise ConfigError(f"{source}: unknown option {key!r} in [tool.rnnfix]")
         default = getattr(settings, field)
-        if field == "per_file_ignores":
+        if field == "target_version":
+            if value not in TARGET_VERSIONS:
+                raise ConfigError(
+                    f"{source}: {key} must be one of {', '.join(TARGET_VERSIONS)}, not {value!r}"
+                )
+        elif field == "per_file_ignores":
             try:
                 value = validate_per_file_ignores(value, source)
             except ValueError as exc:

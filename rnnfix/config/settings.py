@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 RnnOnlyStrategy = Literal["rnn-train", "cudnn-off"]
+# ``target-version`` values, as ruff spells them.
+TARGET_VERSIONS = tuple(f"py3{minor}" for minor in range(8, 15))
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,17 @@ class Settings:
     # (the folder of the pyproject.toml they come from); ``rnnfix.config.perfile``.
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     root: str | None = None
+    # ``target-version`` (ruff's): the oldest Python the code must run on,
+    # "py38" .. "py314". Syntax newer than it is an error; without it, syntax
+    # newer than the running Python only leaves the file unchecked.
+    target_version: str | None = None
+
+    @property
+    def target(self) -> tuple[int, int] | None:
+        """``target_version`` as (3, minor)."""
+        if self.target_version is None:
+            return None
+        return (3, int(self.target_version[3:]))
 
     def for_path(self, path: str) -> Settings:
         """The settings for one file: ``per-file-ignores`` added to ``ignore``."""

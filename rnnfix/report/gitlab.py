@@ -1,36 +1,37 @@
 """GitLab Code Quality report (``--output-format gitlab``), as ruff writes it:
-a JSON list of issues with a fingerprint that stays the same when the lines
-around a finding move (path, code and message, numbered among equals), so
-GitLab's merge-request widget shows new and fixed issues, not moved ones."""
+a JSON list of issues, each with a fingerprint from the rule, the file and
+the code (``rnnfix.report.fingerprints``), never from a line number. A
+notebook's issue is at the line of its JSON that holds the cell line, and its
+description names the cell and the line within it."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from rnnfix.report.fingerprints import digest, fingerprints
+from rnnfix.report.sources import Sources
 from rnnfix.run.process import FileResult, Outcome
 
 
-def render_gitlab(results: Sequence[FileResult]) -> str:
+def render_gitlab(results: Sequence[FileResult], dry: bool = False) -> str:
+    sources = Sources(dry)
+    prints = fingerprints(results, sources)
     issues: list[dict[str, Any]] = []
-    seen: Counter[tuple[str, str, str]] = Counter()
     for r in results:
-        for f in r.findings:
-            cell = f"cell {f.cell}: " if f.cell is not None else ""
-            key = (r.path, f.code, cell + f.message)
-            seen[key] += 1
+        for i, f in enumerate(r.findings):
+            cell = f"cell {f.cell}:{f.line}:{f.col}: " if f.cell is not None else ""
+            span = sources.span(r, f)
             issues.append(
                 {
                     "check_name": f.code,
                     "description": f"{f.code}: {cell}{f.message}",
                     "severity": "major",
-                    "fingerprint": _fingerprint(*key, seen[key]),
+                    "fingerprint": prints[(r.path, i)],
                     "location": {
                         "path": r.path,
-                        "lines": {"begin": f.line, "end": f.end_line or f.line},
+                        "lines": {"begin": span.line, "end": span.end_line},
                     },
                 }
             )
@@ -40,14 +41,9 @@ def render_gitlab(results: Sequence[FileResult]) -> str:
                 {
                     "check_name": "rnnfix-error",
                     "description": str(r.error),
-                    "severity": "blocker",
-                    "fingerprint": _fingerprint(r.path, "error", str(r.error), 1),
+                    "severity": "info" if (r.error or "").startswith("not checked") else "blocker",
+                    "fingerprint": digest(r.path, "error", str(r.error)),
                     "location": {"path": r.path, "lines": {"begin": line, "end": line}},
                 }
             )
     return json.dumps(issues, indent=2) + "\n"
-
-
-def _fingerprint(path: str, code: str, message: str, nth: int) -> str:
-    data = f"{path}\0{code}\0{message}\0{nth}".encode("utf-8", "surrogateescape")
-    return hashlib.blake2b(data, digest_size=16).hexdigest()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from types import TracebackType
 from typing import Protocol, TextIO
 
@@ -33,10 +34,23 @@ class Counts(Protocol):
     checked: int
 
 
-def line(checked: int, total: int) -> str:
+def _clock(seconds: float) -> str:
+    whole = int(seconds)
+    return f"{whole // 3600:02d}:{whole // 60 % 60:02d}:{whole % 60:02d}"
+
+
+def line(checked: int, total: int, elapsed: float | None = None) -> str:
+    """``rnnfix: [####.....]  40%  4/10 files  00:00:02  ETA 00:00:03``; the
+    times only when ``elapsed`` is given, the ETA once a file is done."""
     done = min(checked, total)
     filled = WIDTH * done // total if total else WIDTH
-    return f"rnnfix: [{'#' * filled}{'.' * (WIDTH - filled)}] {done}/{total} files"
+    percent = 100 * done // total if total else 100
+    text = f"rnnfix: [{'#' * filled}{'.' * (WIDTH - filled)}] {percent:3d}%  {done}/{total} files"
+    if elapsed is not None:
+        text += f"  {_clock(elapsed)}"
+        if 0 < done < total:
+            text += f"  ETA {_clock(elapsed / done * (total - done))}"
+    return text
 
 
 def wanted(stream: TextIO) -> bool:
@@ -49,17 +63,19 @@ def wanted(stream: TextIO) -> bool:
 
 class ProgressBar:
     def __init__(
-        self, counts: Counts, stream: TextIO, delay: float = 0.5, interval: float = 0.1
+        self, counts: Counts, stream: TextIO, delay: float = 1.0, interval: float = 0.1
     ) -> None:
         self.counts = counts
         self.stream = stream
         self.delay = delay
         self.interval = interval
         self.drawn = 0  # width of the line on screen
+        self.started = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rnnfix-progress", daemon=True)
 
     def __enter__(self) -> ProgressBar:
+        self.started = time.monotonic()
         self._thread.start()
         return self
 
@@ -83,7 +99,7 @@ class ProgressBar:
                 return
 
     def draw(self) -> None:
-        text = line(self.counts.checked, self.counts.total)
+        text = line(self.counts.checked, self.counts.total, time.monotonic() - self.started)
         self._write("\r" + text.ljust(self.drawn))
         self.drawn = max(self.drawn, len(text))
 

@@ -21,6 +21,9 @@ from typing import Any
 
 from rnnfix._version import __version__
 from rnnfix.analysis.context import Finding
+from rnnfix.report.fingerprints import fingerprints
+from rnnfix.report.rulelinks import rule_url
+from rnnfix.report.sources import FileSpan, Sources
 from rnnfix.rules import all_rules
 from rnnfix.run.process import FileResult, Outcome
 
@@ -36,17 +39,21 @@ def render_sarif(
             "shortDescription": {"text": cls.summary},
             "fullDescription": {"text": cls.docs},
             "help": {"text": cls.docs, "markdown": cls.docs},
+            "helpUri": rule_url(code),
             "properties": {"fixSafety": cls.fix_safety},
         }
         for code, cls in rules.items()
     ]
     index = {code: i for i, code in enumerate(rules)}
+    sources = Sources(dry)
+    prints = fingerprints(results, sources)
     sarif_results = []
     for r in results:
         uri = _uri(r.path)
         source: str | None | bool = False  # False: not read yet
-        for f in r.findings:
-            result = _result(f, uri, index)
+        for i, f in enumerate(r.findings):
+            result = _result(f, uri, index, sources.span(r, f))
+            result["partialFingerprints"] = {"rnnfix/v1": prints[(r.path, i)]}
             if _offered(f, unsafe_fixes) and f not in r.followups:
                 if source is False:
                     source = _source(r, dry)
@@ -96,15 +103,22 @@ def _uri(path: str) -> str:
     return path.replace("\\", "/")
 
 
-def _result(f: Finding, uri: str, index: dict[str, int]) -> dict[str, Any]:
-    region: dict[str, int] = {"startLine": f.line, "startColumn": f.col}
-    if f.end_line is not None and f.end_col is not None:
-        region |= {"endLine": f.end_line, "endColumn": f.end_col}
+def _result(f: Finding, uri: str, index: dict[str, int], span: FileSpan) -> dict[str, Any]:
+    """A notebook's finding is at the JSON line that holds its cell line, no
+    column (the JSON line's are not the cell's); its message names the cell."""
+    region: dict[str, int] = {"startLine": span.line}
+    if span.col is not None:
+        region["startColumn"] = span.col
+    if span.end_line != span.line or span.end_col is not None:
+        region["endLine"] = span.end_line
+    if span.end_col is not None:
+        region["endColumn"] = span.end_col
+    text = f"cell {f.cell}:{f.line}:{f.col}: {f.message}" if f.cell else f.message
     return {
         "ruleId": f.code,
         "ruleIndex": index.get(f.code, -1),
         "level": "warning",
-        "message": {"text": f"cell {f.cell}: {f.message}" if f.cell else f.message},
+        "message": {"text": text},
         "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri}, "region": region}}],
     }
 

@@ -464,12 +464,26 @@ def _pos(ctx: FileContext, stmt: ast.stmt) -> Pos:
 
 
 def _where(flow: ModeFlow, anchor: ast.stmt) -> str:
+    """Where the inserted line goes, as the diff will show it."""
     parent = flow.parents.get(anchor)
-    if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and _first(parent) is anchor:
         return f"at the start of `{parent.name}`"
     if isinstance(parent, (ast.For, ast.AsyncFor, ast.While)) and parent.body[0] is anchor:
         return f"at the head of the loop on line {parent.lineno}"
+    if isinstance(anchor, (ast.For, ast.AsyncFor, ast.While)):
+        return f"before the loop on line {anchor.lineno}"
     return f"before line {anchor.lineno}"
+
+
+def _first(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.stmt:
+    """The first statement of ``fn`` after its docstring."""
+    body = fn.body
+    docstring = (
+        isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    )
+    return body[1] if docstring and len(body) > 1 else body[0]
 
 
 def _join_names(names: list[str]) -> str:

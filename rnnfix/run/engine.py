@@ -233,6 +233,11 @@ class _FixLoop:
         if self.decide is None:
             return candidates
         kept = []
+        # Each fix is shown on the source the fixes accepted before it in
+        # this pass make (falling back to the pass's source when they do not
+        # combine), so its diff is the one it adds.
+        so_far: list[Edit] = []
+        shown = self.current
         for f in candidates:
             assert f.fix is not None
             place = (f.code, self.to_input.line(f.line))
@@ -244,9 +249,22 @@ class _FixLoop:
             except Exception:  # noqa: BLE001 - refused below, with its reason
                 kept.append(f)
                 continue
-            if self.decide(self.path, self.to_input.finding(f), self.current, alone):
+            before, after = self.current, alone
+            if so_far:
+                try:
+                    before, after = shown, self._checked([*so_far, *f.fix.edits])
+                except Exception:  # noqa: BLE001 - they clash: shown alone
+                    before, after = self.current, alone
+                if after == before:  # the accepted fixes already make this one
+                    self.accepted.add(place)
+                    kept.append(f)
+                    continue
+            if self.decide(self.path, self.to_input.finding(f), before, after):
                 self.accepted.add(place)
                 kept.append(f)
+                if after is not alone or not so_far:
+                    so_far.extend(f.fix.edits)
+                    shown = after
             else:
                 self.declined.add(place)
         return kept

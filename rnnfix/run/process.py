@@ -57,6 +57,7 @@ class FileResult:
     followups: list[Finding] = field(default_factory=list)
     error: str | None = None  # one line: "cannot parse: ...", "cannot read: ..."
     error_line: int | None = None
+    error_col: int | None = None  # 1-based, with error_line
     old_text: str | None = None
     new_text: str | None = None
     old_bytes: bytes | None = None
@@ -267,6 +268,8 @@ def _result_to_json(result: FileResult) -> dict[str, Any]:
         "dropped": [dropped_to_json(d) for d in result.dropped],
         "error": result.error,
         "error_line": result.error_line,
+        "error_col": result.error_col,
+        "followups": [finding_to_json(f) for f in result.followups],
         # Texts only where a diff or a write needs them: the cache stays small.
         "old_text": result.old_text if changed else None,
         "new_text": result.new_text if changed else None,
@@ -293,6 +296,8 @@ def _result_from_json(data: dict[str, Any], raw: bytes, path: Path) -> FileResul
             dropped=[dropped_from_json(d) for d in data["dropped"]],
             error=data["error"],
             error_line=data["error_line"],
+            error_col=data["error_col"],
+            followups=[finding_from_json(f) for f in data["followups"]],
             old_text=old_text,
             new_text=new_text,
             old_bytes=raw,
@@ -453,8 +458,9 @@ def process_notebook(
     result.notes = notes
     if result.error_line is not None:
         cell, line = nb.locate(result.error_line)
-        result.error = f"cell {cell}: line {line}: {result.error}"
-        result.error_line = None
+        col = f", column {result.error_col}" if result.error_col else ""
+        result.error = f"cell {cell}: line {line}{col}: {result.error}"
+        result.error_line = result.error_col = None
     # What is left is at the fixed module's lines; the rest at the input's.
     fixed = result.new_text if result.outcome is Outcome.CHANGED else None
     result.findings = [_in_cell(nb, f, fixed) for f in result.findings]
@@ -462,7 +468,12 @@ def process_notebook(
     result.initial = [_in_cell(nb, f) for f in result.initial]
     result.followups = [_in_cell(nb, f) for f in result.followups]
     result.dropped = [
-        dataclasses.replace(d, finding=_in_cell(nb, d.finding)) for d in result.dropped
+        dataclasses.replace(
+            d,
+            finding=(shown := _in_cell(nb, d.finding)),
+            reason=cell_line_refs(nb, d.reason, shown.cell or 0, None),
+        )
+        for d in result.dropped
     ]
     result.old_text = text
     if result.outcome is Outcome.CHANGED:
@@ -479,23 +490,89 @@ def process_notebook(
 def _in_cell(nb: notebooks.Notebook, f: Finding, python: str | None = None) -> Finding:
     cell, line = nb.locate(f.line, python)
     end = None if f.end_line is None else f.end_line - (f.line - line)
-    return dataclasses.replace(f, line=line, end_line=end, cell=cell)
+    fix = f.fix
+    if fix is not None and fix.description:
+        fix = dataclasses.replace(
+            fix, description=cell_line_refs(nb, fix.description, cell, python)
+        )
+    # A cell indented as a whole is checked dedented (as IPython runs it).
+    shift = len(nb.dedents.get(cell - 1, ""))
+    return dataclasses.replace(
+        f,
+        line=line,
+        end_line=end,
+        col=f.col + shift,
+        end_col=None if f.end_col is None else f.end_col + shift,
+        cell=cell,
+        message=cell_line_refs(nb, f.message, cell, python),
+        fix=fix,
+    )
+
+
+# "line N" in a message or a fix's description, unless it follows another
+# file's name ("`Net.train` (models.py line 4)").
+_LINE_REF = re.compile(r"(?P<file>\S+\.(?:py|pyi|ipynb) )?\bline (?P<n>\d+)\b")
+
+
+def cell_line_refs(nb: notebooks.Notebook, text: str, cell: int, python: str | None) -> str:
+    """``text`` with each line of the notebook's module it cites as a line
+    of the cell a person sees ("line 8", or "line 2 of cell 3")."""
+
+    def one(m: re.Match[str]) -> str:
+        if m.group("file"):
+            return m.group(0)
+        at_cell, at_line = nb.locate(int(m.group("n")), python)
+        return f"line {at_line}" if at_cell == cell else f"line {at_line} of cell {at_cell}"
+
+    return _LINE_REF.sub(one, text)
 
 
 _PY = f"{sys.version_info.major}.{sys.version_info.minor}"
-NEWER_SYNTAX = f"uses syntax newer than Python {_PY}; run rnnfix with a newer Python to check it"
-# Python 3.12's type parameters and type aliases (PEP 695): the syntax errors
-# an older ``ast`` gives on code that is valid on a newer Python.
+# The only newer syntax told apart from a mistake is Python 3.12's type
+# parameters and type aliases (PEP 695): the syntax errors an older ``ast``
+# gives on code that is valid on a newer Python.
+_NEWER = (3, 12)
+NEWER_SYNTAX = f"not checked: needs Python 3.12 to parse (rnnfix runs on Python {_PY})"
 _PEP695 = re.compile(r"^\s*(?:(?:async\s+)?def\s+\w+\s*\[|class\s+\w+\s*\[|type\s+\w+\s*(?:\[|=))")
+
+_PEP695_ANYWHERE = re.compile(_PEP695.pattern, re.M)
 
 
 def newer_syntax(text: str, lineno: int | None) -> bool:
     """Whether a syntax error at ``lineno`` is a newer Python's syntax rather
-    than a mistake (counted apart in the summary)."""
-    if sys.version_info >= (3, 12) or lineno is None:
+    than a mistake (the file is then not checked, and counted apart)."""
+    if sys.version_info >= _NEWER or lineno is None:
         return False
     lines = text.splitlines()
     return 0 < lineno <= len(lines) and bool(_PEP695.match(lines[lineno - 1]))
+
+
+def _too_new_for_target(text: str, settings: Settings) -> int | None:
+    """The line of the first PEP 695 statement when ``target-version`` is
+    older than 3.12 and the running Python parses it (on an older one the
+    parser says so first)."""
+    target = settings.target
+    if target is None or target >= _NEWER or sys.version_info < _NEWER:
+        return None
+    if not _PEP695_ANYWHERE.search(text):
+        return None
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for node in ast.walk(tree):
+        if type(node).__name__ == "TypeAlias" or getattr(node, "type_params", None):
+            return getattr(node, "lineno", 1)
+    return None
+
+
+def _target_error(settings: Settings) -> str:
+    return (
+        f"uses Python 3.12 syntax (type parameters), newer than "
+        f"target-version {settings.target_version}"
+    )
 
 
 def process_text(
@@ -507,15 +584,27 @@ def process_text(
         fixed = fix_source(text, settings, name, project)
     except SyntaxError as exc:
         if newer_syntax(text, exc.lineno):
-            return FileResult(name, Outcome.FAILED, error=NEWER_SYNTAX, error_line=exc.lineno)
+            target = settings.target
+            error = _target_error(settings) if target and target < _NEWER else NEWER_SYNTAX
+            return FileResult(name, Outcome.FAILED, error=error, error_line=exc.lineno)
         msg = (exc.msg or "invalid syntax").splitlines()[0]
-        return FileResult(name, Outcome.FAILED, error=f"cannot parse: {msg}", error_line=exc.lineno)
+        col = exc.offset if exc.lineno is not None and exc.offset and exc.offset > 0 else None
+        return FileResult(
+            name,
+            Outcome.FAILED,
+            error=f"cannot parse: {msg}",
+            error_line=exc.lineno,
+            error_col=col,
+        )
     except RecursionError:
         return FileResult(name, Outcome.FAILED, error="cannot parse: nesting too deep")
     except Exception as exc:  # noqa: BLE001 - one bad file must never stop a run
         return FileResult(
             name, Outcome.FAILED, error=f"internal error: {type(exc).__name__}: {exc}"
         )
+    too_new = _too_new_for_target(text, settings)
+    if too_new is not None:
+        return FileResult(name, Outcome.FAILED, error=_target_error(settings), error_line=too_new)
     outcome = Outcome.CHANGED if fixed.changed else Outcome.UNCHANGED
     return FileResult(
         name,

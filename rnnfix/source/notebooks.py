@@ -44,6 +44,9 @@ class Notebook:
     skipped: list[tuple[int, str]] = field(default_factory=list)
     # Cells that start with a cell magic with a Python body: index -> number of its mask.
     magic_heads: dict[int, int] = field(default_factory=dict)
+    # Cells indented as a whole, which IPython runs dedented: index -> the
+    # indentation removed from each of their lines (and put back on render).
+    dedents: dict[int, str] = field(default_factory=dict)
     text: str = ""  # the file as read
     layout: tuple[int, bool] | None = None  # (indent, sort_keys) that reproduce the file
     trailing_newline: bool = True
@@ -114,6 +117,9 @@ def _python_of(nb: Notebook, index: int, source: str) -> str | None:
         return None  # %%bash, %%writefile...: the body is not Python
     magics = list(nb.magics)  # masks are numbered across the notebook
     masked = notebook_syntax.mask(source, magics)
+    prefix = _common_indent(masked)
+    if prefix:
+        masked = _dedent(masked, prefix)
     try:
         ast.parse(masked)
     except SyntaxError as exc:
@@ -127,8 +133,33 @@ def _python_of(nb: Notebook, index: int, source: str) -> str | None:
         return None
     if python_body:
         nb.magic_heads[index] = len(nb.magics)  # the first mask of the cell
+    if prefix:
+        nb.dedents[index] = prefix
     nb.magics = magics
     return masked
+
+
+def _common_indent(text: str) -> str:
+    """The indentation of a cell's first line when every line with code
+    has it (IPython's ``leading_indent``: such a cell runs dedented)."""
+    lines = [line for line in split_lines(text) if line.strip()]
+    if not lines:
+        return ""
+    first = lines[0]
+    prefix = first[: len(first) - len(first.lstrip(" \t"))]
+    if not prefix or not all(line.startswith(prefix) for line in lines):
+        return ""
+    return prefix
+
+
+def _dedent(text: str, prefix: str) -> str:
+    # Blank lines stay as they are, so that putting ``prefix`` back on every
+    # line with code gives the cell's exact text.
+    return "".join(line[len(prefix) :] if line.strip() else line for line in split_lines(text))
+
+
+def _indent(text: str, prefix: str) -> str:
+    return "".join(prefix + line if line.strip() else line for line in split_lines(text))
 
 
 def _cell_text(cell: dict[str, Any], index: int) -> str:
@@ -172,7 +203,10 @@ def render(nb: Notebook, python: str) -> str:
                 raise FileProblem("cannot rewrite: a fix moved code above a cell magic")
         cell = data["cells"][index]
         old = _cell_text(cell, index)
-        text = notebook_syntax.unmask("".join(lines), nb.magics)
+        body = "".join(lines)
+        if index in nb.dedents:
+            body = _indent(body, nb.dedents[index])
+        text = notebook_syntax.unmask(body, nb.magics)
         if not old.endswith(("\n", "\r")) and text.endswith("\n"):
             text = text[:-1]
         if text == old:

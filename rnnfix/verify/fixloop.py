@@ -34,6 +34,8 @@ from rnnfix.verify.fixplan import PlannedFix, Planner, Unfixed
 from rnnfix.verify.records import (
     CUDNN_BACKWARD_IN_EVAL,
     OPTIMIZER_STEP_IN_EVAL,
+    VALIDATION_FORWARD,
+    WRAPPER_MODE_MISMATCH,
     Record,
     Site,
 )
@@ -44,6 +46,22 @@ from rnnfix.verify.runner import run_verify
 MAX_ROUNDS = 3
 #: Record kinds an inserted ``train()`` (or cuDNN switched off) cannot cause.
 _EVAL_KINDS = frozenset({CUDNN_BACKWARD_IN_EVAL, OPTIMIZER_STEP_IN_EVAL})
+#: Why ``verify --fix`` plans no edit for the other kinds of mode bug: it
+#: edits only what cuDNN's check proves; the static rules fix these.
+_NOT_PLANNED = {
+    OPTIMIZER_STEP_IN_EVAL: (
+        "`verify --fix` edits only what cuDNN's check proves, and no cuDNN RNN backward "
+        "ran here; `rnnfix apply` fixes an optimizer step in eval mode from the source (RNF001)"
+    ),
+    VALIDATION_FORWARD: (
+        "`verify --fix` edits only training in eval mode; `rnnfix apply` puts "
+        "validation under eval() and no_grad (RNF003)"
+    ),
+    WRAPPER_MODE_MISMATCH: (
+        "`verify --fix` edits only training in eval mode; `rnnfix apply` fixes "
+        "the `.module.train()`/`.module.eval()` call (RNF002)"
+    ),
+}
 
 
 @dataclass
@@ -82,7 +100,9 @@ class FixReport:
         first = self.first
         if first is None or first.exit_code == 2:
             return 2
-        if self.unfixed or any(o.status != "proven" for o in self.outcomes):
+        # Warnings reported as not fixed do not fail the run, as in ``verify``.
+        errors = [u for u in self.unfixed if u.record.severity == "error"]
+        if errors or any(o.status != "proven" for o in self.outcomes):
             return 1
         last = self.runs[-1]
         return 0 if last.ok or (not self.outcomes and first.ok) else 1
@@ -123,6 +143,7 @@ def verify_fix(
     current = run(seen=True)
     report.runs.append(current)
     baseline = current
+    now = current  # the last run of the files as they are
     records = list(current.records)
     reported: set[tuple[object, ...]] = set()
     for _round in range(max_rounds):
@@ -144,13 +165,38 @@ def verify_fix(
         every_file_kept, new = _judge(
             plan.fixes, originals, texts, current, proof, baseline, report, root
         )
+        if every_file_kept:
+            now = proof
         masked = [r for r in new if r.kind == CUDNN_BACKWARD_IN_EVAL and r.severity == "error"]
         # Another round only on files as the proving run saw them: after a
         # rollback its line numbers no longer match the files.
         if not every_file_kept or not masked:
             break
         current, records = proof, masked  # bugs the first ones hid
+    _report_the_rest(now, report, reported)
     return report
+
+
+def _report_the_rest(
+    now: VerifyResult, report: FixReport, reported: set[tuple[object, ...]]
+) -> None:
+    """Every mode bug the files still show is either fixed or reported as
+    not fixed: the kinds no edit is planned for are reported with the
+    reason (a run that shows them after ``verify --fix`` would otherwise
+    warn of bugs the report never named)."""
+    # An optimizer step in eval mode next to a cuDNN backward in eval mode is
+    # the same training step: the cuDNN record's fix or report covers it.
+    cudnn = any(r.kind == CUDNN_BACKWARD_IN_EVAL for r in now.records)
+    for record in now.records:
+        why = _NOT_PLANNED.get(record.kind)
+        if why is None or record.severity not in ("error", "warning"):
+            continue
+        if record.kind == OPTIMIZER_STEP_IN_EVAL and cudnn:
+            continue
+        if record.key() in reported:
+            continue
+        reported.add(record.key())
+        report.unfixed.append(Unfixed(record, why))
 
 
 def _write(fixes: list[PlannedFix], report: FixReport) -> tuple[dict[Path, bytes], dict[Path, str]]:

@@ -13,7 +13,12 @@ from typing import Any
 
 from rnnfix.verify.fixloop import FixOutcome, FixReport
 from rnnfix.verify.fixplan import PlannedFix
-from rnnfix.verify.records import Record, format_chain
+from rnnfix.verify.records import (
+    CUDNN_BACKWARD_IN_EVAL,
+    OPTIMIZER_STEP_IN_EVAL,
+    Record,
+    format_chain,
+)
 from rnnfix.verify.report import to_json as result_json
 
 
@@ -31,6 +36,9 @@ def evidence(record: Record, command: tuple[str, ...]) -> str:
     prov = record.provenance
     who = ", ".join(record.processes) or "the command"
     parts = [f"run-time evidence from `{shlex.join(command)}` ({who})"]
+    if record.kind not in (CUDNN_BACKWARD_IN_EVAL, OPTIMIZER_STEP_IN_EVAL):
+        # Not a forward in eval mode: the sanitizer's own words say what ran.
+        return "; ".join([*parts, record.message.split(": ", 1)[0]])
     if prov is not None and prov.call:
         what = record.subject
         if prov.rnn_path:

@@ -47,7 +47,7 @@ def test_stdin_syntax_error_echoes_input(run) -> None:
     result = run("-", input=b"def f(:\n")
     assert result.exit_code == 2
     assert result.stdout == "def f(:\n"
-    assert "<stdin>:1: cannot parse:" in result.stderr
+    assert "<stdin>:1:7: cannot parse:" in result.stderr  # with its column
 
 
 def test_unsafe_fix_needs_flag(run, tmp_path: Path) -> None:
@@ -127,8 +127,9 @@ def test_json_and_sarif_and_github(run, tree: Path) -> None:
     assert res["ruleId"] == "RNF002"
     assert res["locations"][0]["physicalLocation"]["region"]["startLine"] == 4
     gh = run("--check", "--output-format", "github", str(tree)).stdout
-    assert gh.startswith("::warning title=rnnfix RNF002,file=")
-    assert ",line=4,col=1::RNF002 " in gh
+    assert gh.startswith("::warning title=rnnfix (RNF002),file=")
+    assert ",line=4,endLine=4,col=1,endColumn=21::" in gh
+    assert "buggy.py:4:1: RNF002 " in gh
 
 
 def test_rules_and_explain() -> None:

@@ -60,7 +60,7 @@ def test_check_lists_the_followup_fix(script: Path) -> None:
     assert [line.split(": ")[0].rsplit(":", 2)[1:] for line in lines] == [["12", "9"], ["15", "5"]]
     assert "RNF001 [*]" in lines[0] and "follows from fixing RNF003 at line 15" in lines[0]
     assert "RNF003 [*]" in lines[1]
-    assert "2 fixes available" in result.stderr
+    assert "2 findings (2 fixable, 0 would be left)" in result.stderr
     assert script.read_text() == SRC
 
 

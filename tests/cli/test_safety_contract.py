@@ -57,7 +57,7 @@ def test_syntax_error_reported_untouched_and_run_goes_on(run, tree: Path) -> Non
     bad.write_text("def f(:\n    pass\n")
     result = run(str(tree))
     assert result.exit_code == 2
-    assert f"{bad}:1: cannot parse:" in result.output
+    assert f"{bad}:1:7: cannot parse:" in result.output
     assert bad.read_text() == "def f(:\n    pass\n"
     assert (tree / "buggy.py").read_text() == FIXED
 

@@ -86,9 +86,20 @@ def test_the_bar_is_wanted_only_on_a_terminal() -> None:
 
 
 def test_bar_line() -> None:
-    assert line(0, 10) == "rnnfix: [" + "." * 30 + "] 0/10 files"
-    assert line(5, 10) == "rnnfix: [" + "#" * 15 + "." * 15 + "] 5/10 files"
-    assert line(12, 10).endswith("] 10/10 files")
+    assert line(0, 10) == "rnnfix: [" + "." * 30 + "]   0%  0/10 files"
+    assert line(5, 10) == "rnnfix: [" + "#" * 15 + "." * 15 + "]  50%  5/10 files"
+    assert line(12, 10).endswith("] 100%  10/10 files")
+
+
+def test_bar_line_has_elapsed_and_eta() -> None:
+    # 4 of 10 files in 62 s: 93 s to go at that pace.
+    assert line(4, 10, 62.0).endswith("  40%  4/10 files  00:01:02  ETA 00:01:33")
+    assert line(0, 10, 1.5).endswith("  0/10 files  00:00:01")  # no pace yet: no ETA
+    assert line(10, 10, 3725.0).endswith("  10/10 files  01:02:05")
+
+
+def test_the_bar_waits_a_second() -> None:
+    assert ProgressBar(_Counts(), io.StringIO()).delay == 1.0
 
 
 class _Counts:

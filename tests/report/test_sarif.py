@@ -157,7 +157,10 @@ def test_notebooks_and_failures_are_valid(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text("def (:\n")
     doc = _sarif("--check", "--select", "RNF002", str(tmp_path))
     [result] = doc["runs"][0]["results"]
-    assert result["message"]["text"].startswith("cell 1: ")
+    assert result["message"]["text"].startswith("cell 1:4:1: ")
+    # One JSON line holds the whole notebook: the region is that line, no column.
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert region == {"startLine": 1}
     assert "fixes" not in result
     [notification] = doc["runs"][0]["invocations"][0]["toolExecutionNotifications"]
     assert "cannot parse" in notification["message"]["text"]

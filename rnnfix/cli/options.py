@@ -1,0 +1,235 @@
+"""The options ``rnnfix check`` and ``rnnfix apply`` share, and how they
+become ``Settings`` (``[tool.rnnfix]`` under the flags)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from rnnfix.config.settings import TARGET_VERSIONS
+
+if TYPE_CHECKING:
+    from rnnfix.config.settings import Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+OUTPUT_FORMATS = ("text", "concise", "full", "json", "github", "sarif", "gitlab")
+
+
+def codes(values: Sequence[str]) -> tuple[str, ...]:
+    out: list[str] = []
+    for v in values:
+        out.extend(c.strip().upper() for c in v.split(",") if c.strip())
+    return tuple(out)
+
+
+_SHARED: list[Callable[[F], F]] = [
+    click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path)),
+    click.option(
+        "--select", multiple=True, help="Rule codes or prefixes to run (comma-separated)."
+    ),
+    click.option(
+        "--ignore", multiple=True, help="Rule codes or prefixes to skip (comma-separated)."
+    ),
+    click.option(
+        "--unsafe-fixes/--no-unsafe-fixes",
+        default=None,
+        help="Also apply unsafe fixes (check: count them as fixable).",
+    ),
+    click.option(
+        "--strict/--no-strict",
+        default=None,
+        help="RNF001: also insert train() where the models' mode is unknown (unsafe fixes).",
+    ),
+    click.option(
+        "--rnn-only/--no-rnn-only",
+        default=None,
+        help="RNF004: fix backward-in-eval through RNNs (opt-in).",
+    ),
+    click.option(
+        "--rnn-only-strategy",
+        type=click.Choice(["rnn-train", "cudnn-off"]),
+        default=None,
+        help="RNF004 fix: train only the RNN submodules, or scope cuDNN off.",
+    ),
+    click.option(
+        "--include-tests/--no-include-tests",
+        default=None,
+        help="Also check and fix test code (test files in folders, unittest TestCase classes).",
+    ),
+    click.option(
+        "--force-exclude/--no-force-exclude",
+        default=None,
+        help="Apply exclude patterns and the test-code default to files named on the "
+        "command line too (for pre-commit).",
+    ),
+    click.option(
+        "--isolated",
+        is_flag=True,
+        help="See only the files given: do not read the project files they import.",
+    ),
+    click.option(
+        "--target-version",
+        type=click.Choice(TARGET_VERSIONS),
+        default=None,
+        help="The oldest Python the code must run on: newer syntax is an error "
+        "(without it, syntax newer than the running Python leaves a file unchecked).",
+    ),
+    click.option(
+        "--output-format",
+        type=click.Choice(OUTPUT_FORMATS),
+        default="text",
+        show_default=True,
+        help="text (= concise): one line a finding; full: with the source lines.",
+    ),
+    click.option(
+        "-o",
+        "--output-file",
+        type=click.Path(path_type=Path, dir_okay=False),
+        help="Write the diagnostics to this file instead of stdout.",
+    ),
+    click.option(
+        "--show-fixes",
+        is_flag=True,
+        help="After the diagnostics, list each fix applied (or, for a dry run, available).",
+    ),
+    click.option(
+        "--exit-zero",
+        is_flag=True,
+        help="Exit 0 even when findings are left (2 still means a file failed).",
+    ),
+    click.option(
+        "--show-settings",
+        is_flag=True,
+        help="Print the settings the run would use (and where they come from), then exit.",
+    ),
+    click.option(
+        "--show-files",
+        is_flag=True,
+        help="Print the files the run would check, then exit.",
+    ),
+    click.option(
+        "--config",
+        "config_path",
+        type=click.Path(path_type=Path, dir_okay=False),
+        help="pyproject.toml to read [tool.rnnfix] from (default: nearest one).",
+    ),
+    click.option("--stdin-filename", default="<stdin>", help="Name for '-' in messages."),
+    click.option("-q", "--quiet", is_flag=True, help="No summary line."),
+    click.option(
+        "-j",
+        "--jobs",
+        type=click.IntRange(min=0),
+        default=0,
+        help="Worker processes (0: one per CPU on large trees, else 1).",
+    ),
+    click.option(
+        "--no-cache",
+        is_flag=True,
+        envvar="RNNFIX_NO_CACHE",
+        help="Neither read nor write the result cache (.rnnfix_cache/ at the project root).",
+    ),
+    click.option(
+        "--changed-since",
+        metavar="REF",
+        help="Report and fix only files changed since the git revision REF (commits, "
+        "staged, unstaged, untracked); the other files are still read for cross-file "
+        "analysis.",
+    ),
+    click.option(
+        "--statistics",
+        is_flag=True,
+        help="Instead of each finding, count the findings of each rule (text or json).",
+    ),
+    click.option(
+        "--color",
+        "color",
+        type=click.Choice(["auto", "always", "never"]),
+        default="auto",
+        show_default=True,
+        help="Colour diffs and diagnostics; auto: only on a terminal, and not when "
+        "NO_COLOR is set (FORCE_COLOR: also off a terminal).",
+    ),
+]
+
+
+def shared_options(f: F) -> F:
+    """The options of ``check`` and ``apply``, in ``--help``'s order."""
+    for option in reversed(_SHARED):
+        f = option(f)
+    return f
+
+
+@dataclasses.dataclass(frozen=True)
+class Resolved:
+    settings: Settings
+    pyproject: Path | None
+
+
+def resolve_settings(
+    paths: Sequence[Path], config_path: Path | None, flags: dict[str, Any]
+) -> Resolved:
+    """``[tool.rnnfix]`` of ``config_path`` (or the nearest pyproject.toml),
+    with the flags given on the command line over it; unknown rule
+    selectors are errors wherever they come from."""
+    from rnnfix.config.pyproject import ConfigError, find_pyproject, load_settings
+
+    start = Path.cwd() if str(paths[0]) == "-" else paths[0]
+    pyproject = config_path or find_pyproject(start)
+    try:
+        settings = load_settings(pyproject)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    overrides: dict[str, Any] = {}
+    select, ignore = flags.pop("select"), flags.pop("ignore")
+    if select:
+        overrides["select"] = codes(select)
+    if ignore:
+        overrides["ignore"] = settings.ignore + codes(ignore)
+    for key, value in flags.items():
+        if value is not None:
+            overrides[key] = value
+    settings = dataclasses.replace(settings, **overrides)
+    in_file = f"[tool.rnnfix] of {pyproject}"
+    _check_selectors(settings.select, "--select" if select else in_file)
+    _check_selectors(settings.ignore, f"--ignore or {in_file}" if ignore else in_file)
+    return Resolved(settings, pyproject)
+
+
+def rule_codes() -> list[str]:
+    """The codes of the rules, from their modules' names (``rnf001_...``,
+    ``rnf003/``) without importing them: a warm run imports no rule."""
+    import pkgutil
+
+    import rnnfix.rules
+
+    return sorted(
+        info.name[:6].upper()
+        for info in pkgutil.iter_modules(rnnfix.rules.__path__)
+        if info.name[:3] == "rnf" and info.name[3:6].isdigit()
+    )
+
+
+def _check_selectors(selectors: Sequence[str], where: str) -> None:
+    known = rule_codes()
+    for prefix in selectors:
+        if not any(code.startswith(prefix) for code in known):
+            raise click.UsageError(
+                f"unknown rule selector {prefix!r} ({where}); `rnnfix rules` lists the rules"
+            )
+
+
+def show_settings(resolved: Resolved) -> str:
+    """``--show-settings``: every setting, one ``name = value`` a line, as
+    ``[tool.rnnfix]`` spells them."""
+    lines = [f"# settings from {resolved.pyproject or 'defaults (no pyproject.toml)'}"]
+    for f in dataclasses.fields(resolved.settings):
+        value = getattr(resolved.settings, f.name)
+        if isinstance(value, tuple):
+            value = list(value)
+        lines.append(f"{f.name.replace('_', '-')} = {value!r}")
+    return "\n".join(lines) + "\n"
