@@ -285,11 +285,32 @@ class Fixes:
     shown: list[Finding]
     hidden: int
 
-    def patch(self, changes: list[suggest.Change]) -> list[str]:
+    def patch(self, changes: list[suggest.Change], room: int | None = None) -> tuple[str, int]:
+        """One patch of ``changes`` (for ``git apply``), at most ``room``
+        characters: as many changes as fit, in order, each file's patch made
+        from the changes it keeps so it always applies. (patch, changes left out)."""
         by_path: dict[str, list[suggest.Change]] = {}
         for c in changes:
             by_path.setdefault(c.path, []).append(c)
-        return [suggest.patch(p, self.texts[p][0], cs) for p, cs in by_path.items()]
+        out = ""
+        for n, (path, cs) in enumerate(by_path.items()):
+            old = self.texts[path][0]
+            whole = suggest.patch(path, old, cs)
+            if room is None or len(out) + len(whole) <= room:
+                out += whole
+                continue
+            lo, hi = 0, len(cs)  # the most changes of this file that fit
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if len(out) + len(suggest.patch(path, old, cs[:mid])) <= room:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            if lo:
+                out += suggest.patch(path, old, cs[:lo])
+            left = len(cs) - lo + sum(len(x) for x in list(by_path.values())[n + 1 :])
+            return out, left
+        return out, 0
 
 
 def _fixes(
@@ -443,47 +464,42 @@ def _body(inputs: Inputs, fixes: Fixes, inline: int, elsewhere: list[suggest.Cha
         text += "\n\n" + limits.cut_lines(
             listing, min(len("\n".join(listing)), room // 3), "- ... and {} more"
         )
-    patches = fixes.patch(elsewhere)
-    if patches:
+    if elsewhere:
         intro = (
             "\n\nFixes that are not suggestions above (outside this pull request's diff, "
             "in a notebook, or past the "
             f"{limits.MAX_COMMENTS} suggestions one review shows); apply with `git apply`:"
             "\n\n```diff\n"
         )
-        cut, partial = limits.cut_patch(patches, room - len(text) - len(intro) - 8)
-        text += intro + cut + "```"
-        if partial:
-            full = "".join(patches)
+        patch, left = fixes.patch(elsewhere, room - len(text) - len(intro) - 8)
+        text += intro + patch + "```"
+        if left:
             where = (
                 "the job summary has all of them"
-                if _summary(inputs, _summary_patch("rnnfix: the complete patch", full))
+                if _summary(inputs, _summary_patch("rnnfix: the complete patch", fixes, elsewhere))
                 else "run `rnnfix apply --diff` for all of them"
             )
-            text += f"\n\nThe patch above is cut to fit in a review: {where}."
+            text += f"\n\n{left} more fix(es) do not fit in a review: {where}."
     return text
 
 
-def _summary_patch(title: str, patch: str) -> str:
-    room = limits.MAX_SUMMARY - 4096
-    cut, partial = limits.cut_patch([patch], room) if len(patch.encode()) > room else (patch, False)
-    note = "\n\n(cut to fit the 1 MiB job summary: run `rnnfix apply --diff`)" if partial else ""
-    return f"### {title}\n\n```diff\n{cut}```{note}\n"
+def _summary_patch(title: str, fixes: Fixes, changes: list[suggest.Change]) -> str:
+    """A job-summary section holding the patch of ``changes``, under its 1 MiB."""
+    patch, left = fixes.patch(changes, limits.MAX_SUMMARY // 4 - 4096)  # bytes: up to 4 a character
+    note = f"\n\n({left} more fix(es): run `rnnfix apply --diff`)" if left else ""
+    return f"### {title}\n\n```diff\n{patch}```{note}\n"
 
 
 def _fallback(inputs: Inputs, fixes: Fixes, reason: str, fails: bool) -> int:
     """No review can be written: the findings as annotations, the fixes as
     one patch in the job summary, and why, truthfully."""
     sys.stdout.write(workflow_commands(Report(), fixes.shown))
-    patch = "".join(fixes.patch(fixes.changes))
     where = ""
-    if patch:
+    if fixes.changes:
         title = "rnnfix: fixes for this pull request (apply with `git apply`)"
-        where = (
-            "; the fixes are one patch in the job summary"
-            if _summary(inputs, f"{reason.capitalize()}.\n\n" + _summary_patch(title, patch))
-            else ""
-        )
+        section = _summary_patch(title, fixes, fixes.changes)
+        if _summary(inputs, f"{reason[0].upper()}{reason[1:]}.\n\n{section}"):
+            where = "; the fixes are one patch in the job summary"
     level = "error" if fails else "warning"
     what = f"cannot post a review: {reason}; the findings are annotations{where}"
     print(f"::{level} title=rnnfix::{what}")

@@ -122,6 +122,10 @@ def earlier_reviews(gh: GitHub, number: int) -> list[dict[str, Any]]:
     ]
 
 
+def _superseded(r: dict[str, Any]) -> bool:
+    return str(r.get("body") or "").startswith(SUPERSEDED)
+
+
 def up_to_date(todo: Plan, earlier: Sequence[dict[str, Any]], body: str) -> bool:
     return (
         not todo.create
@@ -129,6 +133,7 @@ def up_to_date(todo: Plan, earlier: Sequence[dict[str, Any]], body: str) -> bool
         and not todo.delete
         and bool(earlier)
         and review_marker(body) in str(earlier[-1].get("body") or "")
+        and all(_superseded(r) for r in earlier[:-1])
     )
 
 
@@ -159,16 +164,17 @@ def carry_out(
         gh.request("PATCH", f"/pulls/comments/{comment_id}", {"body": w.payload["body"]})
     for comment_id in todo.delete:
         gh.request("DELETE", f"/pulls/comments/{comment_id}")
-    if created:
-        note = (
-            f"{SUPERSEDED} (commit {head[:12]}); its suggestions that still apply "
-            "stay on their lines.\n\n" + f"{REVIEW_MARKER} superseded -->"
-        )
-        for r in earlier:
-            if not str(r.get("body") or "").startswith(SUPERSEDED):
-                gh.request("PUT", f"/pulls/{number}/reviews/{r['id']}", {"body": note})
-    elif earlier and review_marker(body) not in str(earlier[-1].get("body") or ""):
+    # Last, the bodies: the latest review holds the summary, the older ones
+    # point to it (a failed run's leftovers included).
+    if not created and earlier and review_marker(body) not in str(earlier[-1].get("body") or ""):
         gh.request("PUT", f"/pulls/{number}/reviews/{earlier[-1]['id']}", {"body": full})
+    note = (
+        f"{SUPERSEDED} (commit {head[:12]}); its suggestions that still apply "
+        f"stay on their lines.\n\n{REVIEW_MARKER} superseded -->"
+    )
+    for r in earlier if created else earlier[:-1]:
+        if not _superseded(r):
+            gh.request("PUT", f"/pulls/{number}/reviews/{r['id']}", {"body": note})
     shown = len(todo.keep) + len(todo.edit) + len(todo.create)
     return (
         f"{shown} suggestion(s) on the pull request ({len(todo.create)} new, "

@@ -73,6 +73,10 @@ class FakeGitHub:
     max_review_comments: int = 50
     enforce_diff: bool = True
     fail_after_writes: int | None = None  # then every write answers 502 (a crash midway)
+    # answers for the next requests matching (method, path regex), each used once
+    inject: list[tuple[str, str, Reply]] = field(default_factory=list)
+    writes_per_minute: int = WRITES_PER_MINUTE
+    writes_per_hour: int = WRITES_PER_HOUR
     writes: list[float] = field(default_factory=list)  # times of accepted writes
     next_id: int = 1000
     write_interval: float = 1.0
@@ -100,6 +104,10 @@ class FakeGitHub:
 
     def _reply(self, method: str, path: str, body: Any) -> Reply:
         route, _, query = path.partition("?")
+        for i, (m, pattern, answer) in enumerate(self.inject):
+            if m == method and re.fullmatch(pattern, route):
+                del self.inject[i]
+                return answer
         for m, pattern, answer in self.routes:
             if m == method and re.fullmatch(pattern, route):
                 return answer
@@ -110,7 +118,7 @@ class FakeGitHub:
         now = self.clock.now()
         minute = [t for t in self.writes if t > now - 60]
         hour = [t for t in self.writes if t > now - 3600]
-        if len(minute) >= WRITES_PER_MINUTE or len(hour) >= WRITES_PER_HOUR:
+        if len(minute) >= self.writes_per_minute or len(hour) >= self.writes_per_hour:
             return 403, {"message": SECONDARY}, {"Retry-After": "60"}
         if self.fail_after_writes is not None and len(self.writes) >= self.fail_after_writes:
             return 502, {"message": "Server Error"}, {}

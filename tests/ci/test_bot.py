@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from rnnfix.ci.bot import main
 from tests.ci.conftest import CLEAN, FIXTURES, ONE_LINE, FakeGitHub, git, make_pr, set_fork
 
 MULTI = (FIXTURES / "RNF003" / "after_eval_train_accuracy.py").read_text()
