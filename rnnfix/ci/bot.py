@@ -221,8 +221,15 @@ def _filter_sets(inputs: Inputs) -> Diff | None:
         return None
     if inputs.pull is None and not str(inputs.event.get("before") or "").strip("0"):
         return None
-    base = _base(inputs)
-    text = _git(inputs, "diff", "--no-color", "--src-prefix=a/", "--dst-prefix=b/", "-U3", base)
+    try:
+        base = _base(inputs)
+        text = _git(
+            inputs, "diff", "--no-color", "--src-prefix=a/", "--dst-prefix=b/", "-U3", base
+        )
+    except BotError as exc:
+        # Showing every finding beats failing a check that used to pass.
+        print(f"::warning title=rnnfix::filter-mode {inputs.filter_mode} is off: {exc}")
+        return None
     return {p: (added_lines(t), set(commentable_lines(t))) for p, t in split_git_diff(text).items()}
 
 
@@ -375,11 +382,15 @@ def suggest_mode(inputs: Inputs) -> int:
     wanted, change_of = _wanted(inline, fixes)
     elsewhere += [c for c in inline if c not in change_of.values()]  # comments too long
     if _is_fork(pr) and inputs.event_name == "pull_request":
+        if not fixes.changes and not fixes.shown:
+            print("rnnfix: nothing to fix")
+            return 0
         return _fallback(inputs, fixes, FORK_REASON, fails=False)
     existing = gh.paginate(f"/pulls/{number}/comments")
     earlier = review.earlier_reviews(gh, number)
     todo = review.plan(existing, wanted, limits.MAX_COMMENTS)
     elsewhere += [change_of[w.key] for w in todo.overflow]
+    elsewhere.sort(key=lambda c: (c.path, c.start))
     if not fixes.changes and not fixes.shown:
         if not earlier:
             print("rnnfix: nothing to fix; no review posted")

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from rnnfix.ci import limits
 from rnnfix.ci.limits import MAX_BODY, MAX_COMMENTS, cut_patch
 from tests.ci.conftest import CLEAN, SECONDARY, FakeGitHub, PullRequest, git, make_pr
 
+CAP = 5
 HEADER = "import torch.nn as nn\n\nmodel = nn.DataParallel(nn.Linear(2, 2))\n"
 
 
@@ -51,9 +53,12 @@ def numbers(api: FakeGitHub) -> list[int]:
 
 
 @pytest.fixture
-def big(tmp_path: Path, api: FakeGitHub) -> PullRequest:
-    """60 fixes: past the 50 one review shows."""
-    pr = make_pr(tmp_path, {"ok.py": CLEAN}, {"many.py": many(60)})
+def big(tmp_path: Path, api: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> PullRequest:
+    """8 fixes past a cap of 5 (the real cap, 50, is tested once above: each
+    rnnfix run on hundreds of fixes takes seconds)."""
+    monkeypatch.setattr(limits, "MAX_COMMENTS", CAP)
+    api.max_review_comments = CAP
+    pr = make_pr(tmp_path, {"ok.py": CLEAN}, {"many.py": many(8)})
     api.files = pr.patches()
     return pr
 
@@ -77,9 +82,12 @@ def test_two_hundred_fixes_one_capped_review(tmp_path: Path, api: FakeGitHub) ->
     assert all("**RNF002**" in c["body"] for c in review["comments"])
 
 
-def test_long_fixes_cut_to_fit_and_the_rest_in_the_summary(tmp_path: Path, api: FakeGitHub) -> None:
-    # 150 fixes of 500-character lines: the 100 past the cap make a 130 kB patch
-    pr = make_pr(tmp_path, {"ok.py": CLEAN}, {"many.py": many(150, pad=500)})
+def test_long_fixes_cut_to_fit_and_the_rest_in_the_summary(
+    tmp_path: Path, api: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 40 fixes of 3,000-character lines: the 35 past the cap make a 200 kB patch
+    monkeypatch.setattr(limits, "MAX_COMMENTS", CAP)
+    pr = make_pr(tmp_path, {"ok.py": CLEAN}, {"many.py": many(40, pad=3000)})
     api.files = pr.patches()
     assert api.run(pr.env(api, "suggest")) == 0
     (review,) = api.sent("POST", "/pulls/7/reviews")
@@ -88,11 +96,11 @@ def test_long_fixes_cut_to_fit_and_the_rest_in_the_summary(tmp_path: Path, api: 
     assert "more fix(es) do not fit in a review: the job summary has all of them" in body
     patch = body[body.index("```diff\n") + 8 : body.index("```", body.index("```diff\n") + 8)]
     shown = patch.count("+model.train()")
-    assert 0 < shown < 100 and f"{100 - shown} more fix(es)" in body
+    assert 0 < shown < 35 and f"{35 - shown} more fix(es)" in body
     (pr.repo / "p.diff").write_text(patch)
     git(pr.repo, "apply", "--check", "p.diff")  # made of whole changes: it applies
     summary = pr.summary.read_text()
-    assert summary.count("+model.train()") == 100
+    assert summary.count("+model.train()") == 35
 
 
 def test_cut_patch_keeps_whole_hunks() -> None:
@@ -110,17 +118,21 @@ def test_rerun_updates_in_place(big: PullRequest, api: FakeGitHub) -> None:
     assert api.run(big.env(api, "suggest")) == 0
     first = {c["id"] for c in api.ours()}
     api.requests.clear()
-    # the author fixes bugs 0..9 by hand and pushes
-    push(big, api, many(200, frozenset(range(10))))
+    # the author fixes bugs 0 and 1 by hand and pushes
+    push(big, api, many(8, frozenset(range(2))))
     assert api.run(big.env(api, "suggest")) == 0
-    # 10 new suggestions in one review, then the 10 no longer wanted go, then
-    # the first review points to the new one: 12 writes, not 401
+    # 2 new suggestions in one review, then the 2 no longer wanted go, then
+    # the first review points to the new one: 4 writes (not a delete and a
+    # post for every suggestion)
     done = writes(api)
     assert done[0] == "POST /repos/o/r/pulls/7/reviews"
     assert done[-1] == f"PUT /repos/o/r/pulls/7/reviews/{api.reviews[0]['id']}"
-    assert len(done) == 12 and all(w.startswith("DELETE ") for w in done[1:-1])
-    assert numbers(api) == list(range(10, 60))
-    assert len({c["id"] for c in api.ours()} & first) == 40  # untouched, not recreated
+    assert len(done) == 4 and all(w.startswith("DELETE ") for w in done[1:-1])
+    (new,) = api.sent("POST", "/pulls/7/reviews")
+    assert len(new["comments"]) == 2
+    assert numbers(api) == list(range(2, 7))  # bug 7 is past the cap: in the body
+    assert len({c["id"] for c in api.ours()} & first) == 3  # untouched, not recreated
+    assert "+model.train()  # 7\n" in new["body"]
     assert api.reviews[0]["body"].startswith("rnnfix: superseded")
     # the same push again: nothing to write
     api.requests.clear()
@@ -134,10 +146,7 @@ def test_a_changed_message_is_an_edit(big: PullRequest, api: FakeGitHub) -> None
     comment["body"] = comment["body"].replace("**RNF002**", "**RNF002** (older wording)")
     api.requests.clear()
     assert api.run(big.env(api, "suggest")) == 0
-    assert writes(api) == [
-        f"PATCH /repos/o/r/pulls/comments/{comment['id']}",
-        f"PUT /repos/o/r/pulls/7/reviews/{api.reviews[0]['id']}",
-    ]
+    assert writes(api) == [f"PATCH /repos/o/r/pulls/comments/{comment['id']}"]
     assert "older wording" not in comment["body"]
 
 
@@ -151,29 +160,29 @@ def test_outdated_comments_are_replaced(big: PullRequest, api: FakeGitHub) -> No
     (review,) = api.sent("POST", "/pulls/7/reviews")
     assert len(review["comments"]) == 3
     assert len([w for w in writes(api) if w.startswith("DELETE")]) == 3
-    assert numbers(api) == list(range(50))
+    assert numbers(api) == list(range(CAP))
 
 
 def test_writes_are_paced(big: PullRequest, api: FakeGitHub) -> None:
     assert api.run(big.env(api, "suggest")) == 0
-    push(big, api, many(200, frozenset(range(30))))
-    assert api.run(big.env(api, "suggest")) == 0  # 1 POST + 30 DELETE + 1 PUT
+    push(big, api, many(8, frozenset(range(3))))
+    assert api.run(big.env(api, "suggest")) == 0  # 1 POST + 3 DELETE + 1 PUT
     times = api.writes[1:]
-    assert len(times) == 32
+    assert len(times) == 5
     assert all(b - a >= 1.0 for a, b in zip(times, times[1:], strict=False))
     assert max(times.count(t) for t in times) == 1
 
 
 def test_secondary_rate_limit_is_waited_out(big: PullRequest, api: FakeGitHub) -> None:
     assert api.run(big.env(api, "suggest")) == 0
-    push(big, api, many(200, frozenset(range(30))))
-    api.writes_per_minute = 10  # a tight secondary limit, and no pacing
+    push(big, api, many(8, frozenset(range(3))))
+    api.writes_per_minute = 2  # a tight secondary limit, and no pacing
     api.requests.clear()
     assert api.run(big.env(api, "suggest"), write_interval=0.0) == 0
     limited = [i for i, s in enumerate(api.statuses) if s == 403]
     assert limited  # GitHub said wait ...
     assert 60.0 in api.clock.slept  # ... and the bot waited Retry-After
-    assert numbers(api) == list(range(30, 60))  # and finished: nothing half-done
+    assert numbers(api) == list(range(3, 8))  # and finished: nothing half-done
 
 
 @pytest.mark.parametrize(
@@ -196,7 +205,7 @@ def test_rate_limit_answers_are_retried(
     assert api.clock.slept[-1] == {429: 7.0}.get(
         status, 31.0 if "X-RateLimit-Remaining" in headers else 60.0
     )
-    assert len(api.ours()) == 50
+    assert len(api.ours()) == CAP
 
 
 def test_an_hourly_limit_fails_the_step_in_one_line(
@@ -213,7 +222,7 @@ def test_an_hourly_limit_fails_the_step_in_one_line(
 def test_a_failure_midway_leaves_no_half_review(big: PullRequest, api: FakeGitHub) -> None:
     assert api.run(big.env(api, "suggest")) == 0
     before = numbers(api)
-    push(big, api, many(200, frozenset(range(10))))
+    push(big, api, many(8, frozenset(range(2))))
     # the first write fails: nothing changed
     api.fail_after_writes = len(api.writes)
     assert api.run(big.env(api, "suggest")) == 1
@@ -221,13 +230,13 @@ def test_a_failure_midway_leaves_no_half_review(big: PullRequest, api: FakeGitHu
     # the run dies after its first write (all new suggestions, in one review)
     api.fail_after_writes = len(api.writes) + 1
     assert api.run(big.env(api, "suggest")) == 1
-    assert set(range(10, 60)) <= set(numbers(api))  # the complete new set is there
+    assert set(range(2, 7)) <= set(numbers(api))  # the complete new set is there
     assert not api.reviews[0]["body"].startswith("rnnfix: superseded")
     # a re-run finishes from what is there: no duplicates, the stale ones go
     api.fail_after_writes = None
     api.requests.clear()
     assert api.run(big.env(api, "suggest")) == 0
     assert not api.sent("POST")
-    assert numbers(api) == list(range(10, 60))
+    assert numbers(api) == list(range(2, 7))
     assert api.reviews[0]["body"].startswith("rnnfix: superseded")
     assert not api.reviews[1]["body"].startswith("rnnfix: superseded")

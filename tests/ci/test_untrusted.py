@@ -118,3 +118,14 @@ def test_git_runs_neutralised(tmp_path: Path) -> None:
     assert not marker.exists()
     subprocess.run(["git", "status"], cwd=pr_repo, capture_output=True, check=False)
     assert marker.exists()  # the same config does run with plain git
+
+
+def test_a_planted_sarif_link_is_replaced_not_followed(tmp_path: Path, api: FakeGitHub) -> None:
+    pr = make_pr(tmp_path, {"ok.py": "x = 1\n"}, {"wrap.py": ONE_LINE})
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me\n")
+    (pr.repo / "rnnfix.sarif").symlink_to(outside)
+    assert api.run(pr.env(api, "check")) == 1
+    assert outside.read_text() == "keep me\n"
+    sarif = pr.repo / "rnnfix.sarif"
+    assert not sarif.is_symlink() and '"ruleId": "RNF002"' in sarif.read_text()
