@@ -223,9 +223,7 @@ def _filter_sets(inputs: Inputs) -> Diff | None:
         return None
     try:
         base = _base(inputs)
-        text = _git(
-            inputs, "diff", "--no-color", "--src-prefix=a/", "--dst-prefix=b/", "-U3", base
-        )
+        text = _git(inputs, "diff", "--no-color", "--src-prefix=a/", "--dst-prefix=b/", "-U3", base)
     except BotError as exc:
         # Showing every finding beats failing a check that used to pass.
         print(f"::warning title=rnnfix::filter-mode {inputs.filter_mode} is off: {exc}")
