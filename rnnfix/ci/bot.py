@@ -389,7 +389,7 @@ def suggest_mode(inputs: Inputs) -> int:
     todo = review.plan(existing, wanted, limits.MAX_COMMENTS)
     elsewhere += [change_of[w.key] for w in todo.overflow]
     elsewhere.sort(key=lambda c: (c.path, c.start))
-    if not fixes.changes and not fixes.shown:
+    if not fixes.changes:  # findings without a fix: nothing to suggest (check reports them)
         if not earlier:
             print("rnnfix: nothing to fix; no review posted")
             return 0
