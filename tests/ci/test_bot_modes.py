@@ -237,3 +237,16 @@ def test_unknown_filter_mode(
     assert (
         "filter-mode must be one of added, diff_context, file, nofilter" in capfd.readouterr().err
     )
+
+
+def test_filter_mode_without_the_base_shows_everything(
+    tmp_path: Path, api: FakeGitHub, capfd: pytest.CaptureFixture[str]
+) -> None:
+    pr = make_pr(tmp_path, {"old.py": ONE_LINE}, {"ok.py": CLEAN})
+    event = json.loads(pr.event_path.read_text())
+    event["pull_request"]["base"]["sha"] = "f" * 40  # a shallow clone lacks it
+    pr.event_path.write_text(json.dumps(event))
+    assert api.run(pr.env(api, "check", RNNFIX_CHANGED_ONLY="false")) == 1
+    out = capfd.readouterr().out
+    assert "::warning title=rnnfix::filter-mode added is off" in out and "fetch-depth: 0" in out
+    assert "file=old.py" in out
