@@ -8,6 +8,7 @@ are written from the same run, so check mode runs rnnfix once."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,13 +20,15 @@ FILTER_MODES = ("added", "diff_context", "file", "nofilter")
 class Finding:
     path: str
     line: int
-    col: int
+    col: int | None  # None: a notebook's finding, at the JSON line (its columns are not the cell's)
     code: str
     message: str
     fixable: bool
     # old-line intervals its fix replaces: 0-based, end excluded (an insertion
     # before line k+1 is (k, k))
     fix_lines: tuple[tuple[int, int], ...] = ()
+    end_line: int | None = None
+    end_col: int | None = None
 
     def touches(self, start: int, end: int) -> bool:
         """Whether its fix changes lines ``start..end`` (1-based, inclusive)
@@ -44,7 +47,7 @@ class Finding:
 @dataclass
 class Report:
     findings: list[Finding] = field(default_factory=list)
-    failures: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    failures: list[tuple[str, str, str]] = field(default_factory=list)  # (path, reason, level)
 
 
 def rel(path: str) -> str:
@@ -72,19 +75,31 @@ def parse_sarif(text: str) -> Report:
                 Finding(
                     path=rel(loc["artifactLocation"]["uri"]),
                     line=int(region.get("startLine", 1)),
-                    col=int(region.get("startColumn", 1)),
+                    col=_int(region.get("startColumn")),
                     code=str(result.get("ruleId", "")),
                     message=str(result.get("message", {}).get("text", "")),
                     fixable=bool(props.get("fixable", bool(fixes))),
                     fix_lines=tuple(fixes),
+                    end_line=_int(region.get("endLine")),
+                    end_col=_int(region.get("endColumn")),
                 )
             )
         for invocation in run.get("invocations", []):
             for note in invocation.get("toolExecutionNotifications", []):
                 locs = note.get("locations") or [{}]
                 uri = locs[0].get("physicalLocation", {}).get("artifactLocation", {}).get("uri")
-                report.failures.append((rel(str(uri or "")), str(note["message"]["text"])))
+                report.failures.append(
+                    (
+                        rel(str(uri or "")),
+                        str(note["message"]["text"]),
+                        str(note.get("level") or "error"),
+                    )
+                )
     return report
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int) else None
 
 
 def _interval(region: Mapping[str, Any]) -> tuple[int, int]:
@@ -132,17 +147,31 @@ def _escape(text: str, prop: bool = False) -> str:
     return text
 
 
+_CELL = re.compile(r"^(cell \d+:\d+:\d+): (.*)$", re.S)
+
+
 def workflow_commands(report: Report, findings: Iterable[Finding]) -> str:
     """GitHub workflow commands, as ``--output-format github`` writes them."""
     out = []
     for f in findings:
         level = "warning" if f.fixable else "error"
-        out.append(
-            f"::{level} title={_escape('rnnfix ' + f.code, True)},"
-            f"file={_escape(f.path, True)},line={f.line},col={f.col}"
-            f"::{_escape(f.code + ' ' + f.message)}"
+        place = f"line={f.line},endLine={f.end_line or f.line}"
+        if f.col is not None:
+            place += f",col={f.col}"
+            if f.end_col is not None:
+                place += f",endColumn={f.end_col}"
+        cell = _CELL.match(f.message)  # a notebook's: the cell's position leads the message
+        where, text = (
+            (f"{f.path}:{cell.group(1)}", cell.group(2))
+            if cell
+            else (f"{f.path}:{f.line}:{f.col or 1}", f.message)
         )
-    for path, reason in report.failures:
-        where = f" file={_escape(path, True)}" if path else ""
-        out.append(f"::error{where}::{_escape(reason)}")
+        out.append(
+            f"::{level} title={_escape(f'rnnfix ({f.code})', True)},"
+            f"file={_escape(f.path, True)},{place}::{_escape(f'{where}: {f.code} {text}')}"
+        )
+    for path, reason, level in report.failures:
+        at = f" file={_escape(path, True)}" if path else ""
+        level = level if level in ("error", "warning", "notice") else "error"
+        out.append(f"::{level}{at}::{_escape(f'{path}: {reason}' if path else reason)}")
     return "".join(line + "\n" for line in out)

@@ -145,7 +145,7 @@ def test_commit_from_a_fork_falls_back_to_annotations(
     assert [m for m, _, _ in api.requests if m != "GET"] == []  # known up front: no write tried
     assert git(tmp_path, "--git-dir", str(pr.remote), "rev-parse", "feature").strip() == pr.head
     out = capfd.readouterr().out
-    assert "::warning title=rnnfix RNF002,file=wrap.py,line=4" in out
+    assert "::warning title=rnnfix (RNF002),file=wrap.py,line=4," in out
     assert "read-only token whatever the workflow's `permissions` say" in out
     assert "-model.module.train()\n+model.train()\n" in pr.summary.read_text()
 

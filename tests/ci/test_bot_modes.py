@@ -39,7 +39,8 @@ def test_fork_suggest_falls_back_without_trying_to_write(
     assert api.run(pr.env(api, "suggest")) == 0
     assert [m for m, _, _ in api.requests if m != "GET"] == []
     out = capfd.readouterr().out
-    assert "::warning title=rnnfix RNF002,file=wrap.py,line=4,col=1::RNF002 " in out
+    assert "::warning title=rnnfix (RNF002),file=wrap.py,line=4,endLine=4,col=1," in out
+    assert "::wrap.py:4:1: RNF002 " in out
     assert "pull pull" not in out and "`pull-requests: write`" not in out  # not a misconfiguration
     assert "a read-only token whatever the workflow's `permissions` say" in out
     summary = pr.summary.read_text()
@@ -250,3 +251,18 @@ def test_filter_mode_without_the_base_shows_everything(
     out = capfd.readouterr().out
     assert "::warning title=rnnfix::filter-mode added is off" in out and "fetch-depth: 0" in out
     assert "file=old.py" in out
+
+
+def test_annotations_are_what_the_github_format_writes(tmp_path: Path) -> None:
+    """Check mode writes annotations from its SARIF run: the same lines as
+    ``--output-format github`` for every finding."""
+    from rnnfix.ci import run
+    from rnnfix.ci.findings import parse_sarif, workflow_commands
+
+    (tmp_path / "a.py").write_text(RNF001)
+    (tmp_path / "b.py").write_text(ONE_LINE)
+    common = ["apply", "--check", "--no-cache", "--quiet", "--output-format"]
+    github = run.rnnfix(tmp_path, [*common, "github", "."]).stdout
+    report = parse_sarif(run.rnnfix(tmp_path, [*common, "sarif", "."]).stdout)
+    assert workflow_commands(report, report.findings) == github
+    assert github.count("::warning") == 2
