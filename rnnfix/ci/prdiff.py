@@ -4,6 +4,7 @@ lie inside one hunk, so each line maps to the hunk it belongs to."""
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -38,3 +39,50 @@ def pr_files(files: Iterable[Mapping[str, Any]]) -> dict[str, dict[int, int]]:
         for f in files
         if f.get("status") != "removed"
     }
+
+
+def added_lines(patch: str) -> set[int]:
+    """New-side line numbers the patch adds (``+`` lines)."""
+    out: set[int] = set()
+    started, line = False, 0
+    for text in patch.splitlines():
+        match = _HUNK.match(text)
+        if match:
+            started, line = True, int(match.group(1))
+            continue
+        if not started or text.startswith(("\\", "-")):
+            continue
+        if text.startswith("+"):
+            out.add(line)
+        line += 1
+    return out
+
+
+def filter_sets(patches: Mapping[str, str]) -> dict[str, tuple[set[int], set[int]]]:
+    """path -> (added lines, lines of its hunks), what ``findings.keep`` reads."""
+    return {p: (added_lines(t), set(commentable_lines(t))) for p, t in patches.items()}
+
+
+def split_git_diff(text: str) -> dict[str, str]:
+    """``git diff`` output -> new path -> that file's hunks (deleted files left out)."""
+    out: dict[str, str] = {}
+    path: str | None = None
+    for line in text.splitlines(keepends=True):
+        if line.startswith("diff --git "):
+            path = None
+        elif line.startswith("+++ ") and path is None:
+            name = line[4:].rstrip("\n")
+            path = _unquote(name)[2:] if name != "/dev/null" else ""
+            if path:
+                out[path] = ""
+        elif path and (line.startswith(("@@", " ", "+", "-", "\\"))):
+            out[path] += line
+    return out
+
+
+def _unquote(name: str) -> str:
+    """git's C-style quoting of an odd path (``"b/a\\tb.py"``)."""
+    if not (name.startswith('"') and name.endswith('"')):
+        return name
+    raw = codecs.escape_decode(name[1:-1].encode("latin-1", "backslashreplace"))[0]
+    return bytes(raw).decode("utf-8", "surrogateescape")

@@ -120,6 +120,9 @@ def _result(f: Finding, uri: str, index: dict[str, int], span: FileSpan) -> dict
         "level": "warning",
         "message": {"text": text},
         "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri}, "region": region}}],
+        # whether rnnfix has a fix for it at all (``fixes`` holds one only
+        # when the run's settings apply it); the CI bot's annotation level
+        "properties": {"fixable": f.fixable},
     }
 
 

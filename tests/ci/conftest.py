@@ -25,33 +25,205 @@ CLEAN = "import torch\n\nx = torch.zeros(3)\n"
 
 Reply = tuple[int, Any, dict[str, str]]
 
+# GitHub's documented limits the stand-in enforces
+MAX_BODY = 65_536  # characters of a review's or a comment's body
+WRITES_PER_MINUTE = 80  # content-generating requests (secondary rate limit)
+WRITES_PER_HOUR = 500
+SECONDARY = (
+    "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
+)
+READ_ONLY = "Resource not accessible by integration"
+
+
+@dataclass
+class Clock:
+    """Fake time for the bot's pacing and the stand-in's rate windows:
+    ``sleep`` moves it on at once."""
+
+    t: float = 1_700_000_000.0
+    slept: list[float] = field(default_factory=list)
+
+    def now(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.t += max(0.0, seconds)
+
 
 @dataclass
 class FakeGitHub:
+    """A stand-in for GitHub's REST API with state (reviews, comments) and
+    GitHub's documented limits: bodies over 65,536 characters and comments
+    outside the diff are 422, more than ``max_review_comments`` comments in
+    one review are 422, writes over 80 a minute or 500 an hour get a
+    secondary rate limit (403 + Retry-After), a read-only (fork) token gets
+    403 on every write. Every request is logged."""
+
     url: str = ""
+    clock: Clock = field(default_factory=Clock)
     requests: list[tuple[str, str, Any]] = field(default_factory=list)
-    # (method, path regex) -> reply; the first match wins, else a default
+    statuses: list[int] = field(default_factory=list)
+    # (method, path regex) -> reply; the first match wins, before the state
     routes: list[tuple[str, str, Reply]] = field(default_factory=list)
     files: list[dict[str, Any]] = field(default_factory=list)
     reviews: list[dict[str, Any]] = field(default_factory=list)
     review_comments: list[dict[str, Any]] = field(default_factory=list)
+    read_only: bool = False
+    max_review_comments: int = 50
+    enforce_diff: bool = True
+    fail_after_writes: int | None = None  # then every write answers 502 (a crash midway)
+    # answers for the next requests matching (method, path regex), each used once
+    inject: list[tuple[str, str, Reply]] = field(default_factory=list)
+    writes_per_minute: int = WRITES_PER_MINUTE
+    writes_per_hour: int = WRITES_PER_HOUR
+    writes: list[float] = field(default_factory=list)  # times of accepted writes
+    next_id: int = 1000
+    write_interval: float = 1.0
+
+    def pace(self, **overrides: Any) -> Any:
+        from rnnfix.ci.api import Pace
+
+        return Pace(
+            sleep=self.clock.sleep,
+            monotonic=self.clock.now,
+            wall=self.clock.now,
+            write_interval=overrides.get("write_interval", self.write_interval),
+        )
+
+    def run(self, env: dict[str, str], **pace: Any) -> int:
+        from rnnfix.ci.bot import main
+
+        return main(env, pace=self.pace(**pace))
 
     def reply(self, method: str, path: str, body: Any) -> Reply:
+        answer = self._reply(method, path, body)
         self.requests.append((method, path, body))
-        route = path.split("?")[0]
+        self.statuses.append(answer[0])
+        return answer
+
+    def _reply(self, method: str, path: str, body: Any) -> Reply:
+        route, _, query = path.partition("?")
+        for i, (m, pattern, answer) in enumerate(self.inject):
+            if m == method and re.fullmatch(pattern, route):
+                del self.inject[i]
+                return answer
         for m, pattern, answer in self.routes:
             if m == method and re.fullmatch(pattern, route):
                 return answer
-        if method == "GET" and route.endswith("/files"):
-            return 200, self.files, {}
-        if method == "GET" and re.search(r"/pulls/\d+/comments$", route):
-            return 200, self.review_comments, {}
-        if method == "GET" and route.endswith("/reviews"):
-            return 200, self.reviews, {}
-        return 200, {"id": 99}, {}
+        if method == "GET":
+            return self._get(route, query)
+        if self.read_only:
+            return 403, {"message": READ_ONLY}, {}
+        now = self.clock.now()
+        minute = [t for t in self.writes if t > now - 60]
+        hour = [t for t in self.writes if t > now - 3600]
+        if len(minute) >= self.writes_per_minute or len(hour) >= self.writes_per_hour:
+            return 403, {"message": SECONDARY}, {"Retry-After": "60"}
+        if self.fail_after_writes is not None and len(self.writes) >= self.fail_after_writes:
+            return 502, {"message": "Server Error"}, {}
+        answer = self._write(method, route, body)
+        if answer[0] < 300:
+            self.writes.append(now)
+        return answer
+
+    def _get(self, route: str, query: str) -> Reply:
+        if route.endswith("/files"):
+            items = self.files
+        elif re.search(r"/pulls/\d+/comments$", route):
+            items = self.review_comments
+        elif route.endswith("/reviews"):
+            items = self.reviews
+        else:
+            return 404, {"message": "Not Found"}, {}
+        params = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
+        per_page, page = int(params.get("per_page", 30)), int(params.get("page", 1))
+        chunk = items[(page - 1) * per_page : page * per_page]
+        headers = {}
+        if page * per_page < len(items):
+            headers["Link"] = f'<{self.url}{route}?per_page={per_page}&page={page + 1}>; rel="next"'
+        return 200, chunk, headers
+
+    def _invalid(self, message: str) -> Reply:
+        return 422, {"message": "Validation Failed", "errors": [message]}, {}
+
+    def _check_comment(self, c: dict[str, Any]) -> str | None:
+        if len(c.get("body") or "") > MAX_BODY:
+            return "body is too long (maximum is 65536 characters)"
+        if not self.enforce_diff:
+            return None
+        lines = commentable(self.files).get(c["path"], {})
+        hunks = {lines.get(n) for n in range(c.get("start_line") or c["line"], c["line"] + 1)}
+        if None in hunks or len(hunks) != 1:
+            return "pull_request_review_thread.line must be part of the diff"
+        return None
+
+    def _write(self, method: str, route: str, body: Any) -> Reply:
+        if len(str((body or {}).get("body") or "")) > MAX_BODY:
+            return self._invalid("body is too long (maximum is 65536 characters)")
+        if method == "POST" and re.search(r"/pulls/\d+/reviews$", route):
+            comments = body.get("comments") or []
+            if len(comments) > self.max_review_comments:
+                return self._invalid("too many comments in one review")
+            for c in comments:
+                problem = self._check_comment(c)
+                if problem:
+                    return self._invalid(problem)
+            rid = self._id()
+            self.reviews.append({"id": rid, "body": body["body"], "state": "COMMENTED"})
+            for c in comments:
+                self.review_comments.append(
+                    {
+                        **c,
+                        "id": self._id(),
+                        "pull_request_review_id": rid,
+                        "start_line": c.get("start_line"),
+                        "commit_id": body["commit_id"],
+                    }
+                )
+            return 200, {"id": rid}, {}
+        if method == "POST" and re.search(r"/pulls/\d+/comments$", route):
+            problem = self._check_comment(body)
+            if problem:
+                return self._invalid(problem)
+            self.review_comments.append({**body, "id": self._id()})
+            return 201, {"id": self.next_id}, {}
+        match = re.search(r"/pulls/comments/(\d+)$", route)
+        if match:
+            found = [c for c in self.review_comments if c["id"] == int(match.group(1))]
+            if not found:
+                return 404, {"message": "Not Found"}, {}
+            if method == "DELETE":
+                self.review_comments.remove(found[0])
+                return 204, None, {}
+            if method == "PATCH":
+                found[0]["body"] = body["body"]
+                return 200, found[0], {}
+        match = re.search(r"/pulls/\d+/reviews/(\d+)$", route)
+        if match and method == "PUT":
+            found = [r for r in self.reviews if r["id"] == int(match.group(1))]
+            if not found:
+                return 404, {"message": "Not Found"}, {}
+            found[0]["body"] = body["body"]
+            return 200, found[0], {}
+        return 404, {"message": "Not Found"}, {}
+
+    def _id(self) -> int:
+        self.next_id += 1
+        return self.next_id
 
     def sent(self, method: str, suffix: str = "") -> list[Any]:
         return [b for m, p, b in self.requests if m == method and p.split("?")[0].endswith(suffix)]
+
+    def ours(self) -> list[dict[str, Any]]:
+        """The bot's comments now on the pull request."""
+        return [c for c in self.review_comments if "rnnfix-suggestion" in str(c.get("body"))]
+
+
+def commentable(files: list[dict[str, Any]]) -> dict[str, dict[int, int]]:
+    from rnnfix.ci.prdiff import pr_files
+
+    return pr_files(files)
 
 
 @pytest.fixture
@@ -65,7 +237,7 @@ def api() -> Iterator[FakeGitHub]:
             status, body, headers = fake.reply(
                 self.command, self.path, json.loads(raw) if raw else None
             )
-            data = json.dumps(body).encode()
+            data = b"" if body is None else json.dumps(body).encode()
             self.send_response(status)
             for key, value in headers.items():
                 self.send_header(key, value)
@@ -111,12 +283,23 @@ class PullRequest:
             "RNNFIX_MODE": mode,
             "RNNFIX_ARGS": "--no-cache",
             "GITHUB_EVENT_PATH": str(self.event_path),
+            "GITHUB_EVENT_NAME": "pull_request",
             "GITHUB_WORKSPACE": str(self.repo),
             "GITHUB_REPOSITORY": "o/r",
             "GITHUB_API_URL": api.url,
+            "GITHUB_SERVER_URL": self.server_url,
+            "GITHUB_STEP_SUMMARY": str(self.summary),
             "GITHUB_TOKEN": "t0ken",
             **extra,
         }
+
+    @property
+    def server_url(self) -> str:
+        return "file://" + str(self.remote.parents[1])
+
+    @property
+    def summary(self) -> Path:
+        return self.repo.parent / "summary.md"
 
     def patches(self) -> list[dict[str, Any]]:
         """What ``GET /pulls/{n}/files`` answers: each file's hunks."""
@@ -130,7 +313,9 @@ class PullRequest:
 def make_pr(tmp_path: Path, base_files: dict[str, str], pr_files: dict[str, str]) -> PullRequest:
     if shutil.which("git") is None:
         pytest.skip("needs git")
-    remote, repo = tmp_path / "remote.git", tmp_path / "repo"
+    # the "server": GITHUB_SERVER_URL/o/r.git is where mode commit pushes
+    remote, repo = tmp_path / "srv" / "o" / "r.git", tmp_path / "repo"
+    remote.parent.mkdir(parents=True)
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
     git(tmp_path, "init", "-q", "-b", "main", str(repo))
     git(repo, "remote", "add", "origin", str(remote))

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from rnnfix.ci.bot import main
 from tests.ci.conftest import CLEAN, FIXTURES, ONE_LINE, FakeGitHub, git, make_pr, set_fork
 
 MULTI = (FIXTURES / "RNF003" / "after_eval_train_accuracy.py").read_text()
@@ -20,7 +19,7 @@ def test_check_annotations_and_sarif(
     tmp_path: Path, api: FakeGitHub, capfd: pytest.CaptureFixture[str]
 ) -> None:
     pr = make_pr(tmp_path, {"old.py": ONE_LINE}, {"wrap.py": ONE_LINE, "ok.py": CLEAN})
-    assert main(pr.env(api, "check")) == 1
+    assert api.run(pr.env(api, "check")) == 1
     out = capfd.readouterr().out
     assert "::warning" in out and "file=wrap.py" in out and "RNF002" in out
     assert "old.py" not in out  # unchanged by the pull request
@@ -34,15 +33,19 @@ def test_check_clean_and_all_files(
     tmp_path: Path, api: FakeGitHub, capfd: pytest.CaptureFixture[str]
 ) -> None:
     pr = make_pr(tmp_path, {"old.py": ONE_LINE}, {"ok.py": CLEAN})
-    assert main(pr.env(api, "check")) == 0
-    assert main(pr.env(api, "check", RNNFIX_CHANGED_ONLY="false")) == 1
-    assert "old.py" in capfd.readouterr().out
+    assert api.run(pr.env(api, "check")) == 0
+    # every file, but filter-mode added shows only what the pull request adds
+    assert api.run(pr.env(api, "check", RNNFIX_CHANGED_ONLY="false")) == 0
+    assert "1 finding(s) not shown" in capfd.readouterr().out
+    env = pr.env(api, "check", RNNFIX_CHANGED_ONLY="false", RNNFIX_FILTER_MODE="nofilter")
+    assert api.run(env) == 1
+    assert "file=old.py" in capfd.readouterr().out
 
 
 def test_suggest_single_and_multi_line(tmp_path: Path, api: FakeGitHub) -> None:
     pr = make_pr(tmp_path, {"ok.py": CLEAN}, {"wrap.py": ONE_LINE, "train.py": MULTI})
     api.files = pr.patches()
-    assert main(pr.env(api, "suggest")) == 0
+    assert api.run(pr.env(api, "suggest")) == 0
     (review,) = api.sent("POST", "/pulls/7/reviews")
     assert review["commit_id"] == pr.head and review["event"] == "COMMENT"
     assert "<!-- rnnfix-review" in review["body"]
@@ -63,7 +66,10 @@ def test_suggest_single_and_multi_line(tmp_path: Path, api: FakeGitHub) -> None:
 def test_fix_outside_the_diff_goes_into_the_body(tmp_path: Path, api: FakeGitHub) -> None:
     pr = make_pr(tmp_path, {"far.py": FAR}, {"far.py": FAR + "y = 1\n"})
     api.files = pr.patches()
-    assert main(pr.env(api, "suggest")) == 0
+    # filter-mode added (the default): the bug is on a line the PR did not add
+    assert api.run(pr.env(api, "suggest")) == 0
+    assert api.sent("POST") == []
+    assert api.run(pr.env(api, "suggest", RNNFIX_FILTER_MODE="file")) == 0
     (review,) = api.sent("POST", "/pulls/7/reviews")
     assert review["comments"] == []
     assert "```diff\n--- a/far.py\n+++ b/far.py\n" in review["body"]
@@ -73,7 +79,7 @@ def test_fix_outside_the_diff_goes_into_the_body(tmp_path: Path, api: FakeGitHub
 def test_nothing_to_fix_posts_nothing(tmp_path: Path, api: FakeGitHub) -> None:
     pr = make_pr(tmp_path, {"old.py": ONE_LINE}, {"ok.py": CLEAN})
     api.files = pr.patches()
-    assert main(pr.env(api, "suggest")) == 0
+    assert api.run(pr.env(api, "suggest")) == 0
     assert [m for m, _, _ in api.requests if m != "GET"] == []
 
 
@@ -82,34 +88,41 @@ def test_new_push_updates_the_review(tmp_path: Path, api: FakeGitHub) -> None:
     api.files = pr.patches()
     api.reviews = [{"id": 5, "body": "older\n\n<!-- rnnfix-review 0123 -->"}]
     api.review_comments = [
-        {"id": 11, "body": "<!-- rnnfix-suggestion -->\nin the review"},
+        {"id": 11, "body": "<!-- rnnfix-suggestion -->\nin the review", "path": "wrap.py"},
         {"id": 12, "body": "<!-- rnnfix-suggestion -->\nposted beside it by an update"},
         {"id": 13, "body": "a person's comment stays"},
     ]
-    assert main(pr.env(api, "suggest")) == 0
-    assert api.sent("POST", "/pulls/7/reviews") == []
-    deleted = [p for m, p, _ in api.requests if m == "DELETE"]
-    assert deleted == ["/repos/o/r/pulls/comments/11", "/repos/o/r/pulls/comments/12"]
+    assert api.run(pr.env(api, "suggest")) == 0
+    # the new suggestion first, in one new review; then the stale ones go
+    methods = [(m, p.split("?")[0]) for m, p, _ in api.requests if m != "GET"]
+    assert methods == [
+        ("POST", "/repos/o/r/pulls/7/reviews"),
+        ("DELETE", "/repos/o/r/pulls/comments/11"),
+        ("DELETE", "/repos/o/r/pulls/comments/12"),
+        ("PUT", "/repos/o/r/pulls/7/reviews/5"),
+    ]
+    (review,) = api.sent("POST", "/pulls/7/reviews")
+    (comment,) = review["comments"]
+    assert review["commit_id"] == pr.head and comment["line"] == 4
     (put,) = api.sent("PUT", "/pulls/7/reviews/5")
-    assert "<!-- rnnfix-review" in put["body"]
-    (comment,) = api.sent("POST", "/pulls/7/comments")
-    assert comment["commit_id"] == pr.head and comment["line"] == 4
+    assert put["body"].startswith("rnnfix: superseded by a later rnnfix review")
+    assert [c["id"] for c in api.review_comments if "person" in c["body"]] == [13]
 
 
 def test_same_push_again_changes_nothing(tmp_path: Path, api: FakeGitHub) -> None:
     pr = make_pr(tmp_path, {"ok.py": CLEAN}, {"wrap.py": ONE_LINE})
     api.files = pr.patches()
-    assert main(pr.env(api, "suggest")) == 0
+    assert api.run(pr.env(api, "suggest")) == 0
     (review,) = api.sent("POST", "/pulls/7/reviews")
     api.requests.clear()
     api.reviews = [{"id": 5, "body": review["body"]}]
-    assert main(pr.env(api, "suggest")) == 0
+    assert api.run(pr.env(api, "suggest")) == 0
     assert [m for m, _, _ in api.requests if m != "GET"] == []
 
 
 def test_commit_pushes_one_commit(tmp_path: Path, api: FakeGitHub) -> None:
     pr = make_pr(tmp_path, {"old.py": ONE_LINE}, {"wrap.py": ONE_LINE})
-    assert main(pr.env(api, "commit")) == 0
+    assert api.run(pr.env(api, "commit")) == 0
     remote = ["--git-dir", str(pr.remote)]
     log = git(tmp_path, *remote, "log", "-2", "--format=%an|%s|%P", "feature")
     first, second = log.splitlines()
@@ -122,13 +135,19 @@ def test_commit_pushes_one_commit(tmp_path: Path, api: FakeGitHub) -> None:
     assert api.requests == []
 
 
-def test_commit_from_a_fork_suggests(tmp_path: Path, api: FakeGitHub) -> None:
+def test_commit_from_a_fork_falls_back_to_annotations(
+    tmp_path: Path, api: FakeGitHub, capfd: pytest.CaptureFixture[str]
+) -> None:
     pr = make_pr(tmp_path, {"ok.py": CLEAN}, {"wrap.py": ONE_LINE})
     set_fork(pr)
     api.files = pr.patches()
-    assert main(pr.env(api, "commit")) == 0
-    assert len(api.sent("POST", "/pulls/7/reviews")) == 1
+    assert api.run(pr.env(api, "commit")) == 0
+    assert [m for m, _, _ in api.requests if m != "GET"] == []  # known up front: no write tried
     assert git(tmp_path, "--git-dir", str(pr.remote), "rev-parse", "feature").strip() == pr.head
+    out = capfd.readouterr().out
+    assert "::warning title=rnnfix (RNF002),file=wrap.py,line=4," in out
+    assert "read-only token whatever the workflow's `permissions` say" in out
+    assert "-model.module.train()\n+model.train()\n" in pr.summary.read_text()
 
 
 @pytest.mark.parametrize(
@@ -150,7 +169,7 @@ def test_api_errors_are_one_line(
 ) -> None:
     pr = make_pr(tmp_path, {"ok.py": CLEAN}, {"wrap.py": ONE_LINE})
     api.routes.append(("GET", r".*/files", (status, {"message": "Bad credentials"}, headers)))
-    assert main(pr.env(api, "suggest")) == 1
+    assert api.run(pr.env(api, "suggest")) == 1
     captured = capfd.readouterr()
     assert "Traceback" not in captured.err + captured.out
     (line,) = [x for x in captured.err.splitlines() if x.startswith("rnnfix:")]
@@ -164,7 +183,7 @@ def test_rejected_review_is_one_line(
     pr = make_pr(tmp_path, {"ok.py": CLEAN}, {"wrap.py": ONE_LINE})
     api.files = pr.patches()
     api.routes.append(("POST", r".*/reviews", (422, {"message": "Validation Failed"}, {})))
-    assert main(pr.env(api, "suggest")) == 1
+    assert api.run(pr.env(api, "suggest")) == 1
     err = capfd.readouterr().err
     assert "422 Unprocessable Entity: Validation Failed" in err and "Traceback" not in err
 
@@ -174,7 +193,7 @@ def test_unreachable_api(
 ) -> None:
     pr = make_pr(tmp_path, {"ok.py": CLEAN}, {"wrap.py": ONE_LINE})
     env = pr.env(api, "suggest", GITHUB_API_URL="http://127.0.0.1:9")
-    assert main(env) == 1
+    assert api.run(env) == 1
     assert "cannot reach http://127.0.0.1:9" in capfd.readouterr().err
 
 
@@ -182,9 +201,9 @@ def test_misconfiguration(
     tmp_path: Path, api: FakeGitHub, capfd: pytest.CaptureFixture[str]
 ) -> None:
     pr = make_pr(tmp_path, {"ok.py": CLEAN}, {"wrap.py": ONE_LINE})
-    assert main(pr.env(api, "review")) == 1
+    assert api.run(pr.env(api, "review")) == 1
     git(pr.repo, "checkout", "-q", pr.base)  # not the head: line numbers would be wrong
-    assert main(pr.env(api, "suggest")) == 1
+    assert api.run(pr.env(api, "suggest")) == 1
     err = capfd.readouterr().err
     assert "unknown mode 'review'" in err and "pull request's head checked out" in err
 
@@ -194,7 +213,7 @@ def test_a_file_that_does_not_parse_fails_the_step_after_suggesting(
 ) -> None:
     pr = make_pr(tmp_path, {"ok.py": CLEAN}, {"wrap.py": ONE_LINE, "broken.py": "def f(:\n"})
     api.files = pr.patches()
-    assert main(pr.env(api, "suggest")) == 1
+    assert api.run(pr.env(api, "suggest")) == 1
     (review,) = api.sent("POST", "/pulls/7/reviews")
     assert [c["path"] for c in review["comments"]] == ["wrap.py"]
     assert "broken.py" in capfd.readouterr().err
@@ -203,7 +222,7 @@ def test_a_file_that_does_not_parse_fails_the_step_after_suggesting(
 def test_commit_leaves_out_files_an_earlier_step_modified(tmp_path: Path, api: FakeGitHub) -> None:
     pr = make_pr(tmp_path, {"old.py": ONE_LINE}, {"wrap.py": ONE_LINE})
     (pr.repo / "old.py").write_text(ONE_LINE + "# edited by an earlier step\n")
-    assert main(pr.env(api, "commit")) == 0
+    assert api.run(pr.env(api, "commit")) == 0
     changed = git(
         tmp_path, "--git-dir", str(pr.remote), "show", "--name-only", "--format=", "feature"
     )
@@ -217,7 +236,7 @@ def test_changed_only_without_the_base_commit(
     event = json.loads(pr.event_path.read_text())
     event["pull_request"]["base"]["sha"] = "f" * 40  # a shallow clone lacks it
     pr.event_path.write_text(json.dumps(event))
-    assert main(pr.env(api, "check")) == 1
+    assert api.run(pr.env(api, "check")) == 1
     assert "fetch-depth: 0" in capfd.readouterr().err
 
 
@@ -226,7 +245,7 @@ def test_fixed_since_the_last_push_the_review_says_so(tmp_path: Path, api: FakeG
     api.files = pr.patches()
     api.reviews = [{"id": 5, "body": "older\n\n<!-- rnnfix-review 0123 -->"}]
     api.review_comments = [{"id": 11, "body": "<!-- rnnfix-suggestion -->\nold"}]
-    assert main(pr.env(api, "suggest")) == 0
+    assert api.run(pr.env(api, "suggest")) == 0
     assert [p for m, p, _ in api.requests if m == "DELETE"] == ["/repos/o/r/pulls/comments/11"]
     (put,) = api.sent("PUT", "/pulls/7/reviews/5")
     assert put["body"].startswith("rnnfix: nothing left to fix") and "rnnfix-review" in put["body"]
