@@ -67,6 +67,9 @@ class DecodedSource:
     text: str
     encoding: str
     bom: bool
+    # Why the text was not decoded as Python would decode it (a coding cookie
+    # naming a codec Python does not know), for the run to report; None when it was.
+    warning: str | None = None
 
     def encode(self, text: str) -> bytes:
         data = text.encode(self.encoding)
@@ -74,7 +77,8 @@ class DecodedSource:
 
 
 def decode(data: bytes) -> DecodedSource:
-    """Decode as Python does: BOM, then a coding cookie, else UTF-8."""
+    """Decode as Python does: BOM, then a coding cookie, else UTF-8; a cookie
+    naming a codec Python does not know falls back to UTF-8 with a warning."""
     if b"\0" in data:
         raise FileProblem("binary file (contains NUL bytes)")
     bom = data.startswith(codecs.BOM_UTF8)
@@ -85,9 +89,17 @@ def decode(data: bytes) -> DecodedSource:
         # detect_encoding also fails on undecodable bytes in the first two lines;
         # name the bytes when that is what happened.
         try:
-            body.decode("utf-8")
+            text = body.decode("utf-8")
         except UnicodeDecodeError as bad:
             raise FileProblem(f"cannot decode as utf-8: {bad}") from None
+        if str(exc).startswith("unknown encoding: "):
+            # A cookie naming a codec that a package registers at start-up
+            # (`# -*- coding: future_fstrings -*-`, a Python 2 back-port of
+            # f-strings): the source itself is UTF-8 text that Python 3 parses.
+            # Read it as UTF-8 and say so; it is written back as UTF-8, cookie kept.
+            codec = str(exc).removeprefix("unknown encoding: ")
+            warning = f"coding cookie names an unknown codec ({codec}): read as utf-8"
+            return DecodedSource(text, "utf-8", bom, warning)
         raise FileProblem(f"cannot decode: {exc}") from None
     if encoding == "utf-8-sig":
         encoding = "utf-8"
