@@ -18,7 +18,6 @@ and says whether a statement runs in the same iteration as a training step.
 from __future__ import annotations
 
 import ast
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -38,6 +37,7 @@ from rnnfix.analysis.syntax.walks import (
 )
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
+from rnnfix.source.files import is_test_source
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
@@ -111,8 +111,7 @@ def function_is_eval(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunction
 
 
 def _pytest_context(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    base = os.path.basename(ctx.path)
-    if base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py":
+    if is_test_source(ctx.path, ctx.source):
         return True
     parent = ctx.facts.parents.get(func)
     if isinstance(parent, ast.ClassDef) and parent.name.startswith("Test"):
