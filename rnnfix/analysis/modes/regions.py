@@ -103,11 +103,23 @@ def function_is_eval(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunction
     ws = words(func.name)
     if func.name in ("eval", "train") or not ws:
         return False
-    if any(w in _TRAINING_WORDS for w in ws) or not any(w in _EVAL_FUNCTION_WORDS for w in ws):
+    if any(w in _TRAINING_WORDS for w in ws):
+        return False
+    if not any(w in _EVAL_FUNCTION_WORDS for w in ws) and not _estimates_metric(ws):
         return False
     if func.name.startswith("test") and _pytest_context(ctx, func):
         return False
     return not _in_lightning_class(ctx, func)
+
+
+# GPT-style trainers evaluate in ``estimate_loss()`` (nanoGPT, minGPT and
+# their forks): an estimate of a loss or a metric is evaluation; ``estimate``
+# alone is not (``estimate_mfu``, an RL ``estimate_advantages``).
+_ESTIMATED = frozenset({"loss", "losses", "perplexity", "ppl", "accuracy", "acc", "metrics"})
+
+
+def _estimates_metric(ws: list[str]) -> bool:
+    return "estimate" in ws and any(w in _ESTIMATED for w in ws)
 
 
 def _pytest_context(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -129,6 +129,7 @@ def _summarise(
                     methods,
                     mode_overrides=overrides,
                     holds_state=state,
+                    mode_layers=table.mode_layers(name) if is_module else False,
                     ctor_grads=grads,
                     init_params=ctor.params if grads and ctor is not None else (),
                     init_kwonly=ctor.kwonly if grads and ctor is not None else (),
