@@ -20,7 +20,15 @@ _DOCS = """\
 Finds training steps (`loss.backward()`, `optimizer.step()`, `scaler.scale(loss).backward()`,
 `accelerator.backward(loss)`) that can run while a model they use is in eval mode: some
 path reaches the step from `model.eval()` (or `model.train(False)`, or a helper such as
-`validate(model)` that calls it) without passing `model.train()`.
+`validate(model)` that calls it) without passing `model.train()`. A model loaded with
+Hugging Face `transformers`' `from_pretrained` (`AutoModelForCausalLM`, a
+`BertForSequenceClassification` imported from `transformers`) starts in eval mode:
+transformers calls `eval()` at the end of the load. It is fixed by default only when an
+optimizer is built over that model's parameters (or a model holding it), the file calls
+no `train()` on it anywhere (the author's conditional `train()` is the specification),
+and nothing freezes it or a part of it (`requires_grad_(False)`, `p.requires_grad =
+False`); otherwise its mode counts as unknown. Other libraries' `from_pretrained` is
+not assumed to return eval mode.
 
 ## Why is this bad?
 In eval mode dropout is off and BatchNorm uses (and stops updating) its running
