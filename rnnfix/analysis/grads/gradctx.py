@@ -114,9 +114,19 @@ class GradContexts:
 
 
 def _has_bare_set_grad(ctx: FileContext, scope: ast.AST) -> bool:
+    """A statement that switches grad for the rest of the scope:
+    ``torch.set_grad_enabled(False)``, or a grad context entered by hand,
+    ``torch.no_grad().__enter__()`` (asteroid's evaluation recipes)."""
     for n in walk_local(scope):
         if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call):
-            if ctx.facts.imports.qualname(n.value.func) in _SET_GRAD:
+            func = n.value.func
+            if ctx.facts.imports.qualname(func) in _SET_GRAD:
+                return True
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr == "__enter__"
+                and classify_context(ctx, func.value) is not None
+            ):
                 return True
     return False
 
