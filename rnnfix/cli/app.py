@@ -302,6 +302,8 @@ def _apply_stdin(settings: Settings, name: str, out: Output) -> int:
         click.echo(f"{name}: {exc}", err=True)
         return EXIT_ERROR
     result = process_text(name, decoded.text, settings)
+    if decoded.warning is not None:
+        result.notes.append(decoded.warning)
     if out.command == "check":  # a report, not a filter: diagnostics on stdout
         return report([result], settings, out)
     if result.outcome is Outcome.FAILED:

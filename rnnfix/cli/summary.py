@@ -155,7 +155,7 @@ def report(results: Sequence[FileResult], settings: Settings, out: Output) -> in
             text += gap + fixes
         _emit(text, out, stream, styled=out.fmt in ("text", "concise", "full"))
     for r in results:
-        for note in r.notes:  # parts of a file left unchecked (notebook cells)
+        for note in r.notes:  # notebook cells left unchecked, a file read as utf-8
             click.echo(f"{r.path}: {note}", err=True)
     if out.fmt in ("text", "concise", "full"):
         for r in results:

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 from rnnfix.analysis.modes.modeflow import Mode, ModeFact, ModeFlow, TrainingStep
 from rnnfix.analysis.modes.placement import anchor_for
-from rnnfix.analysis.modes.state import is_prefix
+from rnnfix.analysis.modes.pretrained import eval_origin, unsupported
+from rnnfix.analysis.modes.state import ModeState, is_prefix
 from rnnfix.analysis.project.summaries import FunctionSummary
 from rnnfix.analysis.ruletext import STEP_REACH, call_facts
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
@@ -19,7 +20,15 @@ _DOCS = """\
 Finds training steps (`loss.backward()`, `optimizer.step()`, `scaler.scale(loss).backward()`,
 `accelerator.backward(loss)`) that can run while a model they use is in eval mode: some
 path reaches the step from `model.eval()` (or `model.train(False)`, or a helper such as
-`validate(model)` that calls it) without passing `model.train()`.
+`validate(model)` that calls it) without passing `model.train()`. A model loaded with
+Hugging Face `transformers`' `from_pretrained` (`AutoModelForCausalLM`, a
+`BertForSequenceClassification` imported from `transformers`) starts in eval mode:
+transformers calls `eval()` at the end of the load. It is fixed by default only when an
+optimizer is built over that model's parameters (or a model holding it), the file calls
+no `train()` on it anywhere (the author's conditional `train()` is the specification),
+and nothing freezes it or a part of it (`requires_grad_(False)`, `p.requires_grad =
+False`); otherwise its mode counts as unknown. Other libraries' `from_pretrained` is
+not assumed to return eval mode.
 
 ## Why is this bad?
 In eval mode dropout is off and BatchNorm uses (and stops updating) its running
@@ -138,7 +147,7 @@ class TrainStepInEvalMode(Rule):
                     continue  # a loss, an activation, a plain object: its mode is not the bug
                 if flow.is_target_network(model, step.function):
                     continue  # refreshed by copy/Polyak/EMA: kept in eval on purpose
-                state = flow.mode_before(step.node, model)
+                state = _judge_pretrained(flow, step, model, flow.mode_before(step.node, model))
                 anchor = None  # the head of the loop/function, unless a case says otherwise
                 # Frozen-BatchNorm fine-tuning: an eval() whose only successor
                 # is training is the author's choice, even with --strict.
@@ -182,6 +191,21 @@ class TrainStepInEvalMode(Rule):
                 )
         for group in groups.values():
             yield _finding(ctx, flow, group)
+
+
+def _judge_pretrained(
+    flow: ModeFlow, step: TrainingStep, model: str, state: ModeState
+) -> ModeState:
+    """The eval mode a transformers ``from_pretrained`` left ``model`` in is a
+    bug only with the evidence ``pretrained.unsupported`` asks for; without it
+    the mode counts as unknown (``--strict``'s business), as it did before
+    rnnfix knew that load's mode."""
+    imports = flow.imports
+    loaded = [f for f in state.facts if eval_origin(f, imports) is not None]
+    if not loaded or not unsupported(flow, step, model, state.may_train):
+        return state
+    unknown = {ModeFact(Mode.UNKNOWN, f.origin, f.cause, f.guard) for f in loaded}
+    return ModeState(frozenset((state.facts - set(loaded)) | unknown))
 
 
 def _add(
@@ -270,11 +294,15 @@ def may_apply(ctx: FileContext) -> bool:
 
     and an eval mode that can reach it: the text this rule has always asked
     for (``.eval(``, ``train(False``, ``mode=False``; with ``--strict``, an
-    unknown mode, ``.backward(``/``.step(``), or a helper of another file of
+    unknown mode, ``.backward(``/``.step(``; a ``.from_pretrained(`` of
+    ``transformers``, ``pretrained.transformers_load``), or a helper of another file of
     the run that may call ``eval()`` (``_imports_eval``)."""
     src = ctx.source
-    eval_here = (".eval(" in src or "train(False" in src or "mode=False" in src) or (
-        ctx.settings.strict and (".backward(" in src or ".step(" in src)
+    eval_here = (
+        (".eval(" in src or "train(False" in src or "mode=False" in src)
+        or (ctx.settings.strict and (".backward(" in src or ".step(" in src))
+        # transformers' ``from_pretrained`` returns eval models (``pretrained``)
+        or (".from_pretrained(" in src and "transformers" in src)
     )
     # a helper of another file of the run may call ``eval()``
     if not eval_here and (ctx.project is None or not _imports_eval(ctx)):
@@ -514,10 +542,17 @@ def _describe(ctx: FileContext, fact: ModeFact) -> str:
         if fact.cause is not None and hasattr(fact.cause, "lineno"):
             return (
                 f"`{_snippet(ctx, fact.cause)}` on line {fact.cause.lineno} "
-                f"before `{origin.name}` is called"
+                f"before `{origin.name}` is called{_pretrained_note(ctx, fact)}"
             )
         return f"a caller of `{origin.name}`"
-    return f"`{_snippet(ctx, origin)}` on line {getattr(origin, 'lineno', '?')}"
+    line = getattr(origin, "lineno", "?")
+    return f"`{_snippet(ctx, origin)}` on line {line}{_pretrained_note(ctx, fact)}"
+
+
+def _pretrained_note(ctx: FileContext, fact: ModeFact) -> str:
+    if eval_origin(fact, ctx.facts.imports) is None:
+        return ""
+    return ": transformers' `from_pretrained` returns the model in eval mode"
 
 
 def _describe_unknown(ctx: FileContext, fact: ModeFact) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
 from rnnfix.analysis.evalgrad.in_scope import global_cudnn_off
@@ -70,7 +71,7 @@ in the file can be wrapped; otherwise the switch is only reported.
         if not may_apply(ctx.source):
             return
         facts = ctx.facts
-        switches = global_cudnn_off(ctx.tree, facts.imports)
+        switches = global_cudnn_off(ctx.tree, facts.imports, star_torch=_star_torch(ctx))
         if not switches:
             return
         scoped = self._scoped_edits(ctx)
@@ -112,6 +113,31 @@ in the file can be wrapped; otherwise the switch is only reported.
                 return ()
             edits.extend(e for e in wrap if e not in edits)
         return tuple(edits)
+
+
+def _star_torch(ctx: FileContext) -> bool:
+    """The file's ``torch`` is the one a file of the run imports and this file
+    star-imports (``from __init__ import *`` of a package whose ``__init__.py``
+    has ``import torch``, a common layout of research code): nothing in the
+    file binds ``torch`` itself."""
+    if "import *" not in ctx.source or "torch" in ctx.facts.imports.names:
+        return False
+    view = ctx.facts.project
+    if view is None:
+        return False
+    bindings = getattr(view.index.files, "bindings", None)
+    for node in ctx.tree.body:
+        if not (isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)):
+            continue
+        parts = tuple(node.module.split(".")) if node.module else ()
+        target = view.index.resolve(view.path, node.level, parts)
+        if target is None or target[1]:
+            continue
+        view.consulted.add(target[0])  # the cache keys this result on that file
+        found = bindings(target[0], "torch") if bindings is not None else None
+        if found is not None and found.get("torch") == (0, ("torch",)):
+            return True
+    return False
 
 
 def may_apply(source: str) -> bool:

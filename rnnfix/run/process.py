@@ -424,6 +424,8 @@ def process_file(
         result = process_notebook(name, decoded.text, settings, project)
     else:
         result = process_text(name, decoded.text, settings, project)
+    if decoded.warning is not None:
+        result.notes.append(decoded.warning)
     result.old_bytes = data
     if result.outcome is not Outcome.CHANGED or not write:
         return result

@@ -52,10 +52,54 @@ def is_test_name(name: str) -> bool:
     return name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
 
 
-def is_test_path(rel: PurePath) -> bool:
+# What makes a ``*_test.py`` file test code: a function or class pytest
+# collects, a ``TestCase``, or a test framework's import. Research code names
+# evaluation scripts ``gptj_reward_test.py`` or ``ab_test.py`` (an experiment):
+# with none of these they are scripts, checked like any other. When in doubt
+# (any sign at all, or a file that cannot be read) the file stays test code.
+_TEST_CODE = re.compile(
+    r"^[ \t]*(?:(?:async[ \t]+)?def[ \t]+test|class[ \t]+Test)"
+    r"|\bTestCase\b"
+    r"|^[ \t]*(?:import|from)[ \t]+(?:pytest|unittest|nose2?|absl\.testing|hypothesis)\b",
+    re.MULTILINE,
+)
+
+
+def holds_test_code(text: str) -> bool:
+    return _TEST_CODE.search(text) is not None
+
+
+def is_test_source(path: str, text: str) -> bool:
+    """``is_test_file`` for a source already read (an analysis's ``ctx``)."""
+    name = os.path.basename(path)
+    if not is_test_name(name):
+        return False
+    return not name.endswith("_test.py") or name.startswith("test_") or holds_test_code(text)
+
+
+def _script_named_like_a_test(name: str, path: Path | None) -> bool:
+    """``*_test.py`` (not ``test_*.py``, whose name pytest collects even when
+    empty) whose text shows no test code: see ``_TEST_CODE``."""
+    if path is None or not name.endswith("_test.py") or name.startswith("test_"):
+        return False
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    return not holds_test_code(text)
+
+
+def is_test_file(name: str, path: Path | None = None) -> bool:
+    """``is_test_name``, except a ``*_test.py`` script whose file (``path``)
+    shows no test code."""
+    return is_test_name(name) and not _script_named_like_a_test(name, path)
+
+
+def is_test_path(rel: PurePath, path: Path | None = None) -> bool:
     """A test file by its path relative to the folder the user gave (the
-    folders above it are not the project's: a checkout may live in ``tests/``)."""
-    return is_test_name(rel.name) or any(part in TEST_DIRS for part in rel.parts[:-1])
+    folders above it are not the project's: a checkout may live in ``tests/``);
+    ``path``, the file on disk, lets a ``*_test.py`` script count as code."""
+    return is_test_file(rel.name, path) or any(part in TEST_DIRS for part in rel.parts[:-1])
 
 
 class FileProblem(Exception):
@@ -67,6 +111,9 @@ class DecodedSource:
     text: str
     encoding: str
     bom: bool
+    # Why the text was not decoded as Python would decode it (a coding cookie
+    # naming a codec Python does not know), for the run to report; None when it was.
+    warning: str | None = None
 
     def encode(self, text: str) -> bytes:
         data = text.encode(self.encoding)
@@ -74,7 +121,8 @@ class DecodedSource:
 
 
 def decode(data: bytes) -> DecodedSource:
-    """Decode as Python does: BOM, then a coding cookie, else UTF-8."""
+    """Decode as Python does: BOM, then a coding cookie, else UTF-8; a cookie
+    naming a codec Python does not know falls back to UTF-8 with a warning."""
     if b"\0" in data:
         raise FileProblem("binary file (contains NUL bytes)")
     bom = data.startswith(codecs.BOM_UTF8)
@@ -85,9 +133,17 @@ def decode(data: bytes) -> DecodedSource:
         # detect_encoding also fails on undecodable bytes in the first two lines;
         # name the bytes when that is what happened.
         try:
-            body.decode("utf-8")
+            text = body.decode("utf-8")
         except UnicodeDecodeError as bad:
             raise FileProblem(f"cannot decode as utf-8: {bad}") from None
+        if str(exc).startswith("unknown encoding: "):
+            # A cookie naming a codec that a package registers at start-up
+            # (`# -*- coding: future_fstrings -*-`, a Python 2 back-port of
+            # f-strings): the source itself is UTF-8 text that Python 3 parses.
+            # Read it as UTF-8 and say so; it is written back as UTF-8, cookie kept.
+            codec = str(exc).removeprefix("unknown encoding: ")
+            warning = f"coding cookie names an unknown codec ({codec}): read as utf-8"
+            return DecodedSource(text, "utf-8", bom, warning)
         raise FileProblem(f"cannot decode: {exc}") from None
     if encoding == "utf-8-sig":
         encoding = "utf-8"
@@ -227,7 +283,7 @@ def _forced_out(
         return True
     if include_tests:
         return False
-    return any(p in TEST_DIRS for p in rel.parts) if is_dir else is_test_path(rel)
+    return any(p in TEST_DIRS for p in rel.parts) if is_dir else is_test_path(rel, path)
 
 
 def _walk(
@@ -260,7 +316,7 @@ def _walk(
             elif _TEMP_NAME.match(entry.name) and entry.is_file():
                 _remove_leftover(p)
             elif entry.name.endswith(SOURCE_SUFFIXES) and entry.is_file():
-                if not include_tests and is_test_name(entry.name):
+                if not include_tests and is_test_file(entry.name, p):
                     continue
                 if ignores.ignored(p, is_dir=False) or _matches(excluded, root, p, False):
                     continue

@@ -79,6 +79,31 @@ def test_undecodable_and_binary_reported(run, tree: Path, content: bytes, reason
     assert (tree / "buggy.py").read_text() == FIXED
 
 
+def test_unknown_codec_cookie_read_as_utf8_with_a_warning(run, tree: Path) -> None:
+    # `# -*- coding: future_fstrings -*-` (a Python 2 back-port of f-strings)
+    # names a codec only its package registers: the file is UTF-8 text, fixed
+    # like any other, its cookie and its non-ASCII bytes kept.
+    f = tree / "buggy.py"
+    head = "# -*- coding: future_fstrings -*-\n# caf\u00e9\n"
+    f.write_bytes((head + BUGGY).encode("utf-8"))
+    result = run(str(tree))
+    assert result.exit_code == 0, result.output
+    assert f"{f}: coding cookie names an unknown codec (future_fstrings): read as utf-8" in (
+        result.output
+    )
+    assert f.read_bytes() == (head + FIXED).encode("utf-8")
+
+
+def test_unknown_codec_cookie_with_non_utf8_bytes_still_fails(run, tree: Path) -> None:
+    bad = tree / "bad.py"
+    content = b"# -*- coding: future_fstrings -*-\nx = '\xff'\n"
+    bad.write_bytes(content)
+    result = run(str(tree))
+    assert result.exit_code == 2
+    assert f"{bad}: cannot decode as utf-8" in result.output
+    assert bad.read_bytes() == content
+
+
 def test_unreadable_file_reported(run, tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Root reads everything, so make the read itself fail.
     real = Path.read_bytes

@@ -21,11 +21,16 @@ TEST_FILES = [
 CODE_FILES = ["train.py", "pkg/testing_utils.py", "pkg/contest.py", "pkg/latest/x.py"]
 
 
+# A test function: `model_test.py` is test code by its name only when its text
+# shows some (a `*_test.py` script with none is checked, see below).
+TEST_TAIL = "\n\ndef test_model():\n    assert model is not None\n"
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     for rel in TEST_FILES + CODE_FILES:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(BUGGY)
+        (tmp_path / rel).write_text(BUGGY + TEST_TAIL)
     return tmp_path
 
 
@@ -40,7 +45,8 @@ def chdir(tmp_path: Path) -> Iterator[Path]:
 
 
 def _changed(root: Path) -> set[str]:
-    return {p.relative_to(root).as_posix() for p in root.rglob("*.py") if p.read_text() == FIXED}
+    fixed = (FIXED, FIXED + TEST_TAIL)
+    return {p.relative_to(root).as_posix() for p in root.rglob("*.py") if p.read_text() in fixed}
 
 
 def test_test_files_in_folders_are_left_alone(run, project: Path) -> None:
@@ -148,3 +154,49 @@ def test_force_exclude_applies_to_named_folders(run, project: Path, chdir: Path)
     assert result.exit_code == 0, result.output
     assert _changed(project) == {"pkg/latest/x.py"}
     assert "1 file checked" in result.output
+
+
+# `*_test.py` is also how research code names evaluation scripts
+# (CarperAI/trlx examples/summarize_rlhf/reward_model/gptj_reward_test.py, an
+# accuracy run of a reward model; pyro examples/contrib/oed/ab_test.py, an
+# experiment): with no test function or class and no test framework import,
+# it is a script. Any sign of test code keeps it a test file.
+@pytest.mark.parametrize(
+    ("tail", "is_test"),
+    [
+        ("", False),
+        ("\nif __name__ == '__main__':\n    print(model)\n", False),
+        ("\nimport pytest\n", True),
+        ("\nfrom unittest import mock\n", True),
+        ("\n\nclass TestModel:\n    pass\n", True),
+        ("\n\nclass Checks(TestCase):\n    pass\n", True),
+        ("\n\ndef test(model, loader):\n    pass\n", True),
+        ("\n\nasync def test_it():\n    pass\n", True),
+    ],
+)
+def test_script_named_like_a_test(
+    run, tmp_path: Path, chdir: Path, tail: str, is_test: bool
+) -> None:
+    for rel in ("gptj_reward_test.py", "pkg/ab_test.py", "test_named.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(BUGGY + tail)
+    result = run(str(tmp_path))
+    assert result.exit_code == 0, result.output
+    # `test_*.py` is collected by pytest whatever it holds: always test code.
+    scripts = set() if is_test else {"gptj_reward_test.py", "pkg/ab_test.py"}
+    assert {
+        p.relative_to(tmp_path).as_posix()
+        for p in tmp_path.rglob("*.py")
+        if p.read_text() == FIXED + tail
+    } == scripts
+    # --force-exclude (pre-commit) reads the file the same way.
+    for rel in ("gptj_reward_test.py", "pkg/ab_test.py"):
+        (tmp_path / rel).write_text(BUGGY + tail)
+    result = run("--force-exclude", "gptj_reward_test.py", "pkg/ab_test.py")
+    assert result.exit_code == 0, result.output
+    fixed = {
+        rel
+        for rel in ("gptj_reward_test.py", "pkg/ab_test.py")
+        if (tmp_path / rel).read_text() == FIXED + tail
+    }
+    assert fixed == scripts

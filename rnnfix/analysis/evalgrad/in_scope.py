@@ -419,16 +419,28 @@ class EvalGradAnalysis:
         return table.get(name, ())
 
 
-def global_cudnn_off(tree: ast.Module, imports: ImportMap) -> list[ast.Assign]:
+def global_cudnn_off(
+    tree: ast.Module, imports: ImportMap, star_torch: bool = False
+) -> list[ast.Assign]:
     """``torch.backends.cudnn.enabled = False`` (or ``0``) that its own function
-    (or the module) does not set back to True later: a process-wide switch."""
+    (or the module) does not set back to True later: a process-wide switch.
+    ``star_torch``: the file's ``torch`` comes from a star import of a file that
+    imports it (``from __init__ import *``), so the written name counts."""
+
+    def qualname(node: ast.expr) -> str | None:
+        found = imports.qualname(node)
+        if found is None and star_torch:
+            text = dotted(node)
+            return text if text is not None and text.startswith("torch.") else None
+        return found
+
     out = []
     for scope in [tree, *(n for n in walk_tree(tree) if isinstance(n, _FUNCS))]:
         sets = sorted(
             (n for n in _own_nodes(scope) if isinstance(n, ast.Assign) and len(n.targets) == 1),
             key=key,
         )
-        sets = [n for n in sets if imports.qualname(n.targets[0]) in CUDNN_ENABLED]
+        sets = [n for n in sets if qualname(n.targets[0]) in CUDNN_ENABLED]
         for i, node in enumerate(sets):
             off = isinstance(node.value, ast.Constant) and node.value.value in (False, 0)
             restored = any(

@@ -114,9 +114,19 @@ class GradContexts:
 
 
 def _has_bare_set_grad(ctx: FileContext, scope: ast.AST) -> bool:
+    """A statement that switches grad for the rest of the scope:
+    ``torch.set_grad_enabled(False)``, or a grad context entered by hand,
+    ``torch.no_grad().__enter__()`` (asteroid's evaluation recipes)."""
     for n in walk_local(scope):
         if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call):
-            if ctx.facts.imports.qualname(n.value.func) in _SET_GRAD:
+            func = n.value.func
+            if ctx.facts.imports.qualname(func) in _SET_GRAD:
+                return True
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr == "__enter__"
+                and classify_context(ctx, func.value) is not None
+            ):
                 return True
     return False
 
@@ -313,5 +323,56 @@ class Handlers:
                 return self._memo[func.id]
             if qual is None and func.id in _NEUTRAL:
                 return frozenset()  # a builtin: ``open``, ``property``
+            if expr is func and qual is None:
+                bound = self._bound_handling(func.id)
+                if bound is not None:
+                    return bound
         project = self.ctx.facts.project
         return project.handler(func) if project is not None else None
+
+    def _bound_handling(self, name: str) -> Handling | None:
+        """``with ctx:`` where the module binds ``ctx`` once, to context
+        managers it can read (nanoGPT's ``ctx = nullcontext() if device_type ==
+        'cpu' else torch.amp.autocast(...)``), and nothing else in the file
+        binds that name: what they do. None otherwise."""
+        key = "=" + name
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = None  # a binding that reads itself stays unknown
+        values = [
+            s.value
+            for s in self.ctx.tree.body
+            if isinstance(s, ast.Assign)
+            and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name)
+            and s.targets[0].id == name
+        ]
+        found: Handling | None = None
+        if len(values) == 1 and _bindings_of(self.ctx.tree, name) == 1:
+            found = self._value_handling(values[0])
+        self._memo[key] = found
+        return found
+
+    def _value_handling(self, value: ast.expr) -> Handling | None:
+        if isinstance(value, ast.IfExp):
+            a, b = self._value_handling(value.body), self._value_handling(value.orelse)
+            return a | b if a is not None and b is not None else None
+        return self.handling(value) if isinstance(value, ast.Call) else None
+
+
+def _bindings_of(tree: ast.Module, name: str) -> int:
+    """How many places of the file bind ``name`` (assignments, parameters,
+    loop and ``with`` targets, imports, definitions)."""
+    count = 0
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del)):
+            count += 1
+        elif isinstance(n, ast.arg) and n.arg == name:
+            count += 1
+        elif isinstance(n, (*FUNCTIONS, ast.ClassDef)) and n.name == name:
+            count += 1
+        elif isinstance(n, ast.alias) and (n.asname or n.name.split(".")[0]) == name:
+            count += 1
+        elif isinstance(n, ast.Global | ast.Nonlocal) and name in n.names:
+            count += 2
+    return count

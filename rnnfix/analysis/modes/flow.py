@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from rnnfix.analysis.modes.pretrained import transformers_load
 from rnnfix.analysis.modes.state import Facts, Frame, ModeFact, join
 from rnnfix.analysis.syntax.names import SELF_RETURNING, dotted
 from rnnfix.analysis.syntax.scopes import FuncNode, Resolved
@@ -26,6 +27,7 @@ from rnnfix.analysis.syntax.walks import child_nodes
 from rnnfix.analysis.torch.api import mode_switch, module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.models import assignment_pairs, built_class, mode_receiver, unwrap_built
+from rnnfix.analysis.torch.passthrough import prepared_as_itself
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modes.modeflow import ModeFlow
@@ -284,9 +286,20 @@ class ScopeRun:
                 key = self.key(key)
                 if elt is target:
                     self._assign_model(key, value, s, f)
+                elif self._prepared(value, target, elt, key):
+                    continue  # ``model, opt = accelerator.prepare(model, opt)``: as it was
                 else:  # unpacked from something we do not follow
                     f.set(key, frozenset({ModeFact(Mode.UNKNOWN, s)}))
         return f
+
+    def _prepared(self, value: ast.expr, target: ast.expr, elt: ast.expr, key: str) -> bool:
+        position = None if elt is target else target.elts.index(elt)  # type: ignore[attr-defined]
+        text = dotted(elt)
+        if text is None or "prepare" not in self.flow.ctx.source:
+            return False
+        return prepared_as_itself(value, position, text, self.flow.tree, self.flow.imports) and (
+            self.key(text) == key
+        )
 
     def _assign_model(self, key: str, value: ast.expr, s: ast.stmt, f: Frame) -> None:
         imports = self.flow.imports
@@ -301,6 +314,14 @@ class ScopeRun:
             return  # ``model = model.to(device)``, ``model = model.merge_and_unload()``
         if inner is not None and self.flow.is_model(inner):
             f.set(key, f.lookup(inner))  # an alias or a wrapper: same modules
+            return
+        if isinstance(s, ast.Assign) and self._prepared(value, s.targets[0], s.targets[0], key):
+            return  # ``model = accelerator.prepare(model)``: the same modules, the same mode
+        if transformers_load(value, imports) is not None:
+            # ``AutoModelForCausalLM.from_pretrained(...)`` returns the model in
+            # eval mode (``rnnfix.analysis.modes.pretrained``); a chained
+            # ``.train()`` is the author's.
+            f.set(key, frozenset({ModeFact(chained_mode(value) or Mode.EVAL, s)}))
             return
         f.set(key, frozenset({ModeFact(Mode.UNKNOWN, s)}))  # loaded, returned by a call...
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import os
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -43,6 +42,7 @@ from rnnfix.analysis.syntax.scopes import FuncNode
 from rnnfix.analysis.syntax.walks import FUNCTIONS, block_of, walk_tree
 from rnnfix.analysis.torch.api import WRAPPERS, module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
+from rnnfix.source.files import is_test_source
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
@@ -78,11 +78,6 @@ class Inference:
     @property
     def needs_grad(self) -> bool:
         return any(f.needs_grad for f in self.forwards)
-
-
-def is_test_path(path: str) -> bool:
-    base = os.path.basename(path)
-    return base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py"
 
 
 class InferenceAnalysis:
@@ -142,7 +137,11 @@ class InferenceAnalysis:
 
     def inferences(self) -> list[Inference]:
         ctx = self.ctx
-        if is_test_path(ctx.path) or _EXPORT.search(ctx.source) or not self.finder.may_load():
+        if (
+            is_test_source(ctx.path, ctx.source)
+            or _EXPORT.search(ctx.source)
+            or not self.finder.may_load()
+        ):
             return []
         loads = self.finder.loads()
         if not loads or self.trains():

@@ -187,6 +187,22 @@ class ClassTable:
             return ClassRef(q, True, False)
         return self.ref(base)
 
+    def mode_layers(self, name: str) -> bool:
+        """Whether local module class ``name``, one of its local bases or a
+        local class it builds, has a layer whose forward depends on the mode
+        (``classfacts.builds_mode_layers``)."""
+        memo = self.__dict__.setdefault("_layers", {})
+        if name in memo:
+            return bool(memo[name])
+        cls = self.classes.get(name)
+        memo[name] = False  # a cycle of local classes proves nothing
+        found = cls is not None and (
+            any(isinstance(b, ast.Name) and self.mode_layers(b.id) for b in cls.bases)
+            or classfacts.builds_mode_layers(cls, self.imports.qualname, self.mode_layers)
+        )
+        memo[name] = found
+        return found
+
     def holds_state(self, name: str) -> bool:
         """Whether an instance of local module class ``name`` may hold
         parameters, submodules or mode-dependent code (True unless proven not)."""

@@ -18,7 +18,6 @@ and says whether a statement runs in the same iteration as a training step.
 from __future__ import annotations
 
 import ast
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -38,6 +37,7 @@ from rnnfix.analysis.syntax.walks import (
 )
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
+from rnnfix.source.files import is_test_source
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
@@ -103,16 +103,27 @@ def function_is_eval(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunction
     ws = words(func.name)
     if func.name in ("eval", "train") or not ws:
         return False
-    if any(w in _TRAINING_WORDS for w in ws) or not any(w in _EVAL_FUNCTION_WORDS for w in ws):
+    if any(w in _TRAINING_WORDS for w in ws):
+        return False
+    if not any(w in _EVAL_FUNCTION_WORDS for w in ws) and not _estimates_metric(ws):
         return False
     if func.name.startswith("test") and _pytest_context(ctx, func):
         return False
     return not _in_lightning_class(ctx, func)
 
 
+# GPT-style trainers evaluate in ``estimate_loss()`` (nanoGPT, minGPT and
+# their forks): an estimate of a loss or a metric is evaluation; ``estimate``
+# alone is not (``estimate_mfu``, an RL ``estimate_advantages``).
+_ESTIMATED = frozenset({"loss", "losses", "perplexity", "ppl", "accuracy", "acc", "metrics"})
+
+
+def _estimates_metric(ws: list[str]) -> bool:
+    return "estimate" in ws and any(w in _ESTIMATED for w in ws)
+
+
 def _pytest_context(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    base = os.path.basename(ctx.path)
-    if base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py":
+    if is_test_source(ctx.path, ctx.source):
         return True
     parent = ctx.facts.parents.get(func)
     if isinstance(parent, ast.ClassDef) and parent.name.startswith("Test"):

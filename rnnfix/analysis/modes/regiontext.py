@@ -21,18 +21,20 @@ from __future__ import annotations
 
 import re
 
-from rnnfix.analysis.modes.regions import _EVAL_FUNCTION_WORDS, _eval_word
+from rnnfix.analysis.modes.regions import _EVAL_FUNCTION_WORDS, _estimates_metric, _eval_word
 from rnnfix.analysis.syntax.walks import words
 
 # ``model.eval()``, ``model . train (False)``: spaces and line continuations
 # may sit between the parts of an attribute call.
 _MODE_CALL = re.compile(r"\.[\s\\]*(?:eval|train)[\s\\]*\(")
 # A ``def`` whose name holds the text of an evaluation word (every word of
-# ``_EVAL_FUNCTION_WORDS`` contains one of these); its words are read after.
+# ``_EVAL_FUNCTION_WORDS`` contains one of these, or ``estimate``:
+# ``regions._estimates_metric``); its words are read after.
 # No leading ``\b``: a pattern that starts with a literal is scanned for far
 # faster, and the boundary is checked on each (rare) match instead.
 _DEF = re.compile(
-    r"def[\s\\]+(\w*(?:[vV][aA][lL]|[tT][eE][sS][tT]|[pP][rR][eE][dD][iI][cC][tT]|[iI][nN][fF][eE][rR])\w*)"
+    r"def[\s\\]+(\w*(?:[vV][aA][lL]|[tT][eE][sS][tT]|[pP][rR][eE][dD][iI][cC][tT]|[iI][nN][fF][eE][rR]"
+    r"|[eE][sS][tT][iI][mM][aA][tT][eE])\w*)"
 )
 _WORD_CHAR = re.compile(r"\w")
 # A ``for`` statement starts a logical line (a compound statement never
@@ -56,7 +58,8 @@ def may_have_regions(source: str) -> bool:
         start = m.start()
         if start and _WORD_CHAR.match(source, start - 1):
             continue  # ``undef``: not the keyword
-        if any(w in _EVAL_FUNCTION_WORDS for w in words(m.group(1))):
+        ws = words(m.group(1))
+        if any(w in _EVAL_FUNCTION_WORDS for w in ws) or _estimates_metric(ws):
             return True
     for header in _for_headers(source):
         text = header.lower()

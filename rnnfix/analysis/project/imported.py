@@ -84,6 +84,12 @@ class _Finder:
             return
         for binding in import_bindings(tree).values():
             self._follow(path, binding, 0)
+        # ``from __init__ import *``: the module itself (RNF005 reads the
+        # ``torch`` it binds; ``import_bindings`` keeps named imports only).
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+                module = tuple(node.module.split(".")) if node.module else ()
+                self._follow(path, (node.level, module), 0)
 
     def _line_outside(self, folder: str, line: tuple[str | None, ...]) -> bool:
         # The files of a folder import the same names: answered once.

@@ -73,6 +73,9 @@ class ClassSummary:
     mode_overrides: dict[str, str] = field(default_factory=dict)
     holds_state: bool = True  # parameters, submodules or mode-dependent code (``classfacts``)
     is_test: bool = False  # a unittest ``TestCase`` subclass (rnnfix.analysis.project.testcode)
+    # Dropout, BatchNorm or ``self.training`` in it or its file's classes it
+    # builds (``classfacts.builds_mode_layers``): ``eval()`` changes its output.
+    mode_layers: bool = False
     # Method -> ``__init__`` parameters whose stored model it takes an input
     # gradient through (``rnnfix.analysis.project.ctorgrads``), and the constructor's
     # signature to bind a construction's arguments.

@@ -47,10 +47,14 @@ def summarise(source: str, path: str) -> ModuleSummary | None:
     handler_code = any(t in source for t in HANDLER_TOKENS)
     tests = "TestCase" in source  # a base of other files' test classes
     load_code = any(t in source for t in LOAD_TOKENS)
-    if not (mode_code or rnn_code or package or tests or handler_code or load_code):
+    # A file of model classes and nothing else (``models.py``): a file that
+    # builds one of them and runs it needs its class facts (a module, no
+    # override in the way of ``eval()``) to fix it safely (RNF006).
+    class_code = "Module" in source and "class " in source
+    if not (mode_code or rnn_code or package or tests or handler_code or load_code or class_code):
         return None
     try:
-        return _summarise(source, path, mode_code, rnn_code, handler_code, load_code)
+        return _summarise(source, path, mode_code, rnn_code, handler_code, load_code, class_code)
     except Exception:  # noqa: BLE001 - a file the index cannot read is unknown, not fatal
         return None
 
@@ -62,6 +66,7 @@ def _summarise(
     rnn_code: bool,
     handler_code: bool = False,
     load_code: bool = False,
+    class_code: bool = False,
 ) -> ModuleSummary | None:
     from rnnfix.analysis.context import FileContext
     from rnnfix.analysis.grads.gradctx import definition_handling
@@ -78,7 +83,7 @@ def _summarise(
     imports = import_bindings(tree)
     functions: dict[str, FunctionSummary] = {}
     classes: dict[str, ClassSummary] = {}
-    if mode_code or rnn_code:
+    if mode_code or rnn_code or class_code:
         pruned, kept = _pruned(tree, source.splitlines())
         ctx = FileContext(source=source, tree=pruned, path=path)
         flow = ModeFlow(ctx, summaries_only=True) if mode_code else None
@@ -124,6 +129,7 @@ def _summarise(
                     methods,
                     mode_overrides=overrides,
                     holds_state=state,
+                    mode_layers=table.mode_layers(name) if is_module else False,
                     ctor_grads=grads,
                     init_params=ctor.params if grads and ctor is not None else (),
                     init_kwonly=ctor.kwonly if grads and ctor is not None else (),

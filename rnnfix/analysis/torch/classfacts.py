@@ -166,3 +166,30 @@ def holds_state(cls: ast.ClassDef, is_stateless_value: Callable[[ast.expr, FuncD
         if not is_stateless_value(value, fn):
             return True
     return False
+
+
+# torch.nn classes whose forward depends on the mode (issue 24.4's evidence).
+MODE_LAYERS = frozenset(
+    {"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
+     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d",
+     "LazyBatchNorm2d", "LazyBatchNorm3d"}
+)  # fmt: skip
+
+
+def builds_mode_layers(
+    cls: ast.ClassDef, qualname: Callable[[ast.AST], str | None], local: Callable[[str], bool]
+) -> bool:
+    """Whether the class body builds a layer whose forward depends on the mode
+    (``nn.Dropout``, ``nn.BatchNorm2d``), reads ``self.training``, or builds a
+    class of its file for which ``local(name)`` says so: positive evidence
+    that ``eval()`` changes what an instance computes."""
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Attribute) and node.attr == "training":
+            return True
+        if isinstance(node, ast.Call):
+            q = qualname(node.func)
+            if q is not None and q.startswith("torch.nn.") and q.rsplit(".", 1)[-1] in MODE_LAYERS:
+                return True
+            if isinstance(node.func, ast.Name) and node.func.id != cls.name and local(node.func.id):
+                return True
+    return False

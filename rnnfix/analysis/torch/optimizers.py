@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from rnnfix.analysis.syntax.aliases import canonical
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import FuncNode
+from rnnfix.analysis.torch.passthrough import prepared_as_itself
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modes.modeflow import ModeFlow
@@ -71,13 +72,32 @@ class Optimizers:
                 list(node.targets) if isinstance(node, ast.Assign) else [node.target]
             )
             owners = self._built_from(node.value, scope) if len(targets) == 1 else None
-            return [(t, owners if t_node is targets[0] else None) for t_node, t in _texts(targets)]
+            return [
+                (t, owners if t_node is targets[0] else None)
+                for t_node, t in _texts(targets)
+                if not self._prepared(node, t_node, t)
+            ]
         if isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
             return [(t, None) for _, t in _texts([node.target])]
         if isinstance(node, (ast.With, ast.AsyncWith)):
             bound = [i.optional_vars for i in node.items if i.optional_vars is not None]
             return [(t, None) for _, t in _texts(bound)]
         return []
+
+    def _prepared(self, node: ast.Assign | ast.AnnAssign, elt: ast.expr, text: str) -> bool:
+        """``model, optimizer = accelerator.prepare(model, optimizer)``: the
+        same optimizer comes back, over the same parameters; no new binding."""
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1 or node.value is None:
+            return False
+        target = node.targets[0]
+        if isinstance(target, (ast.Tuple, ast.List)) and elt in target.elts:
+            position: int | None = target.elts.index(elt)
+        elif elt is target:
+            position = None
+        else:
+            return False
+        flow = self.flow
+        return prepared_as_itself(node.value, position, text, flow.tree, flow.imports)
 
     def _built_from(self, built: ast.expr, scope: FuncNode | None) -> set[str] | None:
         value = strip_self_returning(built)

@@ -44,6 +44,7 @@ from rnnfix.rules.rnf003.modes import (
     leftover_train,
     phase_loop_finding,
 )
+from rnnfix.rules.rnf003.restore import restore_edits
 from rnnfix.source.edits import (
     AddDecorator,
     AddImport,
@@ -74,6 +75,9 @@ class _Need:
     # the fix turns that call into ``eval()`` instead of inserting one.
     leftover: dict[str, ast.Call] = field(default_factory=dict)
     escape: str | None = None  # how its results may reach a backward rnnfix does not see
+    # Training code calls it mid-iteration: ``eval()`` must give the mode back
+    # on the way out (``rules/rnf003/restore.py``).
+    restore: bool = False
 
 
 class RegionJudge:
@@ -119,14 +123,18 @@ class RegionJudge:
         # test-time optimisation) or training: not evaluation.
         if any(True for _ in walk_gradient_uses(self.ctx, body)):
             return Verdict.LEFT_ALONE
+        restore = False
         if self._fed_into_training(region, body):
-            return Verdict.LEFT_ALONE
+            if not self._evaluates_between_steps(region, sites):
+                return Verdict.LEFT_ALONE
+            restore = True  # ``estimate_loss()`` in the training loop: restore its mode
         if any(self.grad.in_function(self._at(site, node)) == "on" for site in sites):
             return Verdict.LEFT_ALONE  # under ``enable_grad()``: grad is wanted here
         handled = self._handled(node, sites)
         if handled is None:
             return Verdict.LEFT_ALONE  # a wrapper we cannot read may manage both
         need = self._need(region, body, calls)
+        need.restore = restore
         if "grad" in handled:
             need.grad = need.volatile = False
         if "eval" in handled:
@@ -316,6 +324,29 @@ class RegionJudge:
             # callers decide whether that feeds a training step.
             return self._callers_train(scope)
         return False
+
+    def _evaluates_between_steps(self, region: EvalRegion, sites: list[ast.Call]) -> bool:
+        """A function that training code calls in its iteration, which cannot
+        feed a training step: it runs under its own grad-off decorator
+        (``@torch.no_grad()``), and no call's result reaches a gradient use.
+        Periodic evaluation (``estimate_loss()``), not sampling for the loss."""
+        node = region.node
+        if not isinstance(node, FUNCTIONS) or region.signal != "name":
+            return False
+        if not any("grad" in (self.handlers.handling(d) or ()) for d in node.decorator_list):
+            return False
+        for site in self.local.call_sites(node):
+            stmt = enclosing_stmt(self.parents, site)
+            if stmt is None:
+                return False
+            if any(site in set(ast.walk(u)) for u in gradient_uses(self.ctx, stmt)):
+                return False
+            seeds = written([stmt])
+            if seeds and self.flow.reaches_gradient_use(
+                [stmt], scope_of(self.parents, stmt), seeds
+            ):
+                return False
+        return bool(sites)
 
     def _callers_train(self, func: Func) -> bool:
         """A call of ``func`` runs in a training step's iteration, or its
@@ -603,6 +634,23 @@ class RegionJudge:
         if need.no_fix is not None:
             return ctx.finding("RNF003", node, f"{message}; not fixed: {need.no_fix}")
         edits: list[Edit] = []
+        if need.restore and need.eval_models:
+            assert isinstance(node, FUNCTIONS)
+            found = (
+                restore_edits(ctx, node, body, need.eval_models)
+                if not need.leftover
+                else "it switches the model to train mode itself"
+            )
+            if isinstance(found, str):
+                message += (
+                    f"; not fixed: training code calls it, and its mode cannot be restored: {found}"
+                )
+                return ctx.finding("RNF003", node, message)
+            message += (
+                " (training code calls it: the fix restores the caller's mode on the way out)"
+            )
+            edits.extend(found)
+            need.eval_models = []  # done: saved, switched and restored
         for model in need.eval_models:
             leftover = need.leftover.get(model)
             if leftover is not None:
@@ -625,6 +673,8 @@ class RegionJudge:
                 edits.append(AddImport("torch"))
         inserted = [m for m in need.eval_models if m not in need.leftover]
         parts = [f"replace `{m}.train()` with `{m}.eval()`" for m in need.leftover]
+        if need.restore and not need.eval_models and edits:
+            parts.append("switch to `eval()` and restore the caller's mode before returning")
         parts += [f"insert {', '.join(f'`{m}.eval()`' for m in inserted)}"] if inserted else []
         if need.grad:
             parts.append(

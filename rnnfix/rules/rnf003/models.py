@@ -20,7 +20,7 @@ from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.walks import walk_local, walk_tree
 from rnnfix.analysis.torch.api import module_mode_switch
-from rnnfix.analysis.torch.models import built_class
+from rnnfix.analysis.torch.models import built_class, unwrap_built
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
@@ -56,9 +56,17 @@ class ModelIndex:
         if info is None or info.built_at is None:
             return False
         # A class of another file of the run (through the project index) is an
-        # nn.Module, but nothing here shows its mode matters (a weighted loss):
-        # keep to what a single-file run would decide.
-        return self.builds_module(info.built_at)
+        # nn.Module, but that alone does not show its mode matters (a weighted
+        # loss): only its Dropout/BatchNorm layers do (issue 24.4).
+        return self.builds_module(info.built_at) or self._project_mode_layers(info.built_at)
+
+    def _project_mode_layers(self, built: ast.expr) -> bool:
+        view = self.ctx.facts.project
+        call = unwrap_built(built, self.ctx.facts.imports)
+        if view is None or not isinstance(call, ast.Call):
+            return False
+        found = view.lookup_class(call.func)
+        return found is not None and found.is_module and found.mode_layers
 
     @functools.cached_property
     def _own(self) -> frozenset[str]:

@@ -208,6 +208,21 @@ stops updating) its running statistics. That is the intended fix for
 evaluation, but the numbers you report will change. `eval()` also stays in
 effect after the region, as it would after any hand-written `model.eval()`;
 training code that follows needs `model.train()` (RNF001).
+
+Except for an evaluation function under its own `@torch.no_grad()` (or
+`inference_mode`) that training code calls in its iterations and that cannot
+feed a training step (no call's result reaches a gradient use): GPT-style
+`estimate_loss()`. There the fix saves and restores the caller's mode:
+`was_training = model.training` and `model.eval()` at the start,
+`model.train(was_training)` before every `return` and at the end. A restore
+before each `return`, rather than a `try:/finally:` around the body, keeps
+the author's code as written; an exception that leaves the function skips it,
+and ends the training step the mode was for. Reported without a fix when a
+`return` computes its value (it would run after the restore), the function
+is a generator, or the name `was_training` is taken. A model whose class is in
+another file of the run counts only when that class holds Dropout or
+BatchNorm layers (or reads `self.training`): then `eval()` changes what it
+computes.
 """
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:

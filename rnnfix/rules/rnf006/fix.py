@@ -101,7 +101,10 @@ def _readable(ctx: FileContext, inf: Inference) -> bool:
     anchor = _eval_anchor(inf)
     at = anchor[0] if anchor is not None else inf.load.stmt
     check = ctx.facts.receivers.check(inf.load.model, "eval", at=at)
-    return bool(check.provable or inf.load.built_module or _module_class(ctx, inf))
+    # An override in the way of ``eval()`` was read from the class itself.
+    return bool(
+        check.provable or check.override or inf.load.built_module or _module_class(ctx, inf)
+    )
 
 
 def _message(group: list[Inference], t: str, *, unread: bool = False) -> str:

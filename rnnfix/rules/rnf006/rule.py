@@ -137,7 +137,9 @@ where nothing needs gradients, and in a function whose results leave it
 caller is a call in this file; otherwise the finding is reported without a
 fix.
 
-The fix is unsafe (applied with `--unsafe-fixes`) when rnnfix cannot read
+The class is read from this file or from another file of the run (a
+`models.py` of module classes is read for this even when it has no mode
+call). The fix is unsafe (applied with `--unsafe-fixes`) when rnnfix cannot read
 the class of the loaded object (a whole module from `torch.load`, a class
 imported from outside the run): `load_state_dict` and a forward call make
 it a module in practice, but rnnfix cannot prove it. Reported without a fix:
