@@ -82,17 +82,42 @@ class _Project:
     import lines; every answer True when they cannot be read."""
 
     def __init__(self, source: str, path: str, project: ProjectIndex | None) -> None:
-        self.view: ProjectView | None = None
-        self.unknown = False
-        if project is None or not project.may_import(source):
+        self._source = source
+        self._path = path
+        self._project = project
+        self._read = False
+        self._view: ProjectView | None = None
+        self._unknown = False
+
+    def _bindings(self) -> None:
+        """Read at the first question: most files pass or fail on text alone."""
+        if self._read:
+            return
+        self._read = True
+        project = self._project
+        if project is None or not project.may_import(self._source):
             return  # no binding to another file of the run
-        read = text_bindings(source.encode("utf-8", "replace"))
+        read = text_bindings(self._source.encode("utf-8", "replace"))
         if read is None or read.ambiguous:
-            self.unknown = True
+            self._unknown = True
             return
         # The view reads its tree only for the base classes of ``reaches(...,
-        # bases=True)``, which is not asked here (see ``_reaches_eval``).
-        self.view = ProjectView(project, normalise(path), ast.Module([], []), read.bindings)
+        # bases=True)``, which is not asked here (see ``reaches_eval``).
+        self._view = ProjectView(project, normalise(self._path), ast.Module([], []), read.bindings)
+
+    @property
+    def view(self) -> ProjectView | None:
+        self._bindings()
+        return self._view
+
+    @property
+    def unknown(self) -> bool:
+        self._bindings()
+        return self._unknown
+
+    @property
+    def consulted(self) -> set[str]:
+        return self._view.consulted if self._view is not None else set()
 
     @property
     def any(self) -> bool:
@@ -152,14 +177,20 @@ def may_find(
     from rnnfix.rules import all_rules
 
     proj = _Project(source, path, project)
+    # The rules whose parts are text only first: a file that passes one of
+    # them never reads its import lines here.
+    codes = sorted(all_rules(), key=lambda code: (code not in _TEXT_ONLY, code))
     try:
-        for code in all_rules():
+        for code in codes:
             if settings.enabled(code) and _may_find(code, source, settings, proj):
                 return True
         return False
     finally:
-        if consulted is not None and proj.view is not None:
-            consulted |= proj.view.consulted
+        if consulted is not None:
+            consulted |= proj.consulted
+
+
+_TEXT_ONLY = frozenset({"RNF002", "RNF003", "RNF005"})
 
 
 def _may_find(code: str, src: str, settings: Settings, proj: _Project) -> bool:
