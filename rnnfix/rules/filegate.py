@@ -53,19 +53,21 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from rnnfix.analysis.importtext import text_bindings
-from rnnfix.analysis.project import ProjectView, normalise
-from rnnfix.analysis.regiontext import may_have_regions
+from rnnfix.analysis.modes.regiontext import may_have_regions
+from rnnfix.analysis.project.importtext import text_bindings
+from rnnfix.analysis.project.index import normalise
+from rnnfix.analysis.project.view import ProjectView
 from rnnfix.analysis.ruletext import EVAL_REACH, STEP_REACH, may_switch_mode
 from rnnfix.rules import rnf002_wrapper_mode_via_module as _rnf002
 from rnnfix.rules import rnf005_global_cudnn_switch as _rnf005
-from rnnfix.rules import rnf006_inference_without_eval as _rnf006
-from rnnfix.rules.rnf003_eval_without_no_grad import _PREFILTER as _RNF003_WORDS
+from rnnfix.rules.rnf003.rule import _PREFILTER as _RNF003_WORDS
 from rnnfix.rules.rnf004_backward_in_eval_through_rnn import _sets_eval
+from rnnfix.rules.rnf006 import rule as _rnf006
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.project import FunctionSummary, ProjectIndex
-    from rnnfix.settings import Settings
+    from rnnfix.analysis.project.index import ProjectIndex
+    from rnnfix.analysis.project.summaries import FunctionSummary
+    from rnnfix.config.settings import Settings
 
 # Text of ``rnf001.may_apply``: a mode call to eval written here, and what
 # ``call_facts`` needs for a step of this file.

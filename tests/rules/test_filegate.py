@@ -16,19 +16,19 @@ from typing import Any
 
 import pytest
 
-from rnnfix.analysis.project import ProjectIndex
-from rnnfix.context import FileContext
-from rnnfix.process import Outcome, process_file, process_files
+from rnnfix.analysis.context import FileContext
+from rnnfix.analysis.project.index import ProjectIndex
+from rnnfix.config.settings import Settings
 from rnnfix.rules import (
     filegate,
     rnf001_train_step_in_eval_mode,
     rnf002_wrapper_mode_via_module,
-    rnf003_eval_without_no_grad,
     rnf004_backward_in_eval_through_rnn,
     rnf005_global_cudnn_switch,
-    rnf006_inference_without_eval,
 )
-from rnnfix.settings import Settings
+from rnnfix.rules.rnf003 import rule as rnf003_eval_without_no_grad
+from rnnfix.rules.rnf006 import rule as rnf006_inference_without_eval
+from rnnfix.run.process import Outcome, process_file, process_files
 from tests.fixture_args import FIXTURES, project_fixtures, settings_for, single_file_fixtures
 
 _GATES: dict[str, tuple[ModuleType, bool]] = {
