@@ -12,10 +12,14 @@ turns run by run so that machine noise hits all of them alike):
 - ``ast.parse``:    read and ``ast.parse`` every ``.py`` file in one process
 - ``rnnfix cold``:  ``rnnfix apply --check --no-cache``
 - ``rnnfix warm``:  ``rnnfix apply --check`` with a primed ``.rnnfix_cache/``
+- ``rnnfix edit1``: the same after one file changed (a comment appended to the
+                    largest file with a finding, else the largest file, before each run)
+- ``rnnfix strict``: ``rnnfix apply --check --no-cache --strict --unsafe-fixes``
 - ``ruff``:         ``ruff check --no-cache`` with ruff's default rules (if installed)
 - ``libcst noop``:  ``python -m libcst.tool codemod noop.NOOPCommand`` (if it runs)
 
-Ratios are to ruff's wall time. ``--scale 1,2,4`` also runs ``rnnfix cold`` on
+Ratios are to ruff's wall time; the strict row also prints its CPU time over
+the cold row's. ``--scale 1,2,4`` also runs ``rnnfix cold`` on
 1x, 2x and 4x copies of the tree (cost should grow linearly). Nothing is
 asserted; the tree is copied to a temporary folder first, so the cache and any
 libcst run never touch the original. Prints figures only; read them as ratios
@@ -89,6 +93,8 @@ def commands(tree: Path, jobs: int) -> dict[str, list[str]]:
         "ast.parse": [py, "-c", _PARSE, str(tree)],
         "rnnfix cold": [*rnnfix, "--no-cache", str(tree)],
         "rnnfix warm": [*rnnfix, str(tree)],
+        "rnnfix edit1": [*rnnfix, str(tree)],
+        "rnnfix strict": [*rnnfix, "--no-cache", "--strict", "--unsafe-fixes", str(tree)],
     }
     ruff = shutil.which("ruff")
     if ruff:
@@ -119,11 +125,16 @@ def table(tree: Path, runs: int, jobs: int, rows: list[str] | None = None) -> No
     # folder first on sys.path, and a tree's own `types.py` (torch has one)
     # would shadow the standard library.
     cwd = tree.parent
-    if "rnnfix warm" in cmds:  # prime the cache
-        subprocess.run(cmds["rnnfix warm"], cwd=cwd, capture_output=True, check=False)
+    primer = cmds.get("rnnfix warm") or cmds.get("rnnfix edit1")
+    if primer is not None:  # prime the cache
+        subprocess.run(primer, cwd=cwd, capture_output=True, check=False)
     samples: dict[str, list[Sample]] = {name: [] for name in cmds}
-    for _ in range(runs):
+    edited = _file_to_edit(tree) if "rnnfix edit1" in cmds else None
+    for run in range(runs):
         for name, cmd in cmds.items():
+            if name == "rnnfix edit1" and edited is not None:
+                with edited.open("a", encoding="utf-8") as f:
+                    f.write(f"# bench edit {run}\n")
             samples[name].append(measure(cmd, cwd))
     base = statistics.median(s.wall for s in samples["ruff"]) if "ruff" in samples else None
     files = sum(1 for _ in tree.rglob("*.py"))
@@ -135,6 +146,25 @@ def table(tree: Path, runs: int, jobs: int, rows: list[str] | None = None) -> No
         rss = max(s.rss_mb for s in got)
         ratio = f"{wall / base:8.2f}" if base else f"{'-':>8}"
         print(f"{name:<14}{wall:9.2f}{cpu:9.2f}{rss:9.0f}{ratio}")
+    if "rnnfix strict" in samples and "rnnfix cold" in samples:
+        cold = statistics.median(s.cpu for s in samples["rnnfix cold"])
+        strict = statistics.median(s.cpu for s in samples["rnnfix strict"])
+        print(f"strict CPU / cold CPU: {strict / cold:.2f}")
+    if edited is not None:
+        print(f"rnnfix edit1 edits {edited.relative_to(tree)}")
+
+
+def _file_to_edit(tree: Path) -> Path | None:
+    """The file whose change costs a warm run most: the largest with a
+    finding (its re-check is a whole analysis), else the largest file."""
+    files = sorted(tree.rglob("*.py"), key=lambda p: p.stat().st_size, reverse=True)
+    if not files:
+        return None
+    cmd = [sys.executable, "-m", "rnnfix", "apply", "--check", "-q", "--no-cache", str(tree)]
+    out = subprocess.run(cmd, cwd=tree.parent, capture_output=True, text=True, check=False).stdout
+    reported = {line.split(":", 1)[0] for line in out.splitlines() if ": RNF" in line}
+    with_finding = [p for p in files if any(str(p).endswith(r) for r in reported)]
+    return (with_finding or files)[0]
 
 
 def scaling(tree: Path, factors: list[int], runs: int, jobs: int, work: Path) -> None:

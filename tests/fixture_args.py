@@ -4,11 +4,13 @@ fixture files the gate tests check against their analyses."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import shlex
 from pathlib import Path
 from typing import Any
 
 from rnnfix.config.settings import Settings
+from rnnfix.run.engine import SourceResult, fix_source
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -60,3 +62,12 @@ def settings_for(source: str) -> Settings:
             raise ValueError(f"unknown fixture flag {w!r}")
         i += 1
     return dataclasses.replace(Settings(), **changes)
+
+
+@functools.cache
+def fixed(path: Path) -> SourceResult:
+    """``fix_source`` of a fixture with its settings, once per test process:
+    the snapshot, review and idempotence tests all start from it (do not
+    modify the result)."""
+    source = path.read_bytes().decode("utf-8")
+    return fix_source(source, settings_for(source), path.name)

@@ -15,7 +15,7 @@ import pytest
 
 from rnnfix.report.formats import text_line
 from rnnfix.run.engine import fix_source
-from tests.fixture_args import settings_for
+from tests.fixture_args import fixed, settings_for
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CASES = sorted(p for p in FIXTURES.glob("RNF*/*.py"))
@@ -29,7 +29,7 @@ def _id(p: Path) -> str:
 def test_fixture(case: Path, snapshot: object) -> None:
     source = case.read_bytes().decode("utf-8")
     settings = settings_for(source)
-    result = fix_source(source, settings, case.name)
+    result = fixed(case)
     # Findings of the input and the follow-up fixes (line numbers of the input),
     # as --check shows them.
     diagnostics = "".join(
@@ -38,7 +38,7 @@ def test_fixture(case: Path, snapshot: object) -> None:
     ast.parse(result.fixed)
     again = fix_source(result.fixed, settings, case.name)
     assert again.fixed == result.fixed, "second run changed the output (not idempotent)"
-    assert not again.applied
+    assert not again.applied and not again.followups
     if case.stem.startswith("noop_"):
         assert result.fixed == source, "a no-op fixture was changed"
         assert diagnostics == "", f"a no-op fixture has findings:\n{diagnostics}"

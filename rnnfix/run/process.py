@@ -580,9 +580,17 @@ def _target_error(settings: Settings) -> str:
 def process_text(
     name: str, text: str, settings: Settings, project: ProjectIndex | None = None
 ) -> FileResult:
+    from rnnfix.rules.filegate import may_find
     from rnnfix.run.engine import fix_source  # a run whose results are all cached never needs it
 
     try:
+        # A file no selected rule can report anything in is not parsed (its
+        # syntax is not rnnfix's to judge, and it is never written).
+        gate: set[str] = set()
+        if not may_find(text, settings.for_path(name), name, project, gate):
+            return FileResult(
+                name, Outcome.UNCHANGED, old_text=text, new_text=text, consulted=frozenset(gate)
+            )
         fixed = fix_source(text, settings, name, project)
     except SyntaxError as exc:
         if newer_syntax(text, exc.lineno):

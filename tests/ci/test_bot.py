@@ -211,7 +211,9 @@ def test_misconfiguration(
 def test_a_file_that_does_not_parse_fails_the_step_after_suggesting(
     tmp_path: Path, api: FakeGitHub, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    pr = make_pr(tmp_path, {"ok.py": CLEAN}, {"wrap.py": ONE_LINE, "broken.py": "def f(:\n"})
+    pr = make_pr(
+        tmp_path, {"ok.py": CLEAN}, {"wrap.py": ONE_LINE, "broken.py": "def f(:\nm.module.eval()\n"}
+    )
     api.files = pr.patches()
     assert api.run(pr.env(api, "suggest")) == 1
     (review,) = api.sent("POST", "/pulls/7/reviews")

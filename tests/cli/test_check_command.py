@@ -54,7 +54,7 @@ def test_output_file(tree: Path, tmp_path: Path) -> None:
 def test_exit_zero(tree: Path) -> None:
     assert _cli("check", "--exit-zero", str(tree)).exit_code == 0
     assert _cli("apply", "--check", "--exit-zero", str(tree)).exit_code == 0
-    (tree / "bad.py").write_text("def (:\n")
+    (tree / "bad.py").write_text("def (:\nm.eval()\n")  # a mode call: parsed (``filegate``)
     assert _cli("check", "--exit-zero", str(tree)).exit_code == 2  # a failure still counts
 
 

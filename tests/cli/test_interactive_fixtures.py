@@ -13,7 +13,7 @@ import pytest
 
 from rnnfix.analysis.context import Finding
 from rnnfix.run.engine import Decide, fix_source
-from tests.fixture_args import settings_for
+from tests.fixture_args import fixed, settings_for
 
 FIXTURES = Path(__file__).resolve().parent.parent.parent / "fixtures"
 CASES = sorted(
@@ -44,7 +44,7 @@ def _answers(*pattern: bool) -> tuple[Decide, list[Finding]]:
 def test_accepting_or_declining_every_fix(case: Path) -> None:
     source = case.read_text(encoding="utf-8")
     settings = settings_for(source)
-    plain = fix_source(source, settings, case.name)
+    plain = fixed(case)
     accept, asked = _answers(True)
     assert fix_source(source, settings, case.name, decide=accept).fixed == plain.fixed
     assert bool(asked) == plain.changed

@@ -41,7 +41,7 @@ def test_long_function_and_deep_nesting_do_not_crash() -> None:
     nested += "    " * 91 + "model.eval()\n"
     assert process_text("nested.py", nested, Settings()).outcome is not Outcome.FAILED
     # Beyond what Python itself parses: a one-line reason, never a crash.
-    deep = "x = " + "(" * 10000 + "1" + ")" * 10000 + "\n"
+    deep = "x = " + "(" * 10000 + "m.eval()" + ")" * 10000 + "\n"  # parsed: a mode call
     result = process_text("deep.py", deep, Settings())
     assert result.outcome is Outcome.FAILED
     assert result.error is not None and result.error.startswith("cannot parse")

@@ -54,11 +54,11 @@ def test_formatting_survives(run, tmp_path: Path, name: str, transform) -> None:
 
 def test_syntax_error_reported_untouched_and_run_goes_on(run, tree: Path) -> None:
     bad = tree / "bad.py"
-    bad.write_text("def f(:\n    pass\n")
+    bad.write_text("def f(:\n    m.module.eval()\n")  # RNF002's text: parsed (``filegate``)
     result = run(str(tree))
     assert result.exit_code == 2
     assert f"{bad}:1:7: cannot parse:" in result.output
-    assert bad.read_text() == "def f(:\n    pass\n"
+    assert bad.read_text() == "def f(:\n    m.module.eval()\n"
     assert (tree / "buggy.py").read_text() == FIXED
 
 

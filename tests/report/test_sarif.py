@@ -154,7 +154,7 @@ def test_notebooks_and_failures_are_valid(tmp_path: Path) -> None:
         "nbformat_minor": 5,
     }
     (tmp_path / "nb.ipynb").write_text(json.dumps(nb))
-    (tmp_path / "broken.py").write_text("def (:\n")
+    (tmp_path / "broken.py").write_text("def (:\nm.module.train()\n")  # text RNF002 reads
     doc = _sarif("--check", "--select", "RNF002", str(tmp_path))
     [result] = doc["runs"][0]["results"]
     assert result["message"]["text"].startswith("cell 1:4:1: ")

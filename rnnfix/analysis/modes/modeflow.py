@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
     from rnnfix.analysis.project.summaries import ExternalCall, FunctionSummary
     from rnnfix.analysis.project.view import ProjectView
+    from rnnfix.analysis.torch.returns import ReturnFacts
 
 __all__ = ["Mode", "ModeFact", "ModeFlow", "ModeState", "ModelInfo", "TrainingStep"]
 
@@ -176,7 +177,11 @@ class ModeFlow:
         self._sites_found: dict[FuncNode, list[tuple[FuncNode | None, ast.Call, Resolved]]] = {}
         self._analysed = True  # not during __init__: it used to run last
         self._optimizers, self._not_optimizers = self._optimizer_names()
-        self.wrappers = self._data_parallel_wrappers()
+        # Paths assigned a data-parallel wrapper, asked only for ``W.module``
+        # receivers (``mode_target``): most files have none.
+        self._wrapper_values: dict[str, list[ast.expr]] | None = None
+        self._wrapper_paths: dict[str, bool] = {}
+        self._wrapper_helpers: ReturnFacts | None = None
         self.optimizers = Optimizers(self)
         # Receivers of a mode call that are not known models (an annotated
         # parameter only evaluated, an object of an unknown class): their mode
@@ -919,36 +924,51 @@ class ModeFlow:
                     found.add(recv)
         return frozenset(found)
 
-    def _data_parallel_wrappers(self) -> frozenset[str]:
-        """Paths assigned a DataParallel/DDP/FSDP wrapper somewhere in the file:
-        ``W.module`` only exists on the wrapper, so ``W.module.train()`` on such
-        a path switches every layer ``W`` runs. A wrapper a helper returns
-        (``W = build_parallel(cfg)``) counts too, as RNF002 proves it
-        (``rnnfix.analysis.torch.returns``); only asked where ``.module.`` is written."""
-        from rnnfix.analysis.torch.returns import ReturnFacts
+    def is_wrapper_path(self, path: str) -> bool:
+        """Whether ``path`` is assigned a DataParallel/DDP/FSDP wrapper somewhere
+        in the file: ``W.module`` only exists on the wrapper, so
+        ``W.module.train()`` on such a path switches every layer ``W`` runs. A
+        wrapper a helper returns (``W = build_parallel(cfg)``) counts too, as
+        RNF002 proves it (``rnnfix.analysis.torch.returns``), only asked where
+        ``.module.`` is written. Each path is asked about once, and only the
+        assignments to it are proved (the helpers' proofs are the costly part)."""
+        found = self._wrapper_paths.get(path)
+        if found is None:
+            found = self._wrapper_paths[path] = self._assigned_wrapper(path)
+        return found
 
-        found: set[str] = set()
-        helpers = None
-        if ".module." in self.ctx.source:
-            external = self.project.returns if self.project is not None else None
-            helpers = ReturnFacts(self.tree, self.imports, external)
-        for node in walk_tree(self.tree):
-            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-                value = strip_self_returning(node.value)
-                if not isinstance(value, ast.Call):
-                    continue
-                if self.imports.qualname(value.func) in DATA_PARALLEL or (
-                    helpers is not None and helpers.is_wrapper(node.value)
-                ):
+    def _assigned_wrapper(self, path: str) -> bool:
+        if self._wrapper_values is None:
+            self._wrapper_values = {}
+            for node in walk_tree(self.tree):
+                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                    if not isinstance(strip_self_returning(node.value), ast.Call):
+                        continue
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    found.update(t for t in map(dotted, targets) if t is not None)
-        return frozenset(found)
+                    for t in map(dotted, targets):
+                        if t is not None:
+                            self._wrapper_values.setdefault(t, []).append(node.value)
+        for value in self._wrapper_values.get(path, []):
+            call = strip_self_returning(value)
+            assert isinstance(call, ast.Call)
+            if self.imports.qualname(call.func) in DATA_PARALLEL:
+                return True
+            if ".module." not in self.ctx.source:
+                continue
+            if self._wrapper_helpers is None:
+                from rnnfix.analysis.torch.returns import ReturnFacts
+
+                external = self.project.returns if self.project is not None else None
+                self._wrapper_helpers = ReturnFacts(self.tree, self.imports, external)
+            if self._wrapper_helpers.is_wrapper(value):
+                return True
+        return False
 
     def mode_target(self, receiver: str) -> str:
         """The path a mode call on ``receiver`` switches, for the flow:
         ``W.module`` of a data-parallel wrapper ``W`` is ``W`` (its only child)."""
         owner, _, last = receiver.rpartition(".")
-        return owner if last == "module" and owner in self.wrappers else receiver
+        return owner if last == "module" and self.is_wrapper_path(owner) else receiver
 
     # --- training steps and model calls ------------------------------------
     def _optimizer_names(self) -> tuple[set[str], set[str]]:

@@ -10,7 +10,8 @@ caller parses): an import the lines below cannot see (after ``;`` or ``:``
 on a line, in a file with ``\\r`` line ends) sends every name to the full
 parse; a line in a docstring that reads like an import binds a name the
 file may not bind, which only makes the gate follow one more re-export
-(never skip one), unless two lines bind the same name: that name is parsed.
+(never skip one), unless two lines bind the same name to different
+modules: that name is parsed.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ _MAX_LINES = 200
 
 
 class TextBindings:
-    """Bindings of the import lines, and the names two lines bind."""
+    """Bindings of the import lines, and the names two lines bind differently."""
 
     def __init__(self, bindings: dict[str, Binding], ambiguous: frozenset[str]) -> None:
         self.bindings = bindings
@@ -54,8 +55,8 @@ def text_bindings(data: bytes) -> TextBindings | None:
         except (SyntaxError, ValueError, RecursionError):
             return None
         for local, binding in import_bindings(tree).items():
-            if local in bindings:
-                ambiguous.add(local)
+            if bindings.get(local, binding) != binding:
+                ambiguous.add(local)  # the same binding twice is no doubt
             bindings[local] = binding
     return TextBindings(bindings, frozenset(ambiguous))
 

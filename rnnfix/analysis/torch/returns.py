@@ -88,6 +88,9 @@ class ReturnFacts:
             elif isinstance(stmt, ast.ClassDef):
                 self.classes[stmt.name] = stmt
         self._memo: dict[FuncNode, Returns | None] = {}
+        # What each statement (maybe) binds, computed once for every question
+        # about it (``_binds``).
+        self._bound: _Bound = {}
 
     # --- the questions ------------------------------------------------------
     def is_wrapper(self, expr: ast.AST) -> bool:
@@ -346,7 +349,7 @@ class ReturnFacts:
         fn = self._function_of(at)
         while fn is not None:
             params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]]
-            if name in params or any(_binds(s, name) for s in fn.body):
+            if name in params or any(_binds(s, name, self._bound) for s in fn.body):
                 return True
             fn = self._function_of(fn)
         return False
@@ -381,7 +384,7 @@ class ReturnFacts:
                 return [None]  # an ``except`` or ``case`` block: not followed
             block, index = found
             for sibling in reversed(block[:index]):
-                defs = _defs_at_end(sibling, name)
+                defs = _defs_at_end(sibling, name, self._bound)
                 if defs is None:
                     return [None]
                 values, complete = defs
@@ -394,7 +397,7 @@ class ReturnFacts:
                 return out
             if isinstance(parent, ast.Module):
                 return [*out, None]  # not assigned before: unknown
-            if isinstance(parent, (*LOOPS, ast.Try)) and _binds(parent, name):
+            if isinstance(parent, (*LOOPS, ast.Try)) and _binds(parent, name, self._bound):
                 return [None]  # a later iteration, or an exception, may bring another value
             if isinstance(parent, ast.ClassDef):
                 return [None]
@@ -411,34 +414,36 @@ def _argument(call: ast.Call, index: int) -> ast.expr | None:
     return None
 
 
-def _defs_at_end(stmt: ast.stmt, name: str) -> tuple[list[ast.expr], bool] | None:
+def _defs_at_end(stmt: ast.stmt, name: str, bound: _Bound) -> tuple[list[ast.expr], bool] | None:
     """The values ``stmt`` may leave in ``name`` and whether every path
     through it assigns one; None when it binds ``name`` some other way."""
-    if not _binds(stmt, name):
+    if not _binds(stmt, name, bound):
         return [], False
     if isinstance(stmt, ast.Assign):
-        if all(dotted(t) == name or not _binds_target(t, name) for t in stmt.targets):
+        if all(dotted(t) == name or not _binds(t, name, bound) for t in stmt.targets):
             return [stmt.value], True
         return None
     if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and dotted(stmt.target) == name:
         return [stmt.value], True
     if isinstance(stmt, ast.If):
-        body = _defs_in_block(stmt.body, name)
-        orelse = _defs_in_block(stmt.orelse, name)
-        if body is None or orelse is None or _binds(stmt.test, name):
+        body = _defs_in_block(stmt.body, name, bound)
+        orelse = _defs_in_block(stmt.orelse, name, bound)
+        if body is None or orelse is None or _binds(stmt.test, name, bound):
             return None
         return body[0] + orelse[0], body[1] and orelse[1]
     if isinstance(stmt, (ast.With, ast.AsyncWith)):
-        if any(_binds(item, name) for item in stmt.items):
+        if any(_binds(item, name, bound) for item in stmt.items):
             return None
-        return _defs_in_block(stmt.body, name)
+        return _defs_in_block(stmt.body, name, bound)
     return None
 
 
-def _defs_in_block(block: list[ast.stmt], name: str) -> tuple[list[ast.expr], bool] | None:
+def _defs_in_block(
+    block: list[ast.stmt], name: str, bound: _Bound
+) -> tuple[list[ast.expr], bool] | None:
     out: list[ast.expr] = []
     for stmt in reversed(block):
-        defs = _defs_at_end(stmt, name)
+        defs = _defs_at_end(stmt, name, bound)
         if defs is None:
             return None
         out.extend(defs[0])
@@ -447,29 +452,54 @@ def _defs_in_block(block: list[ast.stmt], name: str) -> tuple[list[ast.expr], bo
     return out, False
 
 
-def _binds(node: ast.AST, name: str) -> bool:
+# Node -> what it may bind (``_bound_names``), for the nodes asked about.
+_Bound = dict[ast.AST, frozenset[str]]
+
+
+def _binds(node: ast.AST, name: str, bound: _Bound) -> bool:
     """Whether ``node`` (not entering nested scopes' bodies) may rebind
     ``name`` (a plain name, or an attribute path such as ``self.model``)."""
-    root = name.split(".")[0]
-    for n in _walk_own([node]):
-        if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, (ast.Store, ast.Del)):
-            text = dotted(n)
-            if text is not None and (text == name or text == root):
-                return True
-        elif isinstance(n, (*FUNCTIONS, ast.ClassDef)) and n.name == root:
-            return True
+    names = _bound_names(node, bound)
+    return name in names or name.split(".")[0] in names
+
+
+def _bound_names(node: ast.AST, bound: _Bound) -> frozenset[str]:
+    """Every name ``node`` may bind, in one pass (kept in ``bound`` for it and
+    for each statement under it, so that each statement of a scope is walked
+    once, however many names are asked about): the dotted text of a target
+    stored or deleted (``self.model``), and the name a ``def``/``class``, an
+    import (its first part), ``global``/``nonlocal`` or an ``except ... as``
+    binds. A dotted name is rebound by a store of itself or of its first part
+    (what ``_binds`` asks); the others are plain names."""
+    found = bound.get(node)
+    if found is not None:
+        return found
+    names: set[str] = set()
+    stack: list[ast.AST] = [node]
+    while stack:
+        n = stack.pop()
+        if n is not node and isinstance(n, ast.stmt):
+            names |= _bound_names(n, bound)
+            continue
+        if isinstance(n, (ast.Name, ast.Attribute)):
+            if isinstance(n.ctx, (ast.Store, ast.Del)):
+                text = dotted(n)
+                if text is not None:
+                    names.add(text)
+        elif isinstance(n, (*FUNCTIONS, ast.ClassDef)):
+            names.add(n.name)
+            continue  # its body runs elsewhere
+        elif isinstance(n, ast.Lambda):
+            continue
         elif isinstance(n, (ast.Import, ast.ImportFrom)):
-            if any((a.asname or a.name).split(".")[0] == root for a in n.names):
-                return True
-        elif isinstance(n, (ast.Global, ast.Nonlocal)) and root in n.names:
-            return True
-        elif isinstance(n, ast.ExceptHandler) and n.name == root:
-            return True
-    return False
-
-
-def _binds_target(target: ast.expr, name: str) -> bool:
-    return _binds(ast.Expr(target), name)
+            names.update((a.asname or a.name).split(".")[0] for a in n.names)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            names.update(n.names)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            names.add(n.name)
+        stack.extend(ast.iter_child_nodes(n))
+    bound[node] = found = frozenset(names)
+    return found
 
 
 def _walk_own(nodes: list[ast.stmt] | list[ast.AST]) -> Iterator[ast.AST]:
