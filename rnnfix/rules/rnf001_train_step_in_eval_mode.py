@@ -276,6 +276,20 @@ def _late_train(
     return None
 
 
+def eval_text(src: str, strict: bool) -> bool:
+    """The text of an eval mode this file may set itself: a mode call
+    (``.eval(``, ``train(False``, ``mode=False``), with ``--strict`` an
+    unknown mode (``.backward(``/``.step(``), or a ``from_pretrained`` of
+    ``transformers`` (``pretrained``: it returns eval models). Shared with
+    the file gate (``rnnfix.run.filegate``), which must never rule out a
+    file this rule may report in."""
+    return (
+        (".eval(" in src or "train(False" in src or "mode=False" in src)
+        or (strict and (".backward(" in src or ".step(" in src))
+        or (".from_pretrained(" in src and "transformers" in src)
+    )
+
+
 def may_apply(ctx: FileContext) -> bool:
     """A necessary condition for a finding, cheap tests first. Every finding
     is a training step that feeds an optimizer step (``feeds_optimizer_step``
@@ -298,12 +312,7 @@ def may_apply(ctx: FileContext) -> bool:
     ``transformers``, ``pretrained.transformers_load``), or a helper of another file of
     the run that may call ``eval()`` (``_imports_eval``)."""
     src = ctx.source
-    eval_here = (
-        (".eval(" in src or "train(False" in src or "mode=False" in src)
-        or (ctx.settings.strict and (".backward(" in src or ".step(" in src))
-        # transformers' ``from_pretrained`` returns eval models (``pretrained``)
-        or (".from_pretrained(" in src and "transformers" in src)
-    )
+    eval_here = eval_text(src, ctx.settings.strict)
     # a helper of another file of the run may call ``eval()``
     if not eval_here and (ctx.project is None or not _imports_eval(ctx)):
         return False

@@ -580,8 +580,8 @@ def _target_error(settings: Settings) -> str:
 def process_text(
     name: str, text: str, settings: Settings, project: ProjectIndex | None = None
 ) -> FileResult:
-    from rnnfix.rules.filegate import may_find
     from rnnfix.run.engine import fix_source  # a run whose results are all cached never needs it
+    from rnnfix.run.filegate import may_find
 
     try:
         # A file no selected rule can report anything in is not parsed (its

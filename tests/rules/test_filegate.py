@@ -1,4 +1,4 @@
-"""The file gate (``rnnfix.rules.filegate``) never rules out a file a rule
+"""The file gate (``rnnfix.run.filegate``) never rules out a file a rule
 can report something in: wherever a rule's own pre-condition passes, the
 gate's part for that rule passes too, and a file with a finding passes.
 Fixtures run on their own and, for ``fixtures/project/*``, with the index of
@@ -20,7 +20,6 @@ from rnnfix.analysis.context import FileContext
 from rnnfix.analysis.project.index import ProjectIndex
 from rnnfix.config.settings import Settings
 from rnnfix.rules import (
-    filegate,
     rnf001_train_step_in_eval_mode,
     rnf002_wrapper_mode_via_module,
     rnf004_backward_in_eval_through_rnn,
@@ -28,6 +27,7 @@ from rnnfix.rules import (
 )
 from rnnfix.rules.rnf003 import rule as rnf003_eval_without_no_grad
 from rnnfix.rules.rnf006 import rule as rnf006_inference_without_eval
+from rnnfix.run import filegate
 from rnnfix.run.process import Outcome, process_file, process_files
 from tests.fixture_args import FIXTURES, project_fixtures, settings_for, single_file_fixtures
 

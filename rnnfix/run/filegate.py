@@ -12,8 +12,9 @@ every rule's own pre-condition, so it has no finding.
 Per rule (the tokens, and why each is necessary, are in the rules' own
 pre-conditions; this module restates only their text and import parts):
 
-- RNF001 (``rnf001.may_apply``): an eval mode (``.eval(``, ``train(False``,
-  ``mode=False``; with ``--strict`` also ``.backward(``/``.step(``), or an
+- RNF001 (``rnf001.may_apply``): an eval mode (``rnf001.eval_text``: a mode
+  call, a ``transformers`` ``from_pretrained``; with ``--strict`` also
+  ``.backward(``/``.step(``), or an
   import of a file of the run with a function that may set eval
   (``ProjectView.imports_eval``), *and* a training step (``step``,
   ``parameters``, ``optim`` or ``backward`` in the text, or a call of a
@@ -60,6 +61,7 @@ from rnnfix.analysis.project.view import ProjectView
 from rnnfix.analysis.ruletext import EVAL_REACH, STEP_REACH, may_switch_mode
 from rnnfix.rules import rnf002_wrapper_mode_via_module as _rnf002
 from rnnfix.rules import rnf005_global_cudnn_switch as _rnf005
+from rnnfix.rules.rnf001_train_step_in_eval_mode import eval_text as _rnf001_eval_text
 from rnnfix.rules.rnf003.rule import _PREFILTER as _RNF003_WORDS
 from rnnfix.rules.rnf004_backward_in_eval_through_rnn import _sets_eval
 from rnnfix.rules.rnf006 import rule as _rnf006
@@ -71,7 +73,6 @@ if TYPE_CHECKING:
 
 # Text of ``rnf001.may_apply``: a mode call to eval written here, and what
 # ``call_facts`` needs for a step of this file.
-_RNF001_EVAL = (".eval(", "train(False", "mode=False")
 _RNF001_STRICT = (".backward(", ".step(")
 _RNF001_STEP = ("step", "parameters", "optim", "backward")
 # Text of ``rnf004.may_apply``.
@@ -212,9 +213,7 @@ def _may_find(code: str, src: str, settings: Settings, proj: _Project) -> bool:
 
 
 def _rnf001(src: str, settings: Settings, proj: _Project) -> bool:
-    eval_here = any(t in src for t in _RNF001_EVAL) or (
-        settings.strict and any(t in src for t in _RNF001_STRICT)
-    )
+    eval_here = _rnf001_eval_text(src, settings.strict)
     if not eval_here:
         # ``_imports_eval``: an imported eval helper, and a step here or an
         # imported training function.
