@@ -7,10 +7,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from rnnfix.analysis.modes.modeflow import Mode, ModeFact, ModeFlow, TrainingStep
-from rnnfix.analysis.modes.placement import anchor_for
+from rnnfix.analysis.modes.placement import anchor_for, container
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.project.summaries import FunctionSummary
 from rnnfix.analysis.ruletext import STEP_REACH, call_facts
+from rnnfix.analysis.torch.api import mode_switch
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
 from rnnfix.source.edits import InsertStatements, Pos
 
@@ -138,6 +139,8 @@ class TrainStepInEvalMode(Rule):
                     continue  # a loss, an activation, a plain object: its mode is not the bug
                 if flow.is_target_network(model, step.function):
                     continue  # refreshed by copy/Polyak/EMA: kept in eval on purpose
+                if flow.freezing.frozen(flow.canonical(model, step.function)):
+                    continue  # ``requires_grad_(False)``: no optimizer changes it
                 state = flow.mode_before(step.node, model)
                 anchor = None  # the head of the loop/function, unless a case says otherwise
                 # Frozen-BatchNorm fine-tuning: an eval() whose only successor
@@ -147,10 +150,12 @@ class TrainStepInEvalMode(Rule):
                     for f in state.facts
                     if f.mode is Mode.EVAL and not flow.deliberate_eval(f, step.node, model)
                 ]
+                intent: str | None = None  # why the author's code says not to edit
                 if facts:
                     if step.kind == "backward" and _trains_before_stepping(flow, step, model):
                         continue
                     safe = True
+                    intent = _partial_modes(ctx, flow, step, model, facts)
                 elif state.may_eval:
                     continue
                 elif step.kind == "backward" and (late := _late_train(flow, step, model)):
@@ -170,16 +175,12 @@ class TrainStepInEvalMode(Rule):
                     continue
                 if anchor is None:
                     anchor = _choose_anchor(ctx, flow, step, facts, model)
-                _add(
-                    groups,
-                    ctx,
-                    anchor,
-                    step,
-                    model,
-                    facts,
-                    safe,
-                    receiver.reason if receiver.override else None,
-                )
+                if intent is None:
+                    intent = _author_spec(ctx, flow, step, model, facts, anchor)
+                if intent is not None and not safe:
+                    continue  # only a guess about the mode, and the author's code says no
+                blocked = receiver.reason if receiver.override else intent
+                _add(groups, ctx, anchor, step, model, facts, safe, blocked)
         for group in groups.values():
             yield _finding(ctx, flow, group)
 
@@ -207,6 +208,66 @@ def _add(
     group.models.setdefault(model, []).extend(facts)
     if blocked is not None and group.blocked is None:
         group.blocked = blocked  # an override of ``train`` the call cannot go through
+
+
+def _partial_modes(
+    ctx: FileContext, flow: ModeFlow, step: TrainingStep, model: str, facts: list[ModeFact]
+) -> str | None:
+    """``model.eval()`` then ``model.module.layer4.train()`` before the step:
+    the parts that train are chosen, the rest is frozen on purpose."""
+    for fact in facts:
+        if mode_switch(fact.origin) is None:
+            continue
+        part = flow.freezing.partial_train_after(fact.origin, step.node, model)
+        if part is not None:
+            return (
+                f"`{_snippet(ctx, fact.origin)}` on line {getattr(fact.origin, 'lineno', '?')} "
+                f"is followed by training of `{_snippet(ctx, part.func)}` only (line "
+                f"{part.lineno}): a freezing scheme"
+            )
+    return None
+
+
+def _author_spec(
+    ctx: FileContext,
+    flow: ModeFlow,
+    step: TrainingStep,
+    model: str,
+    facts: list[ModeFact],
+    anchor: ast.stmt | None,
+) -> str | None:
+    """The author's own code says the inserted ``train()`` would be wrong: the
+    model is ``None`` on some path, the author's ``train()`` of it runs under
+    a condition, or the call would land right after the ``eval()`` it undoes."""
+    freezing = flow.freezing
+    none = freezing.may_be_none(model, step.function)
+    if none is not None:
+        return (
+            f"`{model}` is `None` on the path through line {none.lineno}, where "
+            "`train()` would raise AttributeError"
+        )
+    cond = freezing.conditional_train(model, step.function)
+    if cond is not None:
+        return (
+            f"the author's `{_snippet(ctx, cond)}` on line {cond.lineno} runs under a "
+            "condition; an unconditional `train()` would undo that choice"
+        )
+    if anchor is not None:
+        block = container(anchor, flow.parents)
+        index = next((k for k, s in enumerate(block or []) if s is anchor), 0)
+        before = block[index - 1] if block and index > 0 else None
+        for fact in facts:
+            # the author's own ``model.eval()`` (not an evaluating helper's)
+            if (
+                before is not None
+                and mode_switch(fact.origin) is not None
+                and flow.stmt_of(fact.origin) is before
+            ):
+                return (
+                    f"`{_snippet(ctx, fact.origin)}` on line {before.lineno} is the statement "
+                    "right before: a `train()` there would undo it, so it is deliberate"
+                )
+    return None
 
 
 def _late_train(

@@ -30,7 +30,9 @@ from rnnfix.analysis.torch.api import MODULE_METHODS, mode_switch
 from rnnfix.analysis.torch.mode import Mode
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.modes.modeflow import ModeFlow
+    from collections.abc import Callable
+
+    from rnnfix.analysis.modes.modeflow import ModeFlow, Summary
 
 
 def deliberate_eval(
@@ -44,6 +46,10 @@ def deliberate_eval(
             return False
     elif mode_switch(origin) is None:
         return False  # a helper's eval(), or the model as a caller left it
+    if flow.freezing.freezes_near(origin, model) is not None:
+        # ``unet.requires_grad_(False); unet.eval()``: frozen on purpose, in
+        # parameters and in mode; whatever evaluates it later is no bug.
+        return True
     if flow.scope_of(origin) is not scope:
         return False  # another function
     scope_node: ast.AST = scope if scope is not None else flow.tree
@@ -97,6 +103,10 @@ def _evaluates(
         callee = flow.callee_summary(call, scope)
         if callee is not None and callee[0].optimizer_step:
             return False  # a training helper: it is the training, not an evaluation
+        if callee is not None and _only_forwards(callee, model):
+            # ``encode_prompt(text_encoder, ids)``: a helper that only runs the
+            # model's forward is a forward, read as one.
+            return flow.grad_enabled(call) is False or not training_stmt
         return True
     # A helper of this file that reaches the model without being passed it
     # (a global, ``self.model`` through ``self.validate()``): it may evaluate it.
@@ -104,6 +114,17 @@ def _evaluates(
     if res is None or flow.summary(res.callee).optimizer_step:
         return False
     return _mentions(flow, res.callee.node, model, res.receiver, set())
+
+
+def _only_forwards(callee: tuple[Summary, Callable[[str], str | None]], model: str) -> bool:
+    """The helper's summary runs ``model``'s forward and neither switches its
+    mode nor steps an optimizer."""
+    summary, mapper = callee
+    mapped = [mapper(k) for k in summary.forwards]
+    runs = any(m is not None and (is_prefix(m, model) or is_prefix(model, m)) for m in mapped)
+    touched = [mapper(k) for k in summary.effects]
+    switches = any(t is not None and (is_prefix(t, model) or is_prefix(model, t)) for t in touched)
+    return runs and not switches and not summary.optimizer_step
 
 
 def _mentions(
@@ -144,8 +165,14 @@ def _related_key(flow: ModeFlow, call: ast.Call, model: str) -> str | None:
         if func.attr in MODULE_METHODS or mode_switch(call) is not None:
             return None
         owner = dotted(func.value)
-        # ``self.validate()`` while the model is ``self.model``: the method may evaluate it.
-        if owner is not None and is_prefix(owner, model) and owner != model:
+        # ``self.validate()`` while the model is ``self.model``: the method may
+        # evaluate it. Not ``self.text_encoder(ids)``: the forward of another model.
+        if (
+            owner is not None
+            and is_prefix(owner, model)
+            and owner != model
+            and not flow.is_model(owner + "." + func.attr)
+        ):
             return "argument"
     for arg in [*call.args, *(k.value for k in call.keywords)]:
         text = dotted(arg)
