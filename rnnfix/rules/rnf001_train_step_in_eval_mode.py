@@ -197,10 +197,13 @@ def _add(
 ) -> None:
     if anchor is not None and not _anchorable(ctx, anchor):
         anchor = None
+    # A model whose fix is blocked gets its own finding: it must not hold back
+    # the fix of another model at the same step.
+    kind = 0 if blocked is None else 2
     key = (
-        (anchor.lineno, anchor.col_offset, 0, safe)
+        (anchor.lineno, anchor.col_offset, kind, safe)
         if anchor is not None
-        else (step.node.lineno, step.node.col_offset, 1, safe)
+        else (step.node.lineno, step.node.col_offset, kind + 1, safe)
     )
     group = groups.setdefault(key, _Group(anchor, safe))
     if step not in group.steps:
@@ -213,19 +216,29 @@ def _add(
 def _partial_modes(
     ctx: FileContext, flow: ModeFlow, step: TrainingStep, model: str, facts: list[ModeFact]
 ) -> str | None:
-    """``model.eval()`` then ``model.module.layer4.train()`` before the step:
-    the parts that train are chosen, the rest is frozen on purpose."""
-    for fact in facts:
-        if mode_switch(fact.origin) is None:
-            continue
-        part = flow.freezing.partial_train_after(fact.origin, step.node, model)
+    """``model.eval()`` then ``model.module.layer4.train()`` in the step's
+    function: the parts that train are chosen, the rest is frozen on purpose.
+    Whatever else leaves the model in eval (a validation helper), a
+    whole-model ``train()`` would unfreeze what the author froze."""
+    origins = [f.origin for f in facts if mode_switch(f.origin) is not None]
+    origins += [
+        c.node
+        for c in flow.mode_calls
+        if c.function is step.function and c.mode is Mode.EVAL and c.model == model
+    ]
+    for origin in origins:
+        part = flow.freezing.partial_train_after(origin, step.node, model)
         if part is not None:
             return (
-                f"`{_snippet(ctx, fact.origin)}` on line {getattr(fact.origin, 'lineno', '?')} "
-                f"is followed by training of `{_snippet(ctx, part.func)}` only (line "
+                f"`{_snippet(ctx, origin)}` on line {getattr(origin, 'lineno', '?')} "
+                f"is followed by training of `{_snippet(ctx, _receiver(part))}` only (line "
                 f"{part.lineno}): a freezing scheme"
             )
     return None
+
+
+def _receiver(call: ast.Call) -> ast.AST:
+    return call.func.value if isinstance(call.func, ast.Attribute) else call
 
 
 def _author_spec(

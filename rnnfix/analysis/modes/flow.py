@@ -218,6 +218,8 @@ class ScopeRun:
         ):
             return None
         if isinstance(s, ast.Assert):
+            if isinstance(s.test, ast.Constant) and not s.test.value:
+                return None  # ``else: assert False``: no path goes on from here
             f = self.exprs(s.test, f)
             return f if assume_mode(self, s, s.test, True, f) else None
         if isinstance(s, (ast.Break, ast.Continue)):

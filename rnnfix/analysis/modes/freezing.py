@@ -103,10 +103,13 @@ class Freezing:
 
     def frozen(self, model: str) -> bool:
         """Some statement of the file freezes ``model`` (or a module it is
-        part of) and none may unfreeze it or a module it is part of: no
-        optimizer step can change it, so its mode is the author's choice."""
-        mine = [s for s in self.switches if is_prefix(s.key, model)]
-        return any(s.frozen is True for s in mine) and not any(s.frozen is not True for s in mine)
+        part of) and none may unfreeze it, a module it is part of, or a part
+        of it (``model.requires_grad_(False); model.fc.requires_grad_(True)``
+        is a linear probe: the head trains): no optimizer step can change
+        it, so its mode is the author's choice."""
+        frozen = any(s.frozen is True and is_prefix(s.key, model) for s in self.switches)
+        thawed = any(s.frozen is not True and _related(s.key, model) for s in self.switches)
+        return frozen and not thawed
 
     def frozen_on_some_path(self, model: str) -> bool:
         """``model`` (or a module it is part of) is frozen by some statement of
@@ -177,8 +180,9 @@ class Freezing:
         (a part of it) before ``step`` in the same function: a freezing scheme."""
         flow = self.flow
         scope = flow.scope_of(origin)
+        if flow.scope_of(step) is not scope:
+            return None
         start = (getattr(origin, "lineno", 0), getattr(origin, "col_offset", 0))
-        end = (getattr(step, "lineno", 0), getattr(step, "col_offset", 0))
         for call in flow.mode_calls:
             pos = (call.node.lineno, call.node.col_offset)
             if (
@@ -186,10 +190,21 @@ class Freezing:
                 and call.mode is Mode.TRAIN
                 and call.model != model
                 and is_prefix(model, call.model)
-                and start < pos < end
+                and start < pos
+                and _same_block_after(flow, origin, call.node)
             ):
                 return call.node
         return None
+
+
+def _same_block_after(flow: ModeFlow, origin: ast.AST, later: ast.AST) -> bool:
+    """``later``'s statement follows ``origin``'s in the same block (the
+    scheme is written as one: ``model.eval(); model.module.layer4.train()``)."""
+    a, b = flow.stmt_of(origin), flow.stmt_of(later)
+    if a is None or b is None:
+        return False
+    block = _block_of(a, flow.parents)
+    return block is not None and any(s is b for s in block)
 
 
 def _related(a: str, b: str) -> bool:
