@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from rnnfix.analysis.modes.modeapi import has_mode_setter
 from rnnfix.analysis.modes.modeflow import Mode, ModeFact, ModeFlow, TrainingStep
 from rnnfix.analysis.modes.placement import anchor_for, container
 from rnnfix.analysis.modes.state import is_prefix
@@ -171,6 +172,10 @@ class TrainStepInEvalMode(Rule):
                     # is an ``nn.Module`` (never ``trainer.dispatch``, a loss helper).
                     facts = [f for f in state.facts if f.mode is Mode.UNKNOWN]
                     safe = False
+                    if step.function is not None and has_mode_setter(
+                        flow, step.function, model, Mode.TRAIN
+                    ):
+                        continue  # the class's own ``def train(self, training)``: callers choose
                 else:
                     continue
                 if anchor is None:
