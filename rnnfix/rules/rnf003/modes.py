@@ -125,11 +125,10 @@ def evaluation_evals_before(
     ctx: FileContext, region: ast.stmt, model: str, train: ast.Call
 ) -> bool:
     """The evaluation puts ``model`` in eval itself before the stray
-    ``train()``: an ``eval()`` of it earlier in the region, or in the function
-    that holds the region (the module's code for a script). Then the ``train()`` contradicts the evaluation's
-    own choice and is fixed; without one, it is the evaluation's only mode
-    call and may be deliberate (issue 27). At module level, the module's own
-    code before it (a script's epoch loop)."""
+    ``train()``: an ``eval()`` of it earlier in the function that holds the
+    region (in the module's own code for a script's loop). Then the
+    ``train()`` contradicts the evaluation's own choice and is fixed; without
+    one, it is the evaluation's only mode call and may be deliberate (issue 27)."""
     func = region if isinstance(region, FUNCTIONS) else scope_of(ctx.facts.parents, region)
     root: ast.AST = func if isinstance(func, FUNCTIONS) else ctx.tree
     flow = ctx.facts.modes
