@@ -270,6 +270,9 @@ def _author_spec(
             f"the author's `{_snippet(ctx, cond)}` on line {cond.lineno} runs under a "
             "condition; an unconditional `train()` would undo that choice"
         )
+    shared = _shared_helper(ctx, flow, step, facts)
+    if shared is not None:
+        return shared
     if anchor is not None:
         block = container(anchor, flow.parents)
         index = next((k for k, s in enumerate(block or []) if s is anchor), 0)
@@ -285,6 +288,34 @@ def _author_spec(
                     f"`{_snippet(ctx, fact.origin)}` on line {before.lineno} is the statement "
                     "right before: a `train()` there would undo it, so it is deliberate"
                 )
+    return None
+
+
+def _shared_helper(
+    ctx: FileContext, flow: ModeFlow, step: TrainingStep, facts: list[ModeFact]
+) -> str | None:
+    """``def run_epoch(model, loader, train): ... if train: loss.backward()``
+    entered in eval mode by its callers: a helper of both the training and
+    the evaluation path (its flag says which). A ``train()`` at its start
+    would put the evaluation in train mode too."""
+    fn = step.function
+    if fn is None or not facts or any(f.origin is not fn for f in facts):
+        return None
+    info = flow.function_info(fn)
+    if info is None:
+        return None
+    params = {*info.params, *info.kwonly}
+    node: ast.AST | None = flow.parents.get(step.node)
+    while node is not None and node is not fn:
+        if isinstance(node, (ast.If, ast.IfExp)):
+            names = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)}
+            if names & params:
+                return (
+                    f"`{fn.name}` runs this step only under `if {_snippet(ctx, node.test)}:` "
+                    f"(line {node.lineno}): its callers evaluate through it too, and a "
+                    "`train()` at its start would put their evaluation in train mode"
+                )
+        node = flow.parents.get(node)
     return None
 
 
