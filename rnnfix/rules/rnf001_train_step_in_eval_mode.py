@@ -76,8 +76,14 @@ Left alone on purpose: an `eval()` whose only successor is training in the same 
 and iteration (fine-tuning with frozen BatchNorm statistics, linear probing; nothing
 evaluates between it and the step), a helper that saves and restores the mode
 (`was = model.training; ...; model.train(was)`), target networks that no optimizer
-updates (refreshed by `load_state_dict` or Polyak/EMA averaging), and a model kept in
-eval while another model's optimizer steps through it (RNF004 when it has an RNN).
+updates (refreshed by `load_state_dict` or Polyak/EMA averaging), a model kept in
+eval while another model's optimizer steps through it (RNF004 when it has an RNN),
+a model frozen with `requires_grad_(False)` (or a loop or helper that sets
+`p.requires_grad = False` over its parameters) that nothing unfreezes: no optimizer
+step can change it, so its mode is the author's (a textual-inversion UNet, a
+self-distillation teacher), an `eval()` beside a freeze of the same model, and
+mode calls made per branch at a loop head (`if finetune: model.train()` /
+`elif freeze: model.eval()`).
 
 ## Fix safety
 Safe: it restores the mode the training step was written for, and does nothing when the
@@ -93,7 +99,19 @@ never on a module with no parameters and no mode-dependent layers (`nn.Softmax()
 `nn.ReLU()`, `nn.CrossEntropyLoss()`, a parameter-free loss or metric class): its mode
 changes nothing.
 
-Reported but **not fixed**: a model whose class (of this file or another file of the
+Reported but **not fixed**, because the author's code says a whole-model `train()`
+would be wrong (issue 27: an edit needs evidence of a bug): `model.eval()`
+followed by `train()` on parts of it (`model.module.layer4.train()`: a freezing
+scheme); a model that is `None` on some path (`text_encoder = None`: the call
+would raise); the author's own `train()` of the model under a condition (`if
+args.train_text_encoder: text_encoder.train()`: an unconditional one would undo the
+choice); a `train()` that would land right after the `eval()` it undoes; and a
+helper whose training step runs only under a flag of its own (`if train:
+loss.backward()`): its callers evaluate through it too. Under `--strict` these get
+no finding, and neither does a model whose class has its own mode setter
+(`def train(self, training=True)`). The message says what rnnfix saw.
+
+Also reported but **not fixed**: a model whose class (of this file or another file of the
 run), one of its bases, one of its submodules' classes or, for a `DataParallel`/DDP
 wrapper, the wrapped class overrides `train` in a form the inserted call cannot go
 through: `def train(self):` without `mode` (`Module.train()` calls `child.train(mode)`
