@@ -512,6 +512,12 @@ def _step_may_update(ctx: FileContext, flow: ModeFlow, step: TrainingStep, model
             and s.function is step.function
             and (s.node.lineno, s.node.col_offset) > start
         ]
+        if step.loops:
+            # The steps of the backward's own loop, when it has some: a later
+            # phase's optimizer (another loop) does not step this gradient.
+            inside = flow.contains(step.loops[-1])
+            own = [n for n in optimizer_steps if inside(n)]
+            optimizer_steps = own or optimizer_steps
     if not optimizer_steps:
         return True  # the step is somewhere we cannot see: assume it may
     evalgrad = ctx.facts.evalgrad

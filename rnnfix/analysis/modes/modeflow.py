@@ -1066,7 +1066,11 @@ class ModeFlow:
         if receiver is None:
             return None
         scope = self.scope_of(step)
-        owners = self.optimizers.owners_of(receiver, scope)
+        owners = None
+        if scope is not None:
+            owners = self.optimizers.reaching_owners(receiver, scope, step)
+        if owners is None:
+            owners = self.optimizers.owners_of(receiver, scope)
         if owners is None:
             return None
         return self._owned(owners, self.canonical(model, scope), scope, 0)
@@ -1081,6 +1085,9 @@ class ModeFlow:
         this = info.params[0] if info is not None and info.is_method else None
         if info is None or root == this or root not in {*info.params, *info.kwonly}:
             return False
+        params = {*info.params, *info.kwonly}
+        if all(o.split(".")[0] in info.locals - params for o in owners):
+            return False  # ``Adam([text_embeddings])`` over a local tensor: not the caller's model
         # A parameter: whatever its callers pass (``train(model, ...)`` with a
         # global optimizer over ``model``); unknown without callers.
         sites = self._static_sites.get(info.node, [])
