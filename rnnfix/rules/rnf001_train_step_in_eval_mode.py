@@ -190,6 +190,8 @@ class TrainStepInEvalMode(Rule):
                     # is an ``nn.Module`` (never ``trainer.dispatch``, a loss helper).
                     facts = [f for f in state.facts if f.mode is Mode.UNKNOWN]
                     safe = False
+                    if any(mode_switch(f.origin) is not None for f in facts):
+                        continue  # the author's ``train(not cfg.fix_bn)``: the mode asked for
                     if step.function is not None and has_mode_setter(
                         flow, step.function, model, Mode.TRAIN
                     ):
