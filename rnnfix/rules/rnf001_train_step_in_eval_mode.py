@@ -192,6 +192,8 @@ class TrainStepInEvalMode(Rule):
                     safe = False
                     if any(mode_switch(f.origin) is not None for f in facts):
                         continue  # the author's ``train(not cfg.fix_bn)``: the mode asked for
+                    if flow.freezing.none_default(model, step.function):
+                        continue  # ``loss_fct=None``: maybe no object at all, never a guess
                     if step.function is not None and has_mode_setter(
                         flow, step.function, model, Mode.TRAIN
                     ):

@@ -154,6 +154,23 @@ class Freezing:
                     return node
         return None
 
+    def none_default(self, model: str, scope: FuncNode | None) -> bool:
+        """``model``'s root is a parameter of ``scope`` whose default is
+        ``None`` (``def fit(..., loss_fct=None)``): the caller may pass nothing."""
+        if scope is None:
+            return False
+        root = model.split(".")[0]
+        args = scope.args
+        positional = [*args.posonlyargs, *args.args]
+        with_default = positional[len(positional) - len(args.defaults) :]
+        pairs: list[tuple[ast.arg, ast.expr | None]] = list(
+            zip(with_default, args.defaults, strict=True)
+        )
+        pairs += list(zip(args.kwonlyargs, args.kw_defaults, strict=True))
+        return any(
+            a.arg == root and isinstance(d, ast.Constant) and d.value is None for a, d in pairs
+        )
+
     def conditional_train(self, model: str, scope: FuncNode | None) -> ast.Call | None:
         """A ``train()`` of ``model`` (or of a module it is part of) in ``scope``
         under an ``if`` of that scope (``if args.train_text_encoder:
