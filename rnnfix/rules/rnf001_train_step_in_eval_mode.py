@@ -192,6 +192,8 @@ class TrainStepInEvalMode(Rule):
                     safe = False
                     if any(mode_switch(f.origin) is not None for f in facts):
                         continue  # the author's ``train(not cfg.fix_bn)``: the mode asked for
+                    if flow.freezing.layer_scheme(model) is not None:
+                        continue  # ``model.apply(set_bn_eval)``: a guess would unfreeze it
                     if flow.freezing.none_default(model, step.function):
                         continue  # ``loss_fct=None``: maybe no object at all, never a guess
                     if step.function is not None and has_mode_setter(
@@ -253,6 +255,13 @@ def _partial_modes(
         for c in flow.mode_calls
         if c.function is step.function and c.mode is Mode.EVAL and c.model == model
     ]
+    scheme = flow.freezing.layer_scheme(model)
+    if scheme is not None:
+        return (
+            f"`{_snippet(ctx, scheme)}` on line {getattr(scheme, 'lineno', '?')} puts some "
+            f"layers of `{model}` in eval (BatchNorm frozen on purpose): a whole-model "
+            "`train()` would undo it"
+        )
     for origin in origins:
         part = flow.freezing.partial_train_after(origin, step.node, model)
         if part is not None:

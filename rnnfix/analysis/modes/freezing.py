@@ -154,6 +154,52 @@ class Freezing:
                     return node
         return None
 
+    @functools.cached_property
+    def _layer_schemes(self) -> tuple[tuple[str, ast.AST], ...]:
+        out: list[tuple[str, ast.AST]] = []
+        flow = self.flow
+        for node in walk_tree(flow.tree):
+            owner: str | None = None
+            if isinstance(node, (ast.For, ast.AsyncFor)):
+                owner = _module_loop_owner(node)
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "apply"
+                and len(node.args) == 1
+                and self._evals_its_argument(node.args[0], node)
+            ):
+                owner = dotted(node.func.value)
+            if owner is not None:
+                out.append((flow.canonical(owner, flow.scope_of(node)), node))
+        return tuple(out)
+
+    def _evals_its_argument(self, func: ast.expr, call: ast.Call) -> bool:
+        """``model.apply(set_bn_eval)`` with a function of this file that calls
+        ``eval()`` on (a module it checks of) its argument."""
+        if not isinstance(func, ast.Name):
+            return False
+        fn = self.flow.index.lookup_function(func.id, self.flow.scope_of(call))
+        if fn is None or not fn.params:
+            return False
+        param = fn.params[0]
+        return any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "eval"
+            and dotted(n.func.value) == param
+            for n in ast.walk(fn.node)
+        )
+
+    def layer_scheme(self, model: str) -> ast.AST | None:
+        """A statement that puts some layers of ``model`` in eval (``for m in
+        model.modules(): if isinstance(m, nn.BatchNorm2d): m.eval()``, or
+        ``model.apply(set_bn_eval)``): BatchNorm frozen on purpose."""
+        for owner, node in self._layer_schemes:
+            if _related(owner, model):
+                return node
+        return None
+
     def none_default(self, model: str, scope: FuncNode | None) -> bool:
         """``model``'s root is a parameter of ``scope`` whose default is
         ``None`` (``def fit(..., loss_fct=None)``): the caller may pass nothing."""
@@ -226,6 +272,32 @@ def _same_block_after(flow: ModeFlow, origin: ast.AST, later: ast.AST) -> bool:
 
 def _related(a: str, b: str) -> bool:
     return is_prefix(a, b) or is_prefix(b, a)
+
+
+def _module_loop_owner(loop: ast.For | ast.AsyncFor) -> str | None:
+    """``for m in model.modules(): ... m.eval()`` -> ``model``."""
+    it = loop.iter
+    if not (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Attribute)
+        and it.func.attr in ("modules", "named_modules", "children", "named_children")
+    ):
+        return None
+    target = loop.target
+    if isinstance(target, ast.Tuple) and target.elts:
+        target = target.elts[-1]
+    if not isinstance(target, ast.Name):
+        return None
+    name = target.id
+    for n in ast.walk(loop):
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "eval"
+            and dotted(n.func.value) == name
+        ):
+            return dotted(it.func.value)
+    return None
 
 
 def _block_of(stmt: ast.stmt, parents: dict[ast.AST, ast.AST]) -> list[ast.stmt] | None:
