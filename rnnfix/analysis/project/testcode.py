@@ -99,7 +99,7 @@ def test_function_spans(tree: ast.Module) -> list[tuple[int, int]]:
                 first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
                 spans.append((first, node.end_lineno or node.lineno))
         elif isinstance(node, ast.If) and _is_main_guard(node.test):
-            if _asserts(node) and not _trains(node):
+            if _asserts_on_outputs(node) and not _trains(node):
                 spans.append((node.lineno, node.end_lineno or node.lineno))
     return spans
 
@@ -112,6 +112,27 @@ def _asserts(node: ast.AST) -> bool:
             func = n.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             if name.startswith("assert"):
+                return True
+    return False
+
+
+def _asserts_on_outputs(block: ast.If) -> bool:
+    """An ``assert`` on what an object built in the block returned (``net =
+    Net(); out = net(x); assert out.shape == ...``): a self-check. Not an
+    argument check of a demo script (``assert len(im_scales) == 1`` on what a
+    helper function returned)."""
+    built: set[str] = set()
+    outputs: set[str] = set()
+    for stmt in ast.walk(block):
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+            names = {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            func = stmt.value.func
+            if isinstance(func, ast.Name) and func.id in built:
+                outputs |= names
+            else:
+                built |= names
+        elif isinstance(stmt, ast.Assert):
+            if {n.id for n in ast.walk(stmt.test) if isinstance(n, ast.Name)} & outputs:
                 return True
     return False
 
