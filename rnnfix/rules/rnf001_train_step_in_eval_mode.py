@@ -6,12 +6,14 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from rnnfix.analysis.modes.modeapi import has_mode_setter
 from rnnfix.analysis.modes.modeflow import Mode, ModeFact, ModeFlow, TrainingStep
-from rnnfix.analysis.modes.placement import anchor_for
+from rnnfix.analysis.modes.placement import anchor_for, container
 from rnnfix.analysis.modes.pretrained import eval_origin, unsupported
 from rnnfix.analysis.modes.state import ModeState, is_prefix
 from rnnfix.analysis.project.summaries import FunctionSummary
 from rnnfix.analysis.ruletext import STEP_REACH, call_facts
+from rnnfix.analysis.torch.api import mode_switch
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
 from rnnfix.source.edits import InsertStatements, Pos
 
@@ -83,8 +85,14 @@ Left alone on purpose: an `eval()` whose only successor is training in the same 
 and iteration (fine-tuning with frozen BatchNorm statistics, linear probing; nothing
 evaluates between it and the step), a helper that saves and restores the mode
 (`was = model.training; ...; model.train(was)`), target networks that no optimizer
-updates (refreshed by `load_state_dict` or Polyak/EMA averaging), and a model kept in
-eval while another model's optimizer steps through it (RNF004 when it has an RNN).
+updates (refreshed by `load_state_dict` or Polyak/EMA averaging), a model kept in
+eval while another model's optimizer steps through it (RNF004 when it has an RNN),
+a model frozen with `requires_grad_(False)` (or a loop or helper that sets
+`p.requires_grad = False` over its parameters) that nothing unfreezes: no optimizer
+step can change it, so its mode is the author's (a textual-inversion UNet, a
+self-distillation teacher), an `eval()` beside a freeze of the same model, and
+mode calls made per branch at a loop head (`if finetune: model.train()` /
+`elif freeze: model.eval()`).
 
 ## Fix safety
 Safe: it restores the mode the training step was written for, and does nothing when the
@@ -100,7 +108,19 @@ never on a module with no parameters and no mode-dependent layers (`nn.Softmax()
 `nn.ReLU()`, `nn.CrossEntropyLoss()`, a parameter-free loss or metric class): its mode
 changes nothing.
 
-Reported but **not fixed**: a model whose class (of this file or another file of the
+Reported but **not fixed**, because the author's code says a whole-model `train()`
+would be wrong (issue 27: an edit needs evidence of a bug): `model.eval()`
+followed by `train()` on parts of it (`model.module.layer4.train()`: a freezing
+scheme); a model that is `None` on some path (`text_encoder = None`: the call
+would raise); the author's own `train()` of the model under a condition (`if
+args.train_text_encoder: text_encoder.train()`: an unconditional one would undo the
+choice); a `train()` that would land right after the `eval()` it undoes; and a
+helper whose training step runs only under a flag of its own (`if train:
+loss.backward()`): its callers evaluate through it too. Under `--strict` these get
+no finding, and neither does a model whose class has its own mode setter
+(`def train(self, training=True)`). The message says what rnnfix saw.
+
+Also reported but **not fixed**: a model whose class (of this file or another file of the
 run), one of its bases, one of its submodules' classes or, for a `DataParallel`/DDP
 wrapper, the wrapped class overrides `train` in a form the inserted call cannot go
 through: `def train(self):` without `mode` (`Module.train()` calls `child.train(mode)`
@@ -147,6 +167,8 @@ class TrainStepInEvalMode(Rule):
                     continue  # a loss, an activation, a plain object: its mode is not the bug
                 if flow.is_target_network(model, step.function):
                     continue  # refreshed by copy/Polyak/EMA: kept in eval on purpose
+                if flow.freezing.frozen(flow.canonical(model, step.function)):
+                    continue  # ``requires_grad_(False)``: no optimizer changes it
                 state = _judge_pretrained(flow, step, model, flow.mode_before(step.node, model))
                 anchor = None  # the head of the loop/function, unless a case says otherwise
                 # Frozen-BatchNorm fine-tuning: an eval() whose only successor
@@ -156,10 +178,12 @@ class TrainStepInEvalMode(Rule):
                     for f in state.facts
                     if f.mode is Mode.EVAL and not flow.deliberate_eval(f, step.node, model)
                 ]
+                intent: str | None = None  # why the author's code says not to edit
                 if facts:
                     if step.kind == "backward" and _trains_before_stepping(flow, step, model):
                         continue
                     safe = True
+                    intent = _partial_modes(ctx, flow, step, model, facts)
                 elif state.may_eval:
                     continue
                 elif step.kind == "backward" and (late := _late_train(flow, step, model)):
@@ -175,20 +199,26 @@ class TrainStepInEvalMode(Rule):
                     # is an ``nn.Module`` (never ``trainer.dispatch``, a loss helper).
                     facts = [f for f in state.facts if f.mode is Mode.UNKNOWN]
                     safe = False
+                    if any(mode_switch(f.origin) is not None for f in facts):
+                        continue  # the author's ``train(not cfg.fix_bn)``: the mode asked for
+                    if flow.freezing.layer_scheme(model) is not None:
+                        continue  # ``model.apply(set_bn_eval)``: a guess would unfreeze it
+                    if flow.freezing.none_default(model, step.function):
+                        continue  # ``loss_fct=None``: maybe no object at all, never a guess
+                    if step.function is not None and has_mode_setter(
+                        flow, step.function, model, Mode.TRAIN
+                    ):
+                        continue  # the class's own ``def train(self, training)``: callers choose
                 else:
                     continue
                 if anchor is None:
                     anchor = _choose_anchor(ctx, flow, step, facts, model)
-                _add(
-                    groups,
-                    ctx,
-                    anchor,
-                    step,
-                    model,
-                    facts,
-                    safe,
-                    receiver.reason if receiver.override else None,
-                )
+                if intent is None:
+                    intent = _author_spec(ctx, flow, step, model, facts, anchor)
+                if intent is not None and not safe:
+                    continue  # only a guess about the mode, and the author's code says no
+                blocked = receiver.reason if receiver.override else intent
+                _add(groups, ctx, anchor, step, model, facts, safe, blocked)
         for group in groups.values():
             yield _finding(ctx, flow, group)
 
@@ -220,10 +250,13 @@ def _add(
 ) -> None:
     if anchor is not None and not _anchorable(ctx, anchor):
         anchor = None
+    # A model whose fix is blocked gets its own finding: it must not hold back
+    # the fix of another model at the same step.
+    kind = 0 if blocked is None else 2
     key = (
-        (anchor.lineno, anchor.col_offset, 0, safe)
+        (anchor.lineno, anchor.col_offset, kind, safe)
         if anchor is not None
-        else (step.node.lineno, step.node.col_offset, 1, safe)
+        else (step.node.lineno, step.node.col_offset, kind + 1, safe)
     )
     group = groups.setdefault(key, _Group(anchor, safe))
     if step not in group.steps:
@@ -231,6 +264,114 @@ def _add(
     group.models.setdefault(model, []).extend(facts)
     if blocked is not None and group.blocked is None:
         group.blocked = blocked  # an override of ``train`` the call cannot go through
+
+
+def _partial_modes(
+    ctx: FileContext, flow: ModeFlow, step: TrainingStep, model: str, facts: list[ModeFact]
+) -> str | None:
+    """``model.eval()`` then ``model.module.layer4.train()`` in the step's
+    function: the parts that train are chosen, the rest is frozen on purpose.
+    Whatever else leaves the model in eval (a validation helper), a
+    whole-model ``train()`` would unfreeze what the author froze."""
+    origins = [f.origin for f in facts if mode_switch(f.origin) is not None]
+    origins += [
+        c.node
+        for c in flow.mode_calls
+        if c.function is step.function and c.mode is Mode.EVAL and c.model == model
+    ]
+    scheme = flow.freezing.layer_scheme(model)
+    if scheme is not None:
+        return (
+            f"`{_snippet(ctx, scheme)}` on line {getattr(scheme, 'lineno', '?')} puts some "
+            f"layers of `{model}` in eval (BatchNorm frozen on purpose): a whole-model "
+            "`train()` would undo it"
+        )
+    for origin in origins:
+        part = flow.freezing.partial_train_after(origin, step.node, model)
+        if part is not None:
+            return (
+                f"`{_snippet(ctx, origin)}` on line {getattr(origin, 'lineno', '?')} "
+                f"is followed by training of `{_snippet(ctx, _receiver(part))}` only (line "
+                f"{part.lineno}): a freezing scheme"
+            )
+    return None
+
+
+def _receiver(call: ast.Call) -> ast.AST:
+    return call.func.value if isinstance(call.func, ast.Attribute) else call
+
+
+def _author_spec(
+    ctx: FileContext,
+    flow: ModeFlow,
+    step: TrainingStep,
+    model: str,
+    facts: list[ModeFact],
+    anchor: ast.stmt | None,
+) -> str | None:
+    """The author's own code says the inserted ``train()`` would be wrong: the
+    model is ``None`` on some path, the author's ``train()`` of it runs under
+    a condition, or the call would land right after the ``eval()`` it undoes."""
+    freezing = flow.freezing
+    none = freezing.may_be_none(model, step.function)
+    if none is not None:
+        return (
+            f"`{model}` is `None` on the path through line {none.lineno}, where "
+            "`train()` would raise AttributeError"
+        )
+    cond = freezing.conditional_train(model, step.function)
+    if cond is not None:
+        return (
+            f"the author's `{_snippet(ctx, cond)}` on line {cond.lineno} runs under a "
+            "condition; an unconditional `train()` would undo that choice"
+        )
+    shared = _shared_helper(ctx, flow, step, facts)
+    if shared is not None:
+        return shared
+    if anchor is not None:
+        block = container(anchor, flow.parents)
+        index = next((k for k, s in enumerate(block or []) if s is anchor), 0)
+        before = block[index - 1] if block and index > 0 else None
+        for fact in facts:
+            # the author's own ``model.eval()`` (not an evaluating helper's)
+            if (
+                before is not None
+                and mode_switch(fact.origin) is not None
+                and flow.stmt_of(fact.origin) is before
+            ):
+                return (
+                    f"`{_snippet(ctx, fact.origin)}` on line {before.lineno} is the statement "
+                    "right before: a `train()` there would undo it, so it is deliberate"
+                )
+    return None
+
+
+def _shared_helper(
+    ctx: FileContext, flow: ModeFlow, step: TrainingStep, facts: list[ModeFact]
+) -> str | None:
+    """``def run_epoch(model, loader, train): ... if train: loss.backward()``
+    entered in eval mode by its callers: a helper of both the training and
+    the evaluation path (its flag says which). A ``train()`` at its start
+    would put the evaluation in train mode too."""
+    fn = step.function
+    if fn is None or not facts or any(f.origin is not fn for f in facts):
+        return None
+    info = flow.function_info(fn)
+    if info is None:
+        return None
+    params = {*info.params, *info.kwonly}
+    node: ast.AST | None = flow.parents.get(step.node)
+    while node is not None and node is not fn:
+        if isinstance(node, (ast.If, ast.IfExp)):
+            names = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)}
+            if names & params:
+                return (
+                    f"`{fn.name}` runs this step only under `if {_snippet(ctx, node.test)}:` "
+                    f"(line {node.lineno}): its callers evaluate through it too, and a "
+                    "`train()` at its start would put their evaluation in train mode"
+                )
+        node = flow.parents.get(node)
+    return None
 
 
 def _late_train(
@@ -421,6 +562,12 @@ def _step_may_update(ctx: FileContext, flow: ModeFlow, step: TrainingStep, model
             and s.function is step.function
             and (s.node.lineno, s.node.col_offset) > start
         ]
+        if step.loops:
+            # The steps of the backward's own loop, when it has some: a later
+            # phase's optimizer (another loop) does not step this gradient.
+            inside = flow.contains(step.loops[-1])
+            own = [n for n in optimizer_steps if inside(n)]
+            optimizer_steps = own or optimizer_steps
     if not optimizer_steps:
         return True  # the step is somewhere we cannot see: assume it may
     evalgrad = ctx.facts.evalgrad

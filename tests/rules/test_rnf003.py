@@ -239,14 +239,27 @@ def test_nested_forward_converges_in_one_pass() -> None:
     assert check_source(once.fixed, ONLY) == []
 
 
-def test_leftover_train_in_a_validation_loop_becomes_eval() -> None:
+def test_leftover_train_after_the_evaluations_own_eval_becomes_eval() -> None:
     src = EPOCHS.replace(
         "    for x, y in val_loader:\n",
-        "    for x, y in val_loader:\n        model.train()\n",
+        "    model.eval()\n    for x, y in val_loader:\n        model.train()\n",
     )
     fixed = fix_source(src, ONLY).fixed
     assert "model.eval()\n            print(model(x).argmax(1))" in fixed
     assert "model.train()" not in fixed.split("val_loader")[-1]
+
+
+def test_train_as_the_evaluations_only_mode_call_is_reported_not_fixed() -> None:
+    # Issue 27: train mode may be chosen (BatchNorm at batch size 1, MC dropout).
+    src = EPOCHS.replace(
+        "    for x, y in val_loader:\n",
+        "    for x, y in val_loader:\n        model.train()\n",
+    )
+    result = fix_source(src, ONLY)
+    assert result.fixed == src
+    (finding,) = check_source(src, ONLY)
+    assert finding.fix is None
+    assert "only mode call" in finding.message and "Monte Carlo dropout" in finding.message
 
 
 def test_a_wrapper_around_one_forward_does_not_cover_another() -> None:

@@ -82,6 +82,46 @@ def _own_method_result(value: ast.expr, key: str, canonical: Callable[[str], str
     return recv is not None and canonical(recv) == key
 
 
+# Calls that hand back the objects they are given, wrapped at most, in the
+# mode they had: accelerate's ``Accelerator.prepare(*objs)`` (in order) and
+# ``unwrap_model(model)`` (a method of ``Accelerator``, or the one-line local
+# helper the Hugging Face example scripts define around it), and peft's
+# ``get_peft_model(model, config)`` (a wrapper whose forward runs ``model``'s
+# modules in the mode they have). Without this, every ``model =
+# accelerator.prepare(model)`` made the mode unknown and ``--strict`` put
+# ``train()`` after the author's own ``model.train()``.
+_PASS_BACK = frozenset({"prepare", "unwrap_model", "get_peft_model"})
+
+
+def _passed_back(
+    value: ast.expr,
+    target: ast.expr | None,
+    elt: ast.expr | None,
+    key: str,
+    canonical: Callable[[str], str],
+) -> bool:
+    """``key`` is bound to the very object it was before: ``model =
+    accelerator.prepare(model)``, or element ``i`` of ``a, b =
+    accelerator.prepare(a, b)``."""
+    if not isinstance(value, ast.Call) or not value.args:
+        return False
+    func = value.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if name not in _PASS_BACK or any(isinstance(a, ast.Starred) for a in value.args):
+        return False
+    if isinstance(target, (ast.Tuple, ast.List)):
+        elts = target.elts
+        if name != "prepare" or len(elts) != len(value.args) or elt not in elts:
+            return False
+        arg = value.args[elts.index(elt)]
+    elif name != "prepare" or len(value.args) == 1:
+        arg = value.args[0]  # the model is the first argument
+    else:
+        return False
+    text = dotted(arg)
+    return text is not None and canonical(text) == key
+
+
 def chained_mode(value: ast.AST) -> Mode | None:
     """The mode the last mode call in a self-returning chain sets:
     ``Net().to(dev).eval()`` -> eval."""
@@ -180,6 +220,8 @@ class ScopeRun:
         ):
             return None
         if isinstance(s, ast.Assert):
+            if isinstance(s.test, ast.Constant) and not s.test.value:
+                return None  # ``else: assert False``: no path goes on from here
             f = self.exprs(s.test, f)
             return f if assume_mode(self, s, s.test, True, f) else None
         if isinstance(s, (ast.Break, ast.Continue)):
@@ -288,6 +330,8 @@ class ScopeRun:
                     self._assign_model(key, value, s, f)
                 elif self._prepared(value, target, elt, key):
                     continue  # ``model, opt = accelerator.prepare(model, opt)``: as it was
+                elif _passed_back(value, target, elt, key, self.key):
+                    continue  # ``unwrap_model(model)``, ``get_peft_model(model)``: same modules
                 else:  # unpacked from something we do not follow
                     f.set(key, frozenset({ModeFact(Mode.UNKNOWN, s)}))
         return f
@@ -310,7 +354,11 @@ class ScopeRun:
             return
         inner = dotted(unwrap_built(value, imports))
         inner = self.key(inner) if inner is not None else None
-        if inner == key or _own_method_result(value, key, self.key):
+        if (
+            inner == key
+            or _own_method_result(value, key, self.key)
+            or _passed_back(value, None, None, key, self.key)
+        ):
             return  # ``model = model.to(device)``, ``model = model.merge_and_unload()``
         if inner is not None and self.flow.is_model(inner):
             f.set(key, f.lookup(inner))  # an alias or a wrapper: same modules

@@ -26,11 +26,14 @@ from rnnfix.analysis.modes.placement import container, statement_path
 from rnnfix.analysis.modes.state import ModeFact, is_prefix
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.scopes import LOOPS, FuncNode
+from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_local
 from rnnfix.analysis.torch.api import MODULE_METHODS, mode_switch
 from rnnfix.analysis.torch.mode import Mode
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.modes.modeflow import ModeFlow
+    from collections.abc import Callable
+
+    from rnnfix.analysis.modes.modeflow import ModeFlow, Summary
 
 
 def deliberate_eval(
@@ -42,13 +45,77 @@ def deliberate_eval(
         built = origin.value
         if chained_mode(built) is not Mode.EVAL:
             return False
+    elif scope is not None and origin is scope:
+        return _deliberate_entry(flow, fact, step, scope, model)
     elif mode_switch(origin) is None:
         return False  # a helper's eval(), or the model as a caller left it
+    if flow.freezing.freezes_near(origin, model) is not None:
+        # ``unet.requires_grad_(False); unet.eval()``: frozen on purpose, in
+        # parameters and in mode; whatever evaluates it later is no bug.
+        return True
     if flow.scope_of(origin) is not scope:
         return False  # another function
+    # Between the eval() and the step: the rest of the eval()'s statement,
+    # the statements in between, and the training statement up to the step.
+    return _nothing_evaluates(flow, origin, step, scope, model, True)
+
+
+def _deliberate_entry(
+    flow: ModeFlow, fact: ModeFact, step: ast.Call, scope: FuncNode, model: str
+) -> bool:
+    """``net.eval()`` at module level (BatchNorm frozen: the batch size is 1),
+    then ``train()`` is called, whose first use of ``net`` is the training
+    forward: the first use after an ``eval()`` decides what it is for. Only
+    for a model the caller and the function name alike (a global,
+    ``self.<attr>`` of the same object is not followed)."""
+    cause = fact.cause
+    switch = mode_switch(cause) if isinstance(cause, ast.Call) else None
+    if cause is None or switch is None or switch.mode is not Mode.EVAL:
+        return False
+    info = flow.function_info(scope)
+    root = model.split(".")[0]
+    if info is None or root in {*info.params, *info.kwonly} or root in info.locals:
+        return False
+    if flow.freezing.freezes_near(cause, model) is not None:
+        return True
+    caller = flow.scope_of(cause)
+    at = (getattr(cause, "lineno", 0), getattr(cause, "col_offset", 0))
+    sites = sorted(
+        (c for s, c in flow.callers(scope) if s is caller and (c.lineno, c.col_offset) > at),
+        key=lambda c: (c.lineno, c.col_offset),
+    )
+    if not sites or not _nothing_evaluates(flow, cause, sites[0], caller, model, False):
+        return False
+    # In the function, before the step: nothing evaluates the model either.
+    path = statement_path(step, scope, flow.parents)
+    if not path:
+        return False
+    step_pos = (step.lineno, step.col_offset)
+    for node in flow.scope_calls(scope):
+        if (node.lineno, node.col_offset) >= step_pos or node is step:
+            continue
+        top = statement_path(node, scope, flow.parents)
+        feeds = top is not None and len(top) > 0 and top[0] is path[0]
+        if _evaluates(flow, node, model, scope, training_stmt=feeds):
+            return False
+    return True
+
+
+def _nothing_evaluates(
+    flow: ModeFlow,
+    origin: ast.AST,
+    target: ast.Call,
+    scope: FuncNode | None,
+    model: str,
+    target_trains: bool,
+) -> bool:
+    """``origin`` (an ``eval()``) and ``target`` (the step, or the call of the
+    function that runs it) in the same block of ``scope``, ``origin`` first
+    and not in a loop ``target`` is outside of, and no call between them
+    runs ``model`` for anything but the training (``_evaluates``)."""
     scope_node: ast.AST = scope if scope is not None else flow.tree
     px = statement_path(origin, scope_node, flow.parents)
-    ps = statement_path(step, scope_node, flow.parents)
+    ps = statement_path(target, scope_node, flow.parents)
     if not px or not ps:
         return False
     i = 0
@@ -57,28 +124,25 @@ def deliberate_eval(
     if i >= len(px) or i >= len(ps):
         return False
     if any(isinstance(s, LOOPS) for s in px[i:]):
-        return False  # the eval() is in a loop the step is not in: another iteration
+        return False
     block = container(ps[i], flow.parents)
     if block is None or container(px[i], flow.parents) is not block:
         return False
     start = next(k for k, s in enumerate(block) if s is px[i])
     end = next(k for k, s in enumerate(block) if s is ps[i])
     if start >= end:
-        return False  # the step comes first: eval() reaches it in the next iteration
+        return False
     origin_pos = (getattr(origin, "lineno", 0), getattr(origin, "col_offset", 0))
-    step_pos = (step.lineno, step.col_offset)
-    # Between the eval() and the step: the rest of the eval()'s statement,
-    # the statements in between, and the training statement up to the step.
+    target_pos = (target.lineno, target.col_offset)
     for stmt in block[start : end + 1]:
-        for node in ast.walk(stmt):
-            if not isinstance(node, ast.Call) or node is origin:
+        if isinstance(stmt, (*FUNCTIONS, ast.ClassDef)):
+            continue  # a definition runs nothing here
+        for node in walk_local(stmt):
+            if not isinstance(node, ast.Call) or node is origin or node is target:
                 continue
-            pos = (node.lineno, node.col_offset)
-            if not origin_pos < pos < step_pos:
+            if not origin_pos < (node.lineno, node.col_offset) < target_pos:
                 continue
-            # Straight-line code (``eval(); out = model(x); loss.backward()``):
-            # a forward with grad before the step's own statement feeds it.
-            feeds = stmt is block[end] or ps[i] is ps[-1]
+            feeds = target_trains and (stmt is block[end] or ps[i] is ps[-1])
             if _evaluates(flow, node, model, scope, training_stmt=feeds):
                 return False
     return True
@@ -97,6 +161,10 @@ def _evaluates(
         callee = flow.callee_summary(call, scope)
         if callee is not None and callee[0].optimizer_step:
             return False  # a training helper: it is the training, not an evaluation
+        if callee is not None and _only_forwards(callee, model):
+            # ``encode_prompt(text_encoder, ids)``: a helper that only runs the
+            # model's forward is a forward, read as one.
+            return flow.grad_enabled(call) is False or not training_stmt
         return True
     # A helper of this file that reaches the model without being passed it
     # (a global, ``self.model`` through ``self.validate()``): it may evaluate it.
@@ -104,6 +172,17 @@ def _evaluates(
     if res is None or flow.summary(res.callee).optimizer_step:
         return False
     return _mentions(flow, res.callee.node, model, res.receiver, set())
+
+
+def _only_forwards(callee: tuple[Summary, Callable[[str], str | None]], model: str) -> bool:
+    """The helper's summary runs ``model``'s forward and neither switches its
+    mode nor steps an optimizer."""
+    summary, mapper = callee
+    mapped = [mapper(k) for k in summary.forwards]
+    runs = any(m is not None and (is_prefix(m, model) or is_prefix(model, m)) for m in mapped)
+    touched = [mapper(k) for k in summary.effects]
+    switches = any(t is not None and (is_prefix(t, model) or is_prefix(model, t)) for t in touched)
+    return runs and not switches and not summary.optimizer_step
 
 
 def _mentions(
@@ -136,6 +215,9 @@ def _mentions(
 
 
 def _related_key(flow: ModeFlow, call: ast.Call, model: str) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in MODULE_METHODS:
+        return None  # ``net.parameters()``, ``net.to(device)``: no forward
     key = flow.forward_path(call, flow.is_model)
     if key is not None and (is_prefix(key, model) or is_prefix(model, key)):
         return "forward"
@@ -144,8 +226,14 @@ def _related_key(flow: ModeFlow, call: ast.Call, model: str) -> str | None:
         if func.attr in MODULE_METHODS or mode_switch(call) is not None:
             return None
         owner = dotted(func.value)
-        # ``self.validate()`` while the model is ``self.model``: the method may evaluate it.
-        if owner is not None and is_prefix(owner, model) and owner != model:
+        # ``self.validate()`` while the model is ``self.model``: the method may
+        # evaluate it. Not ``self.text_encoder(ids)``: the forward of another model.
+        if (
+            owner is not None
+            and is_prefix(owner, model)
+            and owner != model
+            and not flow.is_model(owner + "." + func.attr)
+        ):
             return "argument"
     for arg in [*call.args, *(k.value for k in call.keywords)]:
         text = dotted(arg)

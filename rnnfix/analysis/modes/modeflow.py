@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Literal
 
 from rnnfix.analysis.grads.gradctx import grad_context
 from rnnfix.analysis.modes.flow import Effect, ScopeRun, calls_in
+from rnnfix.analysis.modes.freezing import Freezing
 from rnnfix.analysis.modes.gradentry import entry_gradients
 from rnnfix.analysis.modes.intent import deliberate_eval
 from rnnfix.analysis.modes.modeapi import callable_parameters, has_mode_setter
@@ -385,6 +386,12 @@ class ModeFlow:
                     return Resolved(fn, None, {})
         return None
 
+    @functools.cached_property
+    def freezing(self) -> Freezing:
+        """Freezing, partial modes, ``None`` paths and conditional mode calls:
+        the author's intent (``rnnfix.analysis.freezing``)."""
+        return Freezing(self)
+
     def deliberate_eval(self, fact: ModeFact, step: ast.Call, model: str) -> bool:
         """``fact`` (eval mode of ``model`` at training step ``step``) was set on
         purpose: an ``eval()`` of the step's own scope whose only successor is
@@ -613,8 +620,13 @@ class ModeFlow:
             end = run.run(fn.body)
             effects: dict[str, Effect] = {}
             if end is not None:
+                params = {*info.params, *info.kwonly}
                 for key, facts in end.values.items():
-                    sets = frozenset(f.mode for f in facts if f.origin is not fn)
+                    sets = frozenset(
+                        f.mode
+                        for f in facts
+                        if f.origin is not fn and not _rebinds_parameter(f, key, params)
+                    )
                     if sets:
                         effects[key] = Effect(any(f.origin is fn for f in facts), sets)
             forwards = self._forwards(info)
@@ -1074,7 +1086,11 @@ class ModeFlow:
         if receiver is None:
             return None
         scope = self.scope_of(step)
-        owners = self.optimizers.owners_of(receiver, scope)
+        owners = None
+        if scope is not None:
+            owners = self.optimizers.reaching_owners(receiver, scope, step)
+        if owners is None:
+            owners = self.optimizers.owners_of(receiver, scope)
         if owners is None:
             return None
         return self._owned(owners, self.canonical(model, scope), scope, 0)
@@ -1089,6 +1105,9 @@ class ModeFlow:
         this = info.params[0] if info is not None and info.is_method else None
         if info is None or root == this or root not in {*info.params, *info.kwonly}:
             return False
+        params = {*info.params, *info.kwonly}
+        if all(o.split(".")[0] in info.locals - params for o in owners):
+            return False  # ``Adam([text_embeddings])`` over a local tensor: not the caller's model
         # A parameter: whatever its callers pass (``train(model, ...)`` with a
         # global optimizer over ``model``); unknown without callers.
         sites = self._static_sites.get(info.node, [])
@@ -1311,6 +1330,18 @@ def _polyak_targets(loop: ast.For | ast.AsyncFor) -> set[str]:
     if len(out) == len(owners):
         return set()  # every model written: not a source -> target copy
     return out
+
+
+def _rebinds_parameter(fact: ModeFact, key: str, params: set[str]) -> bool:
+    """``model = accelerator.unwrap_model(model)`` inside a helper: the name
+    now holds another object (or the same one, in the mode it had), and
+    nothing was switched on the object the caller passed. Only a bare
+    parameter name: rebinding ``self.model`` changes what the caller sees."""
+    return (
+        fact.mode is Mode.UNKNOWN
+        and key in params
+        and isinstance(fact.origin, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+    )
 
 
 def _public(name: str) -> bool:

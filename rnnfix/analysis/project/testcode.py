@@ -1,6 +1,7 @@
 """Test code that rnnfix leaves alone unless ``include-tests`` is set:
-``unittest.TestCase`` subclasses inside any file (test files found in folders
-are not discovered at all, see ``rnnfix.source.files``).
+``unittest.TestCase`` subclasses inside any file, ``test_*``/``_test_*``
+functions that assert, and ``__main__`` self-checks that assert (test files
+found in folders are not discovered at all, see ``rnnfix.source.files``).
 
 A test asserts what the code does as written: a helper of a ``TestCase``
 (``_evaluate``, ``forward_eval_helper``) that gets ``@torch.no_grad()`` or an
@@ -84,17 +85,92 @@ def _is_test_base(
     return False
 
 
+def test_function_spans(tree: ast.Module) -> list[tuple[int, int]]:
+    """Test code outside ``TestCase`` classes, in library files too (issue
+    27): a ``test_*``/``_test_*`` function that asserts (``assert``,
+    ``self.assertEqual``, ``torch.testing.assert_close``), and an ``if
+    __name__ == "__main__":`` block that asserts and trains nothing (a
+    module's self-check). An ``eval()`` or ``no_grad`` there changes what the
+    assertions check; nothing a user runs gets fixed."""
+    spans: list[tuple[int, int]] = []
+    for node in walk_statements(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.name.startswith(("test_", "_test_")) and _asserts(node):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                spans.append((first, node.end_lineno or node.lineno))
+        elif isinstance(node, ast.If) and _is_main_guard(node.test):
+            if _asserts_on_outputs(node) and not _trains(node):
+                spans.append((node.lineno, node.end_lineno or node.lineno))
+    return spans
+
+
+def _asserts(node: ast.AST) -> bool:
+    for n in ast.walk(node):
+        if isinstance(n, ast.Assert):
+            return True
+        if isinstance(n, ast.Call):
+            func = n.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name.startswith("assert"):
+                return True
+    return False
+
+
+def _asserts_on_outputs(block: ast.If) -> bool:
+    """An ``assert`` on what an object built in the block returned (``net =
+    Net(); out = net(x); assert out.shape == ...``): a self-check. Not an
+    argument check of a demo script (``assert len(im_scales) == 1`` on what a
+    helper function returned)."""
+    built: set[str] = set()
+    outputs: set[str] = set()
+    for stmt in ast.walk(block):
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+            names = {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            func = stmt.value.func
+            if isinstance(func, ast.Name) and func.id in built:
+                outputs |= names
+            else:
+                built |= names
+        elif isinstance(stmt, ast.Assert):
+            if {n.id for n in ast.walk(stmt.test) if isinstance(n, ast.Name)} & outputs:
+                return True
+    return False
+
+
+def _trains(node: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in ("backward", "step", "fit")
+        for n in ast.walk(node)
+    )
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either side)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    if not isinstance(test.ops[0], ast.Eq):
+        return False
+    sides = [test.left, *test.comparators]
+    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
+    mains = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
+    return bool(names) and bool(mains)
+
+
 def outside_test_classes(ctx: FileContext, findings: Sequence[Finding]) -> list[Finding]:
-    """``findings`` less those inside a ``TestCase`` class."""
+    """``findings`` less those inside a ``TestCase`` class, a test function
+    that asserts, or a ``__main__`` self-check (``test_function_spans``)."""
     text = ctx.source
-    if not findings or (
-        "TestCase" not in text and "class Test" not in text and ctx.project is None
-    ):
+    if not findings:
         return list(findings)
     spans = []
-    for cls in test_case_classes(ctx.tree, ctx.facts.imports, ctx.facts.project):
-        first = min([cls.lineno, *(d.lineno for d in cls.decorator_list)])
-        spans.append((first, cls.end_lineno or cls.lineno))
+    if "def test_" in text or "def _test_" in text or "__main__" in text:
+        spans.extend(test_function_spans(ctx.tree))
+    if "TestCase" in text or "class Test" in text or ctx.project is not None:
+        for cls in test_case_classes(ctx.tree, ctx.facts.imports, ctx.facts.project):
+            first = min([cls.lineno, *(d.lineno for d in cls.decorator_list)])
+            spans.append((first, cls.end_lineno or cls.lineno))
     if not spans:
         return list(findings)
     return [f for f in findings if not any(a <= f.line <= b for a, b in spans)]

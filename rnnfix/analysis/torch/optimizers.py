@@ -47,6 +47,10 @@ class Optimizers:
         # Every binding of a path: the models it updates when it is built
         # from ``parameters()``, None for anything else (then it is unknown).
         seen: dict[Key, list[set[str] | None]] = {}
+        # Where each binding of a function's own name is, for the reaching one
+        # at a step (``optimizer = Adam([emb])`` ... ``optimizer =
+        # Adam(unet.parameters())``: each loop steps its own).
+        self._sites: dict[Key, list[tuple[ast.AST, set[str] | None]]] = {}
         for scope in [None, *flow.index.functions]:
             cls = self._class_of(scope)
             for node in flow.index.scope_nodes(scope):
@@ -55,6 +59,7 @@ class Optimizers:
                 for text, owners in self._bindings(node, scope):
                     key: Key = (cls, text) if text.startswith("self.") else (scope, text)
                     seen.setdefault(key, []).append(owners)
+                    self._sites.setdefault(key, []).append((node, owners))
                     if cls is not None and text.startswith("self.") and owners == {"self"}:
                         self.class_optimizers.setdefault(cls, set()).add(text[len("self.") :])
         self._owners: dict[Key, set[str] | None] = {}
@@ -158,6 +163,32 @@ class Optimizers:
             if owners is None or any(model == o or model.startswith(o + ".") for o in owners):
                 return True
         return False
+
+    def reaching_owners(self, text: str, scope: FuncNode, at: ast.AST) -> frozenset[str] | None:
+        """The owners of the binding of ``text`` (a name of ``scope``'s own, not
+        ``self.x``) that reaches ``at`` in straight-line code: the last one
+        before it, when every binding is a statement of the function's own
+        body (none in a loop or a branch, where an earlier iteration or another
+        path could bring another one). None when that does not hold."""
+        sites = self._sites.get((scope, text))
+        if not sites or text.startswith("self.") or len(sites) < 2:
+            return None
+        body_ids = {id(s) for s in scope.body}
+        if any(id(node) not in body_ids for node, _ in sites):
+            return None
+        pos = (getattr(at, "lineno", 0), getattr(at, "col_offset", 0))
+        before = [
+            (node, owners)
+            for node, owners in sites
+            if (getattr(node, "lineno", 0), getattr(node, "col_offset", 0)) < pos
+        ]
+        if not before:
+            return None
+        owners = before[-1][1]
+        if not owners:
+            return None
+        aliases = self.flow.aliases(scope, params=True)
+        return frozenset(canonical(o, aliases) for o in owners)
 
     def owners_of(self, text: str, scope: FuncNode | None) -> frozenset[str] | None:
         """The models (as the flow tracks them in ``scope``) whose parameters

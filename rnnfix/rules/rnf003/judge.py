@@ -39,6 +39,7 @@ from rnnfix.rules.rnf003.escape import Escape, escapes
 from rnnfix.rules.rnf003.models import ModelIndex
 from rnnfix.rules.rnf003.modes import (
     DELIBERATE,
+    evaluation_evals_before,
     in_module_method,
     is_stateless,
     leftover_train,
@@ -425,7 +426,9 @@ class RegionJudge:
             if not all(self._eval_at(self._at(site, node), model) for site in sites):
                 need.eval_models.append(model)
         if managed:
-            need.eval_models = []
+            # The region sets the mode itself; only a stray ``train()`` after
+            # its own ``eval()`` (every forward runs after it) is still a bug.
+            need.eval_models = [m for m in need.eval_models if self._stray_train(region, body, m)]
         need.grad = any(
             self._grad_on(self._at(site, node)) for sites in calls.values() for site in sites
         )
@@ -443,6 +446,14 @@ class RegionJudge:
                 need.eval_models.remove(model)  # Monte Carlo dropout and the like
             elif isinstance(leftover, ast.Call):
                 need.leftover[model] = leftover
+                if not evaluation_evals_before(self.ctx, region.node, model, leftover):
+                    # ``def evaluate(): net.train(); ...``: the evaluation's
+                    # only mode call; train mode may be the author's choice.
+                    need.no_fix = (
+                        f"`{self.ctx.segment(leftover)}` on line {leftover.lineno} is its only "
+                        "mode call, so train mode may be chosen on purpose (BatchNorm "
+                        "normalising with batch statistics, Monte Carlo dropout)"
+                    )
             elif any(mode is not Mode.EVAL for s in body for _, mode in flow.switches_in(s, model)):
                 # ``train()`` inside the region: an ``eval()`` before it
                 # cannot hold there; a person has to decide.
@@ -450,6 +461,12 @@ class RegionJudge:
             elif self._eval_anchor(region, body, model) is None:
                 need.no_fix = f"`{model}` is rebound inside it"
         return need
+
+    def _stray_train(self, region: EvalRegion, body: list[ast.stmt], model: str) -> bool:
+        leftover = self._leftover(region, body, model)
+        return isinstance(leftover, ast.Call) and evaluation_evals_before(
+            self.ctx, region.node, model, leftover
+        )
 
     def _leftover(
         self, region: EvalRegion, body: list[ast.stmt], model: str

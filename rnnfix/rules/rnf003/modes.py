@@ -121,6 +121,24 @@ def leftover_train(
     return DELIBERATE if deliberate else found
 
 
+def evaluation_evals_before(
+    ctx: FileContext, region: ast.stmt, model: str, train: ast.Call
+) -> bool:
+    """The evaluation puts ``model`` in eval itself before the stray
+    ``train()``: an ``eval()`` of it earlier in the function that holds the
+    region (in the module's own code for a script's loop). Then the
+    ``train()`` contradicts the evaluation's own choice and is fixed; without
+    one, it is the evaluation's only mode call and may be deliberate (issue 27)."""
+    func = region if isinstance(region, FUNCTIONS) else scope_of(ctx.facts.parents, region)
+    root: ast.AST = func if isinstance(func, FUNCTIONS) else ctx.tree
+    flow = ctx.facts.modes
+    at = (train.lineno, train.col_offset)
+    for call, mode in flow.switches_in(root, model):
+        if mode is Mode.EVAL and (call.lineno, call.col_offset) < at:
+            return True
+    return False
+
+
 def set_by(ctx: FileContext, site: ast.AST, model: str) -> ast.AST | None:
     """The one unconditional mode call or statement the mode flow says
     ``model``'s mode comes from just before ``site``; None when it may come

@@ -97,8 +97,13 @@ the module lacks it; an alias (`import torch as th`) is used when it has one.
 Putting the model in eval mode means the next training step needs
 `model.train()` again: RNF001 then adds it where the training step runs.
 
-`train()` inside evaluation is fixed where it is: a leftover `model.train()`
-becomes `model.eval()`; in a shared phase loop it becomes
+`train()` inside evaluation is fixed where it is when it contradicts the
+evaluation's own `eval()` (an `eval()` of the model earlier in the same
+function, or in the script's code for a loop at module level): the leftover
+`model.train()` becomes `model.eval()`. When the `train()` is the
+evaluation's only mode call, train mode may be chosen on purpose (BatchNorm
+normalising with batch statistics at a small batch size, Monte Carlo
+dropout): it is reported, not fixed. In a shared phase loop it becomes
 `model.train(phase == "train")`, and the statement that runs the forward is
 wrapped in `torch.set_grad_enabled(phase == "train")` unless grad is already
 set there:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from rnnfix.analysis.modes.inference import Inference, InferenceAnalysis
 from rnnfix.analysis.modes.regions import find_regions
-from rnnfix.analysis.syntax.walks import FUNCTIONS
+from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_tree
 from rnnfix.rules.base import FileContext, Finding, Rule
 from rnnfix.rules.rnf003.judge import RegionJudge, Verdict
 from rnnfix.rules.rnf006.fix import scope_finding
@@ -44,7 +44,8 @@ the forwards of the module-level functions that read it as a global
 (`def evaluate(line): return rnn(line)`).
 
 It acts only in files that train nothing: no `backward()`, no optimizer, no
-gradient use (`autograd.grad`, `requires_grad_()`), no `train()` anywhere.
+gradient use (`autograd.grad`, `requires_grad_()`), no `train()` anywhere in
+the code (a comment or a string that mentions them does not count).
 
 ## Why is this bad?
 A module starts in train mode, and loading weights does not change that.
@@ -171,9 +172,34 @@ def may_apply(ctx: FileContext) -> bool:
     loader function of another file of the run (``_calls_loader``, which
     reads only files with loading text)."""
     source = ctx.source
-    if _trains(source):
+    if _trains(source) and _trains_code(ctx.tree):
         return False
     return _loads(source) or _calls_loader(ctx)
+
+
+def _trains_code(tree: ast.Module) -> bool:
+    """What ``_trains`` finds in the text, in the code: a call of
+    ``backward``/``zero_grad``/``train``, ``torch.autograd.backward``, or
+    ``optim.<name>`` (an optimizer, a scheduler; an import of one). A comment
+    or a string that mentions ``model.train()`` or ``torch.optim`` (a usage
+    note, an error message) does not make an inference script a training one."""
+    for node in walk_tree(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in ("backward", "zero_grad", "train"):
+                return True
+        elif isinstance(node, ast.Attribute):
+            value = node.value
+            last = value.attr if isinstance(value, ast.Attribute) else getattr(value, "id", None)
+            if last == "optim":
+                return True
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names]
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names.append(node.module + ".")
+            if any(_TRAINS.search(n) for n in names):
+                return True
+    return False
 
 
 # ``_TRAINS.search(s) is not None`` and ``_LOADS.search(s) is not None``, the
