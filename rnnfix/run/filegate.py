@@ -28,7 +28,7 @@ pre-conditions; this module restates only their text and import parts):
   the file writes that reaches, in another file of the run, a function that
   sets eval;
 - RNF005: ``rnf005.may_apply`` (a zero assigned to ``cudnn.enabled``);
-- RNF006 (``rnf006.may_apply``): no training text, *and* loading text or a
+- RNF006 (``rnf006.may_apply``): loading text or a
   call of a loader function of the run (``ProjectView.loader_called``).
 
 A rule this module does not know passes (the file is parsed).
@@ -208,7 +208,10 @@ def _may_find(code: str, src: str, settings: Settings, proj: _Project) -> bool:
     if code == "RNF005":
         return _rnf005.may_apply(src)
     if code == "RNF006":
-        return not _rnf006._trains(src) and (_rnf006._loads(src) or proj.loader_called(src))
+        # Training text alone no longer rules a file out: RNF006 reads the
+        # code for it (a comment may mention ``model.train()``), which needs
+        # the tree; the gate keeps only the load part of its pre-condition.
+        return _rnf006._loads(src) or proj.loader_called(src)
     return True
 
 
