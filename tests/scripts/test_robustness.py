@@ -31,7 +31,7 @@ def test_counts_on_a_small_folder(tmp_path: Path, capsys: pytest.CaptureFixture[
     folder = tmp_path / "project"
     folder.mkdir()
     (folder / "train.py").write_text(BUGGY)
-    (folder / "broken.py").write_text("def f(:\n")
+    (folder / "broken.py").write_text("def f(:\n    m.module.eval()\n")  # rule text: parsed
     (folder / "clean.py").write_text("import torch\nprint(torch.ones(2))\n")
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     out_json = tmp_path / "out.json"
