@@ -250,7 +250,11 @@ def _with_context(paths: Sequence[Path], context: Sequence[Path] | None) -> list
 def _cacheable(result: FileResult, data: bytes) -> bool:
     """Failures to read or write are about the disk, not the bytes: never
     cached. A result computed from other bytes than the ones hashed (the file
-    changed during the run) is not cached either."""
+    changed during the run) is not cached either, nor one with a fix: the
+    text rnnfix writes is always computed from the source in this run
+    (``rnnfix.cache``: the cache holds findings, never output)."""
+    if result.outcome is Outcome.CHANGED:
+        return False
     if result.outcome is Outcome.FAILED and not (
         (result.error or "").startswith("cannot parse") or result.error == NEWER_SYNTAX
     ):
@@ -259,20 +263,16 @@ def _cacheable(result: FileResult, data: bytes) -> bool:
 
 
 def _result_to_json(result: FileResult) -> dict[str, Any]:
-    changed = result.outcome is Outcome.CHANGED
+    assert result.outcome is not Outcome.CHANGED  # ``_cacheable``
     return {
         "outcome": result.outcome.value,
         "findings": [finding_to_json(f) for f in result.findings],
-        "applied": [finding_to_json(f) for f in result.applied],
         "initial": [finding_to_json(f) for f in result.initial],
         "dropped": [dropped_to_json(d) for d in result.dropped],
         "error": result.error,
         "error_line": result.error_line,
         "error_col": result.error_col,
         "followups": [finding_to_json(f) for f in result.followups],
-        # Texts only where a diff or a write needs them: the cache stays small.
-        "old_text": result.old_text if changed else None,
-        "new_text": result.new_text if changed else None,
         "consulted": sorted(result.consulted),
         "notes": result.notes,
     }
@@ -280,26 +280,25 @@ def _result_to_json(result: FileResult) -> dict[str, Any]:
 
 def _result_from_json(data: dict[str, Any], raw: bytes, path: Path) -> FileResult | None:
     """A cached result, or None when the entry does not read back (then the
-    file is simply processed again)."""
+    file is simply processed again). Only results that write nothing are
+    stored (``_cacheable``): an entry that claims a change is a miss."""
     try:
         outcome = Outcome(data["outcome"])
+        if outcome is Outcome.CHANGED:
+            return None
         # Unchanged files carry no text: nothing downstream reads it (diffs
         # and writes are of changed files), and decoding every file would
         # cost a warm run more than the rest of it.
-        old_text, new_text = data["old_text"], data["new_text"]
         return FileResult(
             path=str(path),
             outcome=outcome,
             findings=[finding_from_json(f) for f in data["findings"]],
-            applied=[finding_from_json(f) for f in data["applied"]],
             initial=[finding_from_json(f) for f in data["initial"]],
             dropped=[dropped_from_json(d) for d in data["dropped"]],
             error=data["error"],
             error_line=data["error_line"],
             error_col=data["error_col"],
             followups=[finding_from_json(f) for f in data["followups"]],
-            old_text=old_text,
-            new_text=new_text,
             old_bytes=raw,
             consulted=frozenset(data["consulted"]),
             notes=[str(n) for n in data["notes"]],
