@@ -28,6 +28,10 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise
+        except KeyboardInterrupt:
+            # Not click's Abort, which prints an empty line first: ``main``
+            # prints the one line an interrupted run prints.
+            raise _Interrupted(signal.SIGINT) from None
         except Exception as exc:  # noqa: BLE001 - internal errors exit 2 with one line
             click.echo(f"rnnfix: internal error: {type(exc).__name__}: {exc}", err=True)
             ctx.exit(EXIT_ERROR)
@@ -267,7 +271,11 @@ def _changed_only(files: list[Path], ref: str, where: Path) -> list[Path]:
     return [f for f in files if f.resolve() in changed]
 
 
-class _Interrupted(Exception):
+class _Interrupted(BaseException):
+    """SIGINT or SIGTERM. A ``BaseException``, as ``KeyboardInterrupt`` is:
+    the ``except Exception`` that keeps one bad file from stopping a run
+    (``process.process_text``) must never swallow the user's stop."""
+
     def __init__(self, signal_number: int) -> None:
         super().__init__(signal_number)
         self.signal_number = signal_number
@@ -407,9 +415,12 @@ def main() -> None:
     # with a line that says so, wherever the signal lands.
     try:
         code = cli.main(prog_name="rnnfix", standalone_mode=False)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("rnnfix: interrupted (SIGINT) before any file was checked", err=True)
         sys.exit(128 + signal.SIGINT)
+    except _Interrupted as exc:  # SIGTERM outside the files' loop
+        click.echo(f"rnnfix: interrupted ({exc.signal_name})", err=True)
+        sys.exit(128 + exc.signal_number)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)

@@ -11,6 +11,7 @@ runs in this process, against the same index.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import shutil
 import signal
@@ -114,7 +115,13 @@ class FilePool:
         # common_methods_invocations.py) would otherwise leave one worker
         # busy after the others are done; a task costs far less than a file.
         chunk = max(1, len(paths) // (self.jobs * 32))
-        yield from self._started().map(work, paths, chunksize=chunk)
+        # The workers are forked while the tasks are submitted: with SIGINT
+        # and SIGTERM blocked, so that none inherits this process's handlers
+        # before ``_init_worker`` sets its own (a worker that took Ctrl-C or
+        # the pool's terminate() for the run's own stop printed a traceback).
+        with signals_blocked():
+            results = self._started().map(work, paths, chunksize=chunk)
+        yield from results
 
     def _started(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -155,8 +162,35 @@ def _init_worker(project: ProjectIndex | None) -> None:
     gc.freeze()  # what the worker inherits (and the index) stays alive
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     # Ctrl-C reaches the whole process group: the parent decides what to do.
+    # SIGTERM (the parent's terminate()) ends a worker at once, silently.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _unblock_signals()
     _die_with_parent()
+
+
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+@contextlib.contextmanager
+def signals_blocked() -> Iterator[None]:
+    """SIGINT and SIGTERM held back (delivered on leaving), where the OS can."""
+    try:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    except (AttributeError, ValueError, OSError):  # not Unix, or not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _unblock_signals() -> None:
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+    except (AttributeError, ValueError, OSError):
+        pass
 
 
 def _die_with_parent() -> None:

@@ -9,7 +9,6 @@ import enum
 import gc
 import os
 import re
-import signal
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -32,8 +31,9 @@ from rnnfix.run.cache import (
     finding_to_json,
     run_fingerprint,
 )
-from rnnfix.run.pool import GC_THRESHOLD, FilePool
+from rnnfix.run.pool import GC_THRESHOLD, FilePool, signals_blocked
 from rnnfix.source.files import FileProblem, decode, read_source, write_atomic
+from rnnfix.source.lines import line_texts
 
 if TYPE_CHECKING:
     from rnnfix.source import notebooks
@@ -387,7 +387,7 @@ def _write(path: Path, result: FileResult, progress: Progress) -> None:
     assert result.new_text is not None and result.old_bytes is not None
     # Ctrl-C / SIGTERM wait until the file is written and counted, so the
     # "N written" an interrupted run prints is exact.
-    with _signals_deferred():
+    with signals_blocked():
         try:
             new = decode(result.old_bytes).encode(result.new_text)
             write_atomic(path, new, expected=result.old_bytes)
@@ -395,20 +395,6 @@ def _write(path: Path, result: FileResult, progress: Progress) -> None:
             result.outcome = Outcome.FAILED
             result.error = str(exc) if isinstance(exc, FileProblem) else f"cannot encode: {exc}"
         progress.written += result.outcome is Outcome.CHANGED
-
-
-@contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    signals = {signal.SIGINT, signal.SIGTERM}
-    try:
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
-    except (AttributeError, ValueError, OSError):  # not Unix, or not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def process_file(
@@ -535,17 +521,26 @@ _PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 _NEWER = (3, 12)
 NEWER_SYNTAX = f"not checked: needs Python 3.12 to parse (rnnfix runs on Python {_PY})"
 _PEP695 = re.compile(r"^\s*(?:(?:async\s+)?def\s+\w+\s*\[|class\s+\w+\s*\[|type\s+\w+\s*(?:\[|=))")
+# An f-string whose replacement field holds the f-string's own quote (PEP 701).
+_PEP701 = re.compile(r"""(?i)(?<![\w])(?:rf|fr|f)(["'])[^\n]*?\{[^}\n]*\1""")
 
 _PEP695_ANYWHERE = re.compile(_PEP695.pattern, re.M)
 
 
-def newer_syntax(text: str, lineno: int | None) -> bool:
+def newer_syntax(text: str, lineno: int | None, msg: str = "") -> bool:
     """Whether a syntax error at ``lineno`` is a newer Python's syntax rather
-    than a mistake (the file is then not checked, and counted apart)."""
+    than a mistake (the file is then not checked, and counted apart): PEP
+    695's type parameters, and PEP 701's f-strings (a quote of the f-string's
+    own kind inside a replacement field), both before 3.12."""
     if sys.version_info >= _NEWER or lineno is None:
         return False
-    lines = text.splitlines()
-    return 0 < lineno <= len(lines) and bool(_PEP695.match(lines[lineno - 1]))
+    lines = line_texts(text)
+    if not 0 < lineno <= len(lines):
+        return False
+    line = lines[lineno - 1]
+    if _PEP695.match(line):
+        return True
+    return msg.startswith("f-string") and _PEP701.search(line) is not None
 
 
 def _too_new_for_target(text: str, settings: Settings) -> int | None:
@@ -592,7 +587,7 @@ def process_text(
             )
         fixed = fix_source(text, settings, name, project)
     except SyntaxError as exc:
-        if newer_syntax(text, exc.lineno):
+        if newer_syntax(text, exc.lineno, exc.msg or ""):
             target = settings.target
             error = _target_error(settings) if target and target < _NEWER else NEWER_SYNTAX
             return FileResult(name, Outcome.FAILED, error=error, error_line=exc.lineno)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from rnnfix.analysis.project.bindings import import_bindings, statements
 from rnnfix.analysis.project.summaries import (
+from rnnfix.source.lines import line_texts
     HANDLER_TOKENS,
     LOAD_TOKENS,
     MODE_TOKENS,
@@ -84,7 +85,7 @@ def _summarise(
     functions: dict[str, FunctionSummary] = {}
     classes: dict[str, ClassSummary] = {}
     if mode_code or rnn_code or class_code:
-        pruned, kept = _pruned(tree, source.splitlines())
+        pruned, kept = _pruned(tree, line_texts(source))
         ctx = FileContext(source=source, tree=pruned, path=path)
         flow = ModeFlow(ctx, summaries_only=True) if mode_code else None
         index = flow.index if flow is not None else FileIndex(pruned, ctx.facts.imports)
