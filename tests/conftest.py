@@ -14,7 +14,7 @@ def _cache_key_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(autouse=True)
 def _no_result_cache(monkeypatch: pytest.MonkeyPatch, _cache_key_home: Path) -> None:
-    # The cache's signing key (``rnnfix.cachekey``) goes to a folder of the
+    # The cache's signing key (``rnnfix.run.cachekey``) goes to a folder of the
     # session's, never to the user's own ``~/.cache``.
     monkeypatch.setenv("XDG_CACHE_HOME", str(_cache_key_home))
     # Most tests look at every file of a temporary tree before and after a run;

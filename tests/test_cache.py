@@ -89,17 +89,17 @@ def test_a_file_with_a_fix_is_analysed_again(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The cache never holds the text rnnfix writes: a file with a fix is
-    fixed from its source on every run (``rnnfix.cache``)."""
+    fixed from its source on every run (``rnnfix.run.cache``)."""
     cold = _run(project)
     assert any(r.outcome is Outcome.CHANGED for r in cold)
     fixed: list[str] = []
-    real = rnnfix.engine.fix_source
+    real = rnnfix.run.engine.fix_source
 
     def spy(text: str, *args: object, **kwargs: object) -> object:
         fixed.append(str(args[1]) if len(args) > 1 else "")
         return real(text, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(rnnfix.engine, "fix_source", spy)
+    monkeypatch.setattr(rnnfix.run.engine, "fix_source", spy)
     warm = _run(project)
     assert _summary(warm) == _summary(cold)
     changed = [r for r in warm if r.outcome is Outcome.CHANGED]

@@ -27,6 +27,7 @@ from rnnfix.report.sources import FileSpan, Sources
 from rnnfix.source.lines import split_lines
 from rnnfix.rules import all_rules
 from rnnfix.run.process import FileResult, Outcome
+from rnnfix.source.lines import split_lines
 
 
 def render_sarif(

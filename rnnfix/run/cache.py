@@ -36,7 +36,7 @@ That keeps the common warm run (a tree with nothing to fix: pre-commit, CI)
 as fast as before, and the few files with fixes pay for a fresh analysis,
 which is what ``apply`` writes from; a cache entry can never be the text
 rnnfix writes. Entries count only when the file is signed with this user's
-key (``rnnfix.cachekey``; see ``ResultCache``): a repository that ships a
+key (``rnnfix.run.cachekey``; see ``ResultCache``): a repository that ships a
 ``.rnnfix_cache/`` cannot make rnnfix replay a result it did not compute.
 """
 
@@ -146,7 +146,7 @@ class ResultCache:
     cache was not used or not saved; the CLI prints them.
 
     The file is ``<signature>\n<JSON>``: an HMAC-SHA256 of the JSON (and of
-    the file's name) under this user's key (``rnnfix.cachekey``). A file
+    the file's name) under this user's key (``rnnfix.run.cachekey``). A file
     whose signature does not match, one written by another scheme or another
     user, or one planted in a repository, is ignored; so is the whole cache
     when the folder is a symbolic link. Nothing in the folder is followed:

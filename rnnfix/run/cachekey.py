@@ -3,7 +3,7 @@ kept outside every repository (``$XDG_CACHE_HOME/rnnfix/key``, else
 ``~/.cache/rnnfix/key``), readable by this user only.
 
 A repository's ``.rnnfix_cache/`` is data a stranger may have written: its
-entries count only when signed with this key (``rnnfix.cache``), so a
+entries count only when signed with this key (``rnnfix.run.cache``), so a
 planted entry cannot hide a finding or make ``apply`` write anything.
 """
 

@@ -39,7 +39,9 @@ def setup(seed):
 """
 
 
-def run_rnnfix(*args: str, cwd: Path | None = None, cache: bool = False) -> subprocess.CompletedProcess[str]:
+def run_rnnfix(
+    *args: str, cwd: Path | None = None, cache: bool = False
+) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     if cache:
         env.pop("RNNFIX_NO_CACHE", None)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rnnfix.cache import CACHE_DIR, ResultCache
-from rnnfix.process import process_files
-from rnnfix.settings import Settings
+from rnnfix.config.settings import Settings
+from rnnfix.run.cache import CACHE_DIR, ResultCache
+from rnnfix.run.process import process_files
 
 from .conftest import run_rnnfix
 

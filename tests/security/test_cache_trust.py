@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from rnnfix.cache import CACHE_DIR, ResultCache, _code_fingerprint, digest, run_fingerprint
-from rnnfix.cachekey import key_folder
-from rnnfix.process import Outcome, process_files
-from rnnfix.settings import Settings
+from rnnfix.config.settings import Settings
+from rnnfix.run.cache import CACHE_DIR, ResultCache, _code_fingerprint, digest, run_fingerprint
+from rnnfix.run.cachekey import key_folder
+from rnnfix.run.process import Outcome, process_files
 
 from .conftest import BUGGY, FINDING_ONLY, run_rnnfix
 
@@ -22,7 +22,9 @@ EVIL = "import os; os.system('touch PWNED')\n"
 
 def _old_scheme_name(settings: Settings) -> str:
     """How the cache file was named before it was signed (format 1)."""
-    return hashlib.blake2b(f"{_code_fingerprint()}:{settings!r}".encode(), digest_size=12).hexdigest()
+    return hashlib.blake2b(
+        f"{_code_fingerprint()}:{settings!r}".encode(), digest_size=12
+    ).hexdigest()
 
 
 def _forged_entry(path: Path) -> dict[str, object]:
@@ -93,7 +95,9 @@ def test_a_signed_entry_claiming_a_change_is_not_replayed(project: Path) -> None
     entry = _forged_entry(train)
     cache.store(key, entry["digest"], entry["run"], {}, entry["result"], [])  # type: ignore[arg-type]
     cache.save()
-    results = process_files([train], settings, write=True, jobs=1, cache=ResultCache(project, settings))
+    results = process_files(
+        [train], settings, write=True, jobs=1, cache=ResultCache(project, settings)
+    )
     assert results[0].outcome is Outcome.CHANGED
     assert "os.system" not in train.read_text() and "model.train()" in train.read_text()
 
@@ -137,7 +141,11 @@ def test_a_warm_run_of_a_file_without_fixes_comes_from_the_cache(project: Path) 
     cold = run_rnnfix("apply", "--check", str(project), cache=True)
     warm = run_rnnfix("apply", "--check", str(project), cache=True)
     assert "RNF005" in cold.stdout
-    assert (cold.returncode, cold.stdout, cold.stderr) == (warm.returncode, warm.stdout, warm.stderr)
+    assert (cold.returncode, cold.stdout, cold.stderr) == (
+        warm.returncode,
+        warm.stdout,
+        warm.stderr,
+    )
 
 
 def test_the_python_version_keys_the_cache(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:

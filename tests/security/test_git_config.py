@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rnnfix.gitchanges import changed_files
+from rnnfix.run.gitchanges import changed_files
 
 from .conftest import BUGGY, run_rnnfix
 
