@@ -327,16 +327,25 @@ def _apply_stdin(settings: Settings, name: str, out: Output) -> int:
 
 def _verify_after_apply(results: Sequence[FileResult], command: str, timeout: float) -> int:
     from rnnfix.run.process import Outcome
+    from rnnfix.source.files import decode
     from rnnfix.verify.rollback import verify_and_rollback
 
-    changed = {
-        Path(r.path): r.old_bytes
+    done = [
+        r
         for r in results
-        if r.outcome is Outcome.CHANGED and r.old_bytes is not None
+        if r.outcome is Outcome.CHANGED and r.old_bytes is not None and r.new_text is not None
+    ]
+    changed = {Path(r.path): r.old_bytes for r in done if r.old_bytes is not None}
+    # What was written: a file that holds anything else when the rollback
+    # comes was edited meanwhile, and keeps that edit.
+    written = {
+        Path(r.path): decode(r.old_bytes).encode(r.new_text)
+        for r in done
+        if r.old_bytes is not None and r.new_text is not None
     }
     from rnnfix.verify.report import format_text
 
-    result = verify_and_rollback(changed, command, timeout)
+    result = verify_and_rollback(changed, command, timeout, written=written)
     text = format_text(result)
     click.echo(text if text.endswith("\n") else text + "\n", err=True, nl=False)
     return result.exit_code
