@@ -147,17 +147,19 @@ def _run(command: str, **kw: Any) -> None:
         sys.exit(_apply_stdin(settings, kw["stdin_filename"], out))
 
     from rnnfix.run.process import Outcome, Progress, process_files
-    from rnnfix.source.files import discover
+    from rnnfix.source.files import Problems, discover
 
     missing = [p for p in paths if not p.exists() and not p.is_symlink()]
     if missing:
         raise click.UsageError(f"{missing[0]}: no such file or folder")
+    problems = Problems()
     files = list(
         discover(
             paths,
             settings.exclude + settings.extend_exclude,
             include_tests=settings.include_tests,
             force_exclude=settings.force_exclude,
+            problems=problems,
         )
     )
     changed_since = kw["changed_since"]
@@ -206,9 +208,15 @@ def _run(command: str, **kw: Any) -> None:
             err=True,
         )
         sys.exit(128 + exc.signal_number)
-    for warning in cache.warnings if cache is not None else ():
+    for warning in [*problems.warnings, *(cache.warnings if cache is not None else ())]:
         click.echo(f"rnnfix: warning: {warning}", err=True)
+    # Folders that could not be read, patterns that are none: the run went
+    # on without them, and its exit code says something failed.
+    for error in problems.errors:
+        click.echo(f"rnnfix: error: {error}", err=True)
     code = report(results, settings, out)
+    if problems.errors:
+        code = EXIT_ERROR
     if kw.get("exit_non_zero_on_fix") and not out.dry and code == EXIT_OK:
         code = EXIT_FINDINGS if any(r.outcome is Outcome.CHANGED for r in results) else code
     verify_cmd = kw.get("verify_cmd")

@@ -9,6 +9,7 @@ import enum
 import gc
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from rnnfix.run.cache import (
     run_fingerprint,
 )
 from rnnfix.run.pool import GC_THRESHOLD, FilePool, signals_blocked
-from rnnfix.source.files import FileProblem, decode, read_source, write_atomic
+from rnnfix.source.files import FileProblem, decode, is_plain_file, read_source, write_atomic
 from rnnfix.source.lines import line_texts
 
 if TYPE_CHECKING:
@@ -154,8 +155,11 @@ def _process_files(
     raw: dict[str, bytes] = {}
     for key, path in zip(every_key, everything, strict=True):
         try:
-            if path.is_symlink() or path.stat().st_size > settings.max_file_size:
-                continue  # process_file reports it; never read a huge file twice
+            st = path.lstat()
+            # A link, a FIFO, a device (``/dev/zero``) or a huge file:
+            # process_file reports it, never read here (a FIFO would block).
+            if not stat.S_ISREG(st.st_mode) or st.st_size > settings.max_file_size:
+                continue
             raw[key] = path.read_bytes()
         except OSError:
             continue  # process_file reports it
@@ -327,7 +331,10 @@ def _build_project(
     only the run's files are fixed."""
     if len(paths) + len(outside) < 2 or not _uses_project(settings):
         return None
-    return ProjectIndex.build([*paths, *(Path(o) for o in outside)])
+    # Only regular files: a FIFO named on the command line would block the
+    # first lookup that reads it (``process_file`` reports it).
+    plain = [p for p in paths if is_plain_file(p)]
+    return ProjectIndex.build([*plain, *(Path(o) for o in outside)])
 
 
 def _map(

@@ -14,7 +14,7 @@ import stat
 import tempfile
 import tokenize
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
@@ -233,7 +233,26 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
                 pass
 
 
+def is_plain_file(path: Path) -> bool:
+    """A regular file, not a link: what may be read without blocking (a FIFO,
+    ``/dev/zero``) and what rnnfix may write."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
 # --- discovery -----------------------------------------------------------------
+
+
+@dataclass
+class Problems:
+    """What discovery could not do, one line each: ``errors`` fail the run
+    (a folder that cannot be read, an ``exclude`` pattern that is not one),
+    ``warnings`` do not (a ``.gitignore`` line git itself ignores)."""
+
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def discover(
@@ -241,6 +260,7 @@ def discover(
     exclude: Sequence[str] = (),
     include_tests: bool = False,
     force_exclude: bool = False,
+    problems: Problems | None = None,
 ) -> Iterator[Path]:
     """Files to process. Folders are walked for ``*.py`` and ``*.ipynb``
     without following links, skipping ``SKIP_DIRS``, virtual environments,
@@ -250,14 +270,16 @@ def discover(
     processed as given, as ruff and pytest do (even a non-``.py`` or symlinked
     one, which then fails with a reason), unless ``force_exclude``: then
     ``exclude`` and the test-code default apply to them (files and folders)
-    too, relative to the current folder (pre-commit names every changed file)."""
-    excluded = _spec(exclude) if exclude else None
+    too, relative to the current folder (pre-commit names every changed file).
+    ``problems`` collects what could not be read or used; the walk goes on."""
+    problems = problems if problems is not None else Problems()
+    excluded = _spec(exclude, "exclude", problems.errors) if exclude else None
     seen: set[Path] = set()
     for root in paths:
         if root.is_dir() and not root.is_symlink():
             if force_exclude and _forced_out(root, excluded, include_tests, is_dir=True):
                 continue
-            for p in _walk(root, excluded, include_tests):
+            for p in _walk(root, excluded, include_tests, problems):
                 if p not in seen:
                     seen.add(p)
                     yield p
@@ -287,35 +309,45 @@ def _forced_out(
 
 
 def _walk(
-    root: Path, excluded: pathspec.GitIgnoreSpec | None, include_tests: bool
+    root: Path, excluded: pathspec.GitIgnoreSpec | None, include_tests: bool, problems: Problems
 ) -> Iterator[Path]:
-    ignores = _GitIgnores(root)
+    ignores = _GitIgnores(root, problems.warnings)
     stack = [root]
     while stack:
         folder = stack.pop()
         ignores.load(folder)
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError:
+        except OSError as exc:
+            # One line for the folder; the rest of the tree is still checked.
+            problems.errors.append(f"{folder}: cannot read the folder ({exc.strerror or exc})")
             continue
         subdirs = []
         for entry in entries:
             p = Path(entry.path)
-            if entry.is_symlink():
+            try:
+                if entry.is_symlink():
+                    continue
+                is_dir = entry.is_dir()
+                is_file = not is_dir and entry.is_file()
+            except OSError as exc:
+                problems.errors.append(f"{p}: cannot read ({exc.strerror or exc})")
                 continue
-            if entry.is_dir():
+            if is_dir:
                 if entry.name in SKIP_DIRS or entry.name.endswith(".egg-info"):
                     continue
                 if not include_tests and entry.name in TEST_DIRS:
                     continue
-                if (p / "pyvenv.cfg").exists():
+                # os.path: a folder that cannot be entered is no venv (and is
+                # reported when the walk gets to it), never an exception.
+                if os.path.exists(p / "pyvenv.cfg"):
                     continue
                 if ignores.ignored(p, is_dir=True) or _matches(excluded, root, p, True):
                     continue
                 subdirs.append(p)
-            elif _TEMP_NAME.match(entry.name) and entry.is_file():
+            elif _TEMP_NAME.match(entry.name) and is_file:
                 _remove_leftover(p)
-            elif entry.name.endswith(SOURCE_SUFFIXES) and entry.is_file():
+            elif entry.name.endswith(SOURCE_SUFFIXES) and is_file:
                 if not include_tests and is_test_file(entry.name, p):
                     continue
                 if ignores.ignored(p, is_dir=False) or _matches(excluded, root, p, False):
@@ -340,29 +372,47 @@ def _matches(spec: pathspec.GitIgnoreSpec | None, root: Path, p: Path, is_dir: b
     return bool(spec.match_file(rel))
 
 
-def _spec(lines: Sequence[str]) -> pathspec.GitIgnoreSpec:
+def _spec(
+    lines: Sequence[str], where: str, problems: list[str], numbered: bool = False
+) -> pathspec.GitIgnoreSpec:
+    """``lines`` as one spec; a line that is no valid pattern (``!``, ``\\``:
+    git accepts and ignores them) is left out, with a line in ``problems``."""
     # pathspec is imported here: a run on the files it names reads no
     # ``.gitignore`` and has no ``exclude``, and need not pay for it.
     import pathspec
 
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except ValueError:
+        pass
+    good = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            pathspec.GitIgnoreSpec.from_lines([line])
+        except ValueError:
+            label = f"{where}:{number}" if numbered else where
+            problems.append(f"{label}: {line!r} is not a valid pattern; ignored")
+            continue
+        good.append(line)
+    return pathspec.GitIgnoreSpec.from_lines(good)
 
 
 class _GitIgnores:
     """``.gitignore`` files of the walked tree and of its ancestors up to the
     repository root, each applied relative to its own folder."""
 
-    def __init__(self, given: Path) -> None:
+    def __init__(self, given: Path, warnings: list[str]) -> None:
         self._specs: list[tuple[Path, pathspec.GitIgnoreSpec]] = []
+        self._warnings = warnings
         root = given.resolve()
         ancestors = []
         for parent in root.parents:
             ancestors.append(parent)
-            if (parent / ".git").exists():
+            if os.path.exists(parent / ".git"):
                 break
         else:
             ancestors = []
-        if (root / ".git").exists():
+        if os.path.exists(root / ".git"):
             ancestors = []
         for folder in reversed(ancestors):
             self._add(folder)
@@ -379,12 +429,12 @@ class _GitIgnores:
 
     def _add(self, folder: Path) -> None:
         f = folder / ".gitignore"
-        if f.is_file():
+        if os.path.isfile(f):
             try:
                 lines = f.read_text(encoding="utf-8", errors="replace").splitlines()
             except OSError:
                 return
-            self._specs.append((folder, _spec(lines)))
+            self._specs.append((folder, _spec(lines, str(f), self._warnings, numbered=True)))
 
     def load(self, folder: Path) -> None:
         folder = self._real(folder)
