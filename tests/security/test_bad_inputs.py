@@ -105,12 +105,10 @@ def test_a_tool_that_is_not_a_table(project: Path) -> None:
     assert "[tool] must be a table" in run.stderr and "internal error" not in run.stderr
 
 
-@pytest.mark.parametrize(
-    ("value", "shown"), [('"4"', "'4'"), ("null", "None"), ("true", "True")]
-)
+@pytest.mark.parametrize(("value", "shown"), [('"4"', "'4'"), ("null", "None"), ("true", "True")])
 def test_a_notebook_format_that_is_not_a_number(project: Path, value: str, shown: str) -> None:
     (project / "n.ipynb").write_text(
-        '{"cells": [], "metadata": {}, "nbformat": %s, "nbformat_minor": 5}' % value
+        '{"cells": [], "metadata": {}, "nbformat": ' + value + ', "nbformat_minor": 5}'
     )
     run = run_rnnfix("apply", "--check", str(project))
     assert run.returncode == 2 and _checked_anyway(run.stdout)
