@@ -174,24 +174,36 @@ def read_source(path: Path, max_bytes: int = MAX_FILE_BYTES) -> tuple[bytes, Dec
     return data, decode(data)
 
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_ANY_WRITE = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
+
+
 def _current_bytes(path: Path) -> bytes | None:
+    """What the file holds now; None when it is gone or is a link now."""
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read()
     except OSError:
         return None
 
 
 def check_writable(path: Path) -> None:
-    """A read-only file is the user's statement that it must not change; as root
+    """A read-only file is the user's statement that it must not change, and
+    so is a read-only folder (a rename in it replaces the file); as root
     ``os.access`` says yes to everything, so look at the mode bits too."""
     try:
         st = path.stat()
+        folder = path.parent.stat()
     except OSError as exc:
         raise FileProblem(f"cannot write: {exc.strerror or exc}") from None
-    if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(
-        path, os.W_OK
-    ):
+    if not st.st_mode & _ANY_WRITE or not os.access(path, os.W_OK):
         raise FileProblem("cannot write: file is read-only")
+    if not folder.st_mode & _ANY_WRITE or not os.access(path.parent, os.W_OK):
+        raise FileProblem("cannot write: its folder is read-only")
 
 
 def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None:
@@ -216,6 +228,10 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
+        # Right before the rename: a file swapped for a link meanwhile keeps
+        # the link (the rename would replace it with a regular file).
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            raise FileProblem("is no longer a regular file (a link?); not overwritten")
         if expected is not None and _current_bytes(path) != expected:
             raise FileProblem("changed on disk while rnnfix ran; not overwritten")
         os.replace(tmp, path)
