@@ -22,6 +22,7 @@ from rnnfix.analysis.project.index import ProjectIndex, normalise
 from rnnfix.analysis.project.summaries import ModuleSummary
 from rnnfix.analysis.project.summarise import summarise
 from rnnfix.config.settings import Settings
+from rnnfix.run import budget
 from rnnfix.run.cache import (
     FileDigests,
     ResultCache,
@@ -592,7 +593,13 @@ def process_text(
             return FileResult(
                 name, Outcome.UNCHANGED, old_text=text, new_text=text, consulted=frozenset(gate)
             )
-        fixed = fix_source(text, settings, name, project)
+        large = budget.too_large(text)
+        if large is not None:
+            return FileResult(name, Outcome.FAILED, error=large)
+        with budget.cpu_budget():
+            fixed = fix_source(text, settings, name, project)
+    except budget.BudgetExceeded:
+        return FileResult(name, Outcome.FAILED, error=budget.exceeded_reason())
     except SyntaxError as exc:
         if newer_syntax(text, exc.lineno, exc.msg or ""):
             target = settings.target
