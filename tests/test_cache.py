@@ -205,6 +205,21 @@ def test_unwritable_cache_location_is_a_warning(project: Path) -> None:
     assert _summary(results) == _summary(_uncached(project))
 
 
+def test_a_check_is_answered_from_the_findings_of_a_file_with_a_fix(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = Settings()
+    files = sorted(discover([project]))
+    cold = process_files(files, settings, write=False, jobs=1, cache=ResultCache(project, settings))
+    _forbid_fixing(monkeypatch)
+    cache = ResultCache(project, settings)
+    warm = process_files(files, settings, write=False, jobs=1, cache=cache, texts=False)
+    assert _summary(warm) == _summary(cold)
+    assert [r.followups for r in warm] == [r.followups for r in cold]
+    changed = [r for r in warm if r.outcome is Outcome.CHANGED]
+    assert changed and all(r.new_text is None for r in changed)  # the cache holds no text
+
+
 def test_apply_after_a_cached_check_writes_what_an_uncached_run_does(project: Path) -> None:
     _run(project)  # --check
     expected = {Path(r.path).name: r.new_text for r in _uncached(project)}
@@ -257,7 +272,8 @@ def test_no_cache_flag_writes_nothing(project: Path, monkeypatch: pytest.MonkeyP
 
 def test_a_warm_run_imports_no_engine_rules_or_libcst(project: Path) -> None:
     """A run whose results all come from the cache only hashes and reads:
-    the engine, the rules and libcst are what a cold start pays for."""
+    the engine, the rules and libcst are what a cold start pays for. A
+    ``--check`` is answered from the findings of a file with a fix too."""
     code = (
         "import sys\n"
         "from rnnfix.cli.app import main\n"
@@ -271,8 +287,6 @@ def test_a_warm_run_imports_no_engine_rules_or_libcst(project: Path) -> None:
         "print('LOADED', [m for m in heavy if m in sys.modules])\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "RNNFIX_NO_CACHE"}
-    # A file with a fix is analysed on every run: fix them first.
-    subprocess.run([sys.executable, "-m", "rnnfix", "apply", str(project)], env=env, check=False)
     runs = [
         subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, check=False, env=env

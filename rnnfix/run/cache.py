@@ -29,13 +29,13 @@ An entry is used only when all of these are what they were when it was made:
 The cache is an optimisation, never a source of truth: a corrupt, unreadable
 or unwritable cache is ignored with a warning and the run goes on. It stores
 JSON, never pickles (a repository's cache folder must not be able to run code
-when rnnfix loads it), and only what the analysis found, never output text:
-results whose file a fix changes are not stored at all, and are computed
-again from the source on every run (then checked to parse, as every fix is).
-That keeps the common warm run (a tree with nothing to fix: pre-commit, CI)
-as fast as before, and the few files with fixes pay for a fresh analysis,
-which is what ``apply`` writes from; a cache entry can never be the text
-rnnfix writes. Entries count only when the file is signed with this user's
+when rnnfix loads it), and only what the analysis found, never output text.
+A run that writes or shows a diff analyses a file with a fix again, from
+its source (its output then checked to parse, as every fix's is); a
+``--check`` is answered from the findings. So the common warm runs
+(pre-commit, CI: ``--check``, or a tree with nothing to fix) stay as fast
+as before, and the text rnnfix writes never comes from a cache entry.
+Entries count only when the file is signed with this user's
 key (``rnnfix.run.cachekey``; see ``ResultCache``): a repository that ships a
 ``.rnnfix_cache/`` cannot make rnnfix replay a result it did not compute.
 """

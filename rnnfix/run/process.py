@@ -102,6 +102,7 @@ def process_files(
     progress: Progress | None = None,
     context: Sequence[Path] | None = None,
     scan_imports: bool = True,
+    texts: bool = True,
 ) -> list[FileResult]:
     """``process_file`` over many files, in worker processes on large trees.
     Workers get the settings, the project index and a path (plain data),
@@ -126,9 +127,15 @@ def process_files(
     import (``rnnfix apply train.py``). The CLI turns it off when the run is
     whole folders or has a ``context``: the project is then in the run
     already, and scanning thousands of files' imports would cost a warm run
-    more than everything else it does."""
+    more than everything else it does.
+
+    ``texts``: the results of changed files need their old and new text (a
+    write, a diff). Without (``--check``), a file with a fix can be answered
+    from the cache, which holds its findings but never its text."""
     with _collector_tuned():
-        return _process_files(paths, settings, write, jobs, cache, progress, context, scan_imports)
+        return _process_files(
+            paths, settings, write, jobs, cache, progress, context, scan_imports, texts or write
+        )
 
 
 def _process_files(
@@ -140,6 +147,7 @@ def _process_files(
     progress: Progress | None,
     context: Sequence[Path] | None,
     scan_imports: bool,
+    texts: bool,
 ) -> list[FileResult]:
     progress = progress if progress is not None else Progress()
     progress.total = len(paths)
@@ -174,7 +182,7 @@ def _process_files(
     for key, path in zip(keys, paths, strict=True):
         if key in known:
             hit = cache.lookup(key, known[key], run, digests)
-            if hit is not None and (result := _result_from_json(hit, raw[key], path)):
+            if hit is not None and (result := _result_from_json(hit, raw[key], path, texts)):
                 cached[key] = result
     # A hit that consulted a file processed again may have been settled
     # against that file's fixed summary: process it again too.
@@ -255,11 +263,7 @@ def _with_context(paths: Sequence[Path], context: Sequence[Path] | None) -> list
 def _cacheable(result: FileResult, data: bytes) -> bool:
     """Failures to read or write are about the disk, not the bytes: never
     cached. A result computed from other bytes than the ones hashed (the file
-    changed during the run) is not cached either, nor one with a fix: the
-    text rnnfix writes is always computed from the source in this run
-    (``rnnfix.cache``: the cache holds findings, never output)."""
-    if result.outcome is Outcome.CHANGED:
-        return False
+    changed during the run) is not cached either."""
     if result.outcome is Outcome.FAILED and not (
         (result.error or "").startswith("cannot parse") or result.error == NEWER_SYNTAX
     ):
@@ -268,11 +272,15 @@ def _cacheable(result: FileResult, data: bytes) -> bool:
 
 
 def _result_to_json(result: FileResult) -> dict[str, Any]:
-    assert result.outcome is not Outcome.CHANGED  # ``_cacheable``
+    """What the analysis found, never text: the text rnnfix writes (or a diff
+    shows) is always computed from the source in the run that needs it
+    (``rnnfix.run.cache``)."""
     return {
         "outcome": result.outcome.value,
         "findings": [finding_to_json(f) for f in result.findings],
+        "applied": [finding_to_json(f) for f in result.applied],
         "initial": [finding_to_json(f) for f in result.initial],
+        "followups": [finding_to_json(f) for f in result.followups],
         "dropped": [dropped_to_json(d) for d in result.dropped],
         "error": result.error,
         "error_line": result.error_line,
@@ -283,22 +291,26 @@ def _result_to_json(result: FileResult) -> dict[str, Any]:
     }
 
 
-def _result_from_json(data: dict[str, Any], raw: bytes, path: Path) -> FileResult | None:
+def _result_from_json(
+    data: dict[str, Any], raw: bytes, path: Path, texts: bool
+) -> FileResult | None:
     """A cached result, or None when the entry does not read back (then the
-    file is simply processed again). Only results that write nothing are
-    stored (``_cacheable``): an entry that claims a change is a miss."""
+    file is simply processed again). A changed file's result is a miss when
+    the run needs its text (``texts``: a write, a diff): the cache has none."""
     try:
         outcome = Outcome(data["outcome"])
-        if outcome is Outcome.CHANGED:
+        if outcome is Outcome.CHANGED and texts:
             return None
-        # Unchanged files carry no text: nothing downstream reads it (diffs
-        # and writes are of changed files), and decoding every file would
-        # cost a warm run more than the rest of it.
+        # No text: nothing downstream reads it without ``texts`` (diffs and
+        # writes are of changed files), and decoding every file would cost a
+        # warm run more than the rest of it.
         return FileResult(
             path=str(path),
             outcome=outcome,
             findings=[finding_from_json(f) for f in data["findings"]],
+            applied=[finding_from_json(f) for f in data["applied"]],
             initial=[finding_from_json(f) for f in data["initial"]],
+            followups=[finding_from_json(f) for f in data["followups"]],
             dropped=[dropped_from_json(d) for d in data["dropped"]],
             error=data["error"],
             error_line=data["error_line"],
