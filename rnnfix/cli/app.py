@@ -292,6 +292,16 @@ class _Interrupted(BaseException):
         self.signal_name = signal.Signals(signal_number).name
 
 
+def _raise_interrupted(signum: int, frame: object) -> None:
+    raise _Interrupted(signum)
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM anywhere in the run raises ``_Interrupted`` (``main`` prints
+    one line for it), not only while files are checked."""
+    signal.signal(signal.SIGTERM, _raise_interrupted)
+
+
 @contextlib.contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
     """SIGINT and SIGTERM stop the run between two steps; writes are atomic,
