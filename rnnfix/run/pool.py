@@ -83,7 +83,7 @@ class FilePool:
             if exc is not None:
                 # No worker may outlive the run (or go on writing).
                 for process in list(getattr(pool, "_processes", {}).values()):
-                    process.terminate()
+                    process.kill()  # they ignore SIGTERM (``_init_worker``)
                 pool.shutdown(wait=False, cancel_futures=True)
             else:
                 pool.shutdown()
@@ -118,7 +118,7 @@ class FilePool:
         # The workers are forked while the tasks are submitted: with SIGINT
         # and SIGTERM blocked, so that none inherits this process's handlers
         # before ``_init_worker`` sets its own (a worker that took Ctrl-C or
-        # the pool's terminate() for the run's own stop printed a traceback).
+        # the run's own stop printed a traceback).
         with signals_blocked():
             results = self._started().map(work, paths, chunksize=chunk)
         yield from results
@@ -161,10 +161,13 @@ def _init_worker(project: ProjectIndex | None) -> None:
     _worker_project = project
     gc.freeze()  # what the worker inherits (and the index) stays alive
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
-    # Ctrl-C reaches the whole process group: the parent decides what to do.
-    # SIGTERM (the parent's terminate()) ends a worker at once, silently.
+    # Ctrl-C and a SIGTERM sent to the process group reach the workers too:
+    # the parent decides what to do, and stops them itself (SIGKILL, in
+    # ``FilePool.__exit__``). A worker that died of the group's signal first
+    # would make the pool report itself broken before the parent saw its
+    # own signal.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _unblock_signals()
     _die_with_parent()
 
