@@ -65,6 +65,7 @@ CACHE_DIR = ".rnnfix_cache"
 _FORMAT = 2
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_DIR_FD = {os.open, os.replace, os.unlink} <= os.supports_dir_fd
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
@@ -174,9 +175,9 @@ class ResultCache:
         assert self._key is not None
         return hmac.new(self._key, self.file.name.encode() + b"\0" + payload, "sha256").hexdigest()
 
-    def _folder_fd(self, create: bool) -> int | None:
-        """A descriptor of the cache folder, never through a link; None when
-        it does not exist (and ``create`` is false) or is refused."""
+    def _folder_fd(self, create: bool) -> _Folder | None:
+        """The cache folder, open never through a link; None when it does not
+        exist (and ``create`` is false) or is refused."""
         try:
             st = os.lstat(self.folder)
         except FileNotFoundError:
@@ -187,7 +188,7 @@ class ResultCache:
         if stat.S_ISLNK(st.st_mode):
             self._refuse(f"{self.folder}: is a symbolic link; the cache is not used")
             return None
-        return os.open(self.folder, os.O_RDONLY | _DIRECTORY | _NOFOLLOW)
+        return _Folder(self.folder)
 
     def _refuse(self, reason: str) -> None:
         self.warnings.append(reason)
@@ -200,9 +201,9 @@ class ResultCache:
             if folder is None:
                 return
             try:
-                fd = os.open(self.file.name, os.O_RDONLY | _NOFOLLOW, dir_fd=folder)
+                fd = folder.open(self.file.name, os.O_RDONLY | _NOFOLLOW)
             finally:
-                os.close(folder)
+                folder.close()
             with os.fdopen(fd, "rb") as fh:
                 if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
                     raise OSError(0, "not a regular file")
@@ -287,33 +288,66 @@ class ResultCache:
             try:
                 _write_in(folder, signed, self.file.name)
             finally:
-                os.close(folder)
+                folder.close()
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             self.warnings.append(f"{self.folder}: cannot write the cache ({reason}); ignored")
 
 
-def _write_in(folder: int, data: bytes, name: str) -> None:
+class _Folder:
+    """A folder whose files are opened relative to its own descriptor, so a
+    link swapped in for the folder is never followed; where the OS has no
+    ``dir_fd`` (Windows), by path (the folder was checked not to be a link)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_RDONLY | _DIRECTORY | _NOFOLLOW) if _DIR_FD else None
+
+    def _at(self, name: str) -> tuple[str, dict[str, int]]:
+        if self.fd is None:
+            return str(self.path / name), {}
+        return name, {"dir_fd": self.fd}
+
+    def open(self, name: str, flags: int, mode: int = 0o777) -> int:
+        where, at = self._at(name)
+        return os.open(where, flags, mode, **at)
+
+    def replace(self, src: str, dst: str) -> None:
+        if self.fd is None:
+            os.replace(self.path / src, self.path / dst)
+        else:
+            os.replace(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def unlink(self, name: str) -> None:
+        where, at = self._at(name)
+        os.unlink(where, **at)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+
+
+def _write_in(folder: _Folder, data: bytes, name: str) -> None:
     """``data`` into ``name`` of the folder open as ``folder``, atomically;
     a ``.gitignore`` beside it unless one is there. ``O_EXCL`` never opens
     an existing name, a dangling link included."""
     create = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
     try:
-        fd = os.open(".gitignore", create, 0o644, dir_fd=folder)
+        fd = folder.open(".gitignore", create, 0o644)
     except FileExistsError:
         pass
     else:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write("# Automatically created by rnnfix.\n*\n")
     tmp = f".tmp-{secrets.token_hex(8)}.json"
-    fd = os.open(tmp, create, 0o600, dir_fd=folder)
+    fd = folder.open(tmp, create, 0o600)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
-        os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+        folder.replace(tmp, name)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=folder)
+            folder.unlink(tmp)
         raise
 
 
