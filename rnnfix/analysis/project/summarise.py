@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from rnnfix.analysis.project.bindings import import_bindings, statements
 from rnnfix.analysis.project.summaries import (
-from rnnfix.source.lines import line_texts
     HANDLER_TOKENS,
     LOAD_TOKENS,
     MODE_TOKENS,
@@ -26,6 +25,7 @@ from rnnfix.source.lines import line_texts
     FunctionSummary,
     ModuleSummary,
 )
+from rnnfix.source.lines import line_texts
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modes.modeflow import ModeFlow
