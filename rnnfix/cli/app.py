@@ -200,7 +200,7 @@ def _run(command: str, **kw: Any) -> None:
                 # Whole folders (or --changed-since) hold the project already.
                 scan_imports=not context and not all(p.is_dir() for p in paths),
                 # --check reports findings only: a fixed file's text is not needed.
-                texts=not dry or diff,
+                texts=not out.dry or out.diff,
             )
     except _Interrupted as exc:
         done = "" if out.dry else f"; {progress.written} changed file(s) written"

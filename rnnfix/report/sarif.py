@@ -24,7 +24,6 @@ from rnnfix.analysis.context import Finding
 from rnnfix.report.fingerprints import fingerprints
 from rnnfix.report.rulelinks import rule_url
 from rnnfix.report.sources import FileSpan, Sources
-from rnnfix.source.lines import split_lines
 from rnnfix.rules import all_rules
 from rnnfix.run.process import FileResult, Outcome
 from rnnfix.source.lines import split_lines

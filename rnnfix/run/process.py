@@ -285,7 +285,6 @@ def _result_to_json(result: FileResult) -> dict[str, Any]:
         "error": result.error,
         "error_line": result.error_line,
         "error_col": result.error_col,
-        "followups": [finding_to_json(f) for f in result.followups],
         "consulted": sorted(result.consulted),
         "notes": result.notes,
     }
@@ -315,7 +314,6 @@ def _result_from_json(
             error=data["error"],
             error_line=data["error_line"],
             error_col=data["error_col"],
-            followups=[finding_from_json(f) for f in data["followups"]],
             old_bytes=raw,
             consulted=frozenset(data["consulted"]),
             notes=[str(n) for n in data["notes"]],
