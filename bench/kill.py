@@ -79,6 +79,9 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=120)
     parser.add_argument("--seed", type=int, default=23)
     args = parser.parse_args()
+    # A background job of a non-interactive shell starts with SIGINT ignored,
+    # and the runs would inherit that: give them Python's own handling back.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     rng = random.Random(args.seed)
     problems: list[str] = []
     stops: dict[str, int] = {}
