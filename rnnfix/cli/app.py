@@ -438,12 +438,26 @@ cli.add_command(
 )
 
 
+def _stops_ignored() -> None:
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(stop, signal.SIG_IGN)
+        except (ValueError, OSError):  # not the main thread
+            pass
+
+
 def main() -> None:
     # click's standalone mode turns Ctrl-C into "Aborted!" and exit 1, which
     # reads as "findings remain"; an interrupted run exits 130 (128 + SIGINT)
     # with a line that says so, wherever the signal lands.
     try:
-        code = cli.main(prog_name="rnnfix", standalone_mode=False)
+        try:
+            code = cli.main(prog_name="rnnfix", standalone_mode=False)
+        finally:
+            # The run is over (its files written, its report printed): a
+            # signal now would only turn its exit status into Python's
+            # teardown's (1). The status says what the run did.
+            _stops_ignored()
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("rnnfix: interrupted (SIGINT) before any file was checked", err=True)
         sys.exit(128 + signal.SIGINT)
