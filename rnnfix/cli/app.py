@@ -16,6 +16,8 @@ import click
 from rnnfix._version import __version__
 from rnnfix.cli.options import shared_options
 from rnnfix.cli.summary import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, Output, report
+from rnnfix.run import stopping
+from rnnfix.run.stopping import Interrupted
 
 if TYPE_CHECKING:
     from rnnfix.config.settings import Settings
@@ -281,15 +283,10 @@ def _changed_only(files: list[Path], ref: str, where: Path) -> list[Path]:
     return [f for f in files if f.resolve() in changed]
 
 
-class _Interrupted(BaseException):
-    """SIGINT or SIGTERM. A ``BaseException``, as ``KeyboardInterrupt`` is:
-    the ``except Exception`` that keeps one bad file from stopping a run
-    (``process.process_text``) must never swallow the user's stop."""
+_Interrupted = Interrupted  # rnnfix.run.stopping
 
-    def __init__(self, signal_number: int) -> None:
-        super().__init__(signal_number)
-        self.signal_number = signal_number
-        self.signal_name = signal.Signals(signal_number).name
+
+_STOPS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _raise_interrupted(signum: int, frame: object) -> None:
@@ -307,16 +304,15 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     """SIGINT and SIGTERM stop the run between two steps; writes are atomic,
     so wherever it stops each file is old or new (``files.write_atomic``)."""
 
-    def stop(signum: int, frame: object) -> None:
-        raise _Interrupted(signum)
-
-    previous = signal.signal(signal.SIGTERM, stop)
+    stopping.reset()
+    previous = {sig: signal.signal(sig, stopping.handler) for sig in _STOPS}
     try:
         yield
     except KeyboardInterrupt:
         raise _Interrupted(signal.SIGINT) from None
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, before in previous.items():
+            signal.signal(sig, before)
 
 
 def _apply_stdin(settings: Settings, name: str, out: Output) -> int:

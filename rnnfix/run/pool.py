@@ -17,7 +17,8 @@ import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from types import TracebackType
@@ -84,7 +85,16 @@ class FilePool:
                 # No worker may outlive the run (or go on writing).
                 for process in list(getattr(pool, "_processes", {}).values()):
                     process.kill()  # they ignore SIGTERM (``_init_worker``)
-                pool.shutdown(wait=False, cancel_futures=True)
+                # The pool's own thread now finds its workers dead and marks
+                # every future broken, also those ``map`` cancelled when the
+                # stop left it: CPython's thread then dies of InvalidStateError
+                # and prints it. Wait for it here, with that one error quiet.
+                previous = threading.excepthook
+                threading.excepthook = _quiet_invalid_state(previous)
+                try:
+                    pool.shutdown(wait=True)
+                finally:
+                    threading.excepthook = previous
             else:
                 pool.shutdown()
         if self._shared is not None:
@@ -133,6 +143,19 @@ class FilePool:
                 max_workers=self.jobs, initializer=_init_worker, initargs=(self.project,)
             )
         return self._pool
+
+
+def _quiet_invalid_state(
+    hook: Callable[[threading.ExceptHookArgs], object],
+) -> Callable[[threading.ExceptHookArgs], object]:
+    from concurrent.futures import InvalidStateError
+
+    def quiet(args: threading.ExceptHookArgs) -> object:
+        if isinstance(args.exc_value, InvalidStateError):
+            return None
+        return hook(args)
+
+    return quiet
 
 
 def _share_summaries(project: ProjectIndex | None) -> str | None:

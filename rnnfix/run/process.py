@@ -22,7 +22,7 @@ from rnnfix.analysis.project.index import ProjectIndex, normalise
 from rnnfix.analysis.project.summaries import ModuleSummary
 from rnnfix.analysis.project.summarise import summarise
 from rnnfix.config.settings import Settings
-from rnnfix.run import budget
+from rnnfix.run import budget, stopping
 from rnnfix.run.cache import (
     FileDigests,
     ResultCache,
@@ -353,6 +353,7 @@ def _map(
 ) -> list[FileResult]:
     results: list[FileResult] = []
     for result in pool.map(paths, write):
+        stopping.check()  # a stop that native code swallowed mid-file
         results.append(result)
         progress.checked += 1
         progress.written += write and result.outcome is Outcome.CHANGED
@@ -405,6 +406,7 @@ def _write(path: Path, result: FileResult, progress: Progress) -> None:
     assert result.new_text is not None and result.old_bytes is not None
     # Ctrl-C / SIGTERM wait until the file is written and counted, so the
     # "N written" an interrupted run prints is exact.
+    stopping.check()
     with signals_blocked():
         try:
             new = decode(result.old_bytes).encode(result.new_text)
@@ -432,6 +434,7 @@ def process_file(
     result.old_bytes = data
     if result.outcome is not Outcome.CHANGED or not write:
         return result
+    stopping.check()  # never write a file whose analysis a stop cut short
     assert result.new_text is not None
     try:
         write_atomic(path, decoded.encode(result.new_text), expected=data)
