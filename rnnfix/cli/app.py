@@ -306,6 +306,8 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
     stopping.reset()
     previous = {sig: signal.signal(sig, stopping.handler) for sig in _STOPS}
+    unraisable = sys.unraisablehook
+    sys.unraisablehook = stopping.quiet_unraisable(unraisable)
     try:
         yield
     except KeyboardInterrupt:
@@ -313,6 +315,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     finally:
         for sig, before in previous.items():
             signal.signal(sig, before)
+        sys.unraisablehook = unraisable
 
 
 def _apply_stdin(settings: Settings, name: str, out: Output) -> int:

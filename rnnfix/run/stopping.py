@@ -12,6 +12,8 @@ raises there, whatever became of the first exception.
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
+from typing import Any
 
 _requested: int | None = None
 
@@ -36,6 +38,19 @@ def handler(signal_number: int, frame: object) -> None:
     """The handler of both signals while a run checks and writes files."""
     request(signal_number)
     raise Interrupted(signal_number)
+
+
+def quiet_unraisable(hook: Callable[[Any], object]) -> Callable[[Any], object]:
+    """``sys.unraisablehook`` that drops an ``Interrupted`` raised where
+    Python cannot propagate it (a weakref callback, a ``__del__``): it was
+    recorded, and ``check`` raises it again where it can."""
+
+    def quiet(args: Any) -> object:
+        if isinstance(args.exc_value, Interrupted):
+            return None
+        return hook(args)
+
+    return quiet
 
 
 def check() -> None:
