@@ -72,7 +72,7 @@ def test_a_stop_in_the_pool_phase_is_one_line(tmp_path: Path, sig: int) -> None:
     assert "Traceback" not in run.stderr
 
 
-@pytest.mark.parametrize("delay", [0.15, 0.25])
+@pytest.mark.parametrize("delay", [0.3, 0.5])
 def test_ctrl_c_while_starting_is_one_line(tmp_path: Path, delay: float) -> None:
     _tree(tmp_path, 5)
     run = _interrupt(tmp_path, signal.SIGINT, delay)
