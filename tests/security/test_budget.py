@@ -39,13 +39,14 @@ def _pathological(path: Path, loops: int) -> None:
 def test_a_function_over_the_statement_limit_is_skipped_at_once(project: Path) -> None:
     big = project / "big.py"
     lines = "".join(f"    x{i} = {i}\n" for i in range(budget.MAX_FUNCTION_STATEMENTS + 1))
-    big.write_text("def f():\n" + lines)
+    # Mode code, so that the file gate lets it through to the analysis.
+    big.write_text(BUGGY + "\n\ndef f():\n    model.eval()\n" + lines)
     run = run_rnnfix("apply", "--check", str(project))
     assert run.returncode == 2
     assert "train.py:8:9: RNF001" in run.stdout
     limit = budget.MAX_FUNCTION_STATEMENTS
     assert (
-        f"big.py: too large to analyse: {limit + 1} statements in one function "
+        f"big.py: too large to analyse: {limit + 2} statements in one function "
         f"(the limit is {limit}); not checked" in run.stderr
     )
 

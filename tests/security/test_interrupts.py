@@ -56,8 +56,8 @@ def _interrupt(root: Path, sig: int, delay: float, *args: str) -> subprocess.Com
 
 
 def test_sigterm_in_a_one_process_run_stops_it(tmp_path: Path) -> None:
-    _tree(tmp_path, 60)
-    run = _interrupt(tmp_path, signal.SIGTERM, 2.0, "--jobs", "1")
+    _tree(tmp_path, 400)
+    run = _interrupt(tmp_path, signal.SIGTERM, 1.5, "--jobs", "1")
     assert run.returncode == 128 + signal.SIGTERM, run.stderr
     assert run.stderr.startswith("rnnfix: interrupted (SIGTERM) after checking")
     assert len(run.stderr.splitlines()) == 1
