@@ -76,13 +76,35 @@ def _forbid_fixing(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_warm_run_is_served_from_the_cache(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _run(project, write=True)  # fixed: nothing left to write
+    cold = _run(project)
+    assert all(r.outcome is Outcome.UNCHANGED for r in cold)
+    assert any(r.findings for r in cold) or any(r.consulted for r in cold)
+    _forbid_fixing(monkeypatch)
+    warm = _run(project)
+    assert _summary(warm) == _summary(cold)
+
+
+def test_a_file_with_a_fix_is_analysed_again(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache never holds the text rnnfix writes: a file with a fix is
+    fixed from its source on every run (``rnnfix.run.cache``)."""
     cold = _run(project)
     assert any(r.outcome is Outcome.CHANGED for r in cold)
-    _forbid_fixing(monkeypatch)
+    fixed: list[str] = []
+    real = rnnfix.run.engine.fix_source
+
+    def spy(text: str, *args: object, **kwargs: object) -> object:
+        fixed.append(str(args[1]) if len(args) > 1 else "")
+        return real(text, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(rnnfix.run.engine, "fix_source", spy)
     warm = _run(project)
     assert _summary(warm) == _summary(cold)
     changed = [r for r in warm if r.outcome is Outcome.CHANGED]
     assert changed and all(r.new_text and r.old_text for r in changed)
+    assert {Path(r.path).name for r in changed} <= {Path(f).name for f in fixed}
 
 
 def test_cache_folder_ignores_itself(project: Path) -> None:
@@ -142,11 +164,19 @@ def test_corrupt_cache_is_ignored_with_a_warning(project: Path) -> None:
     assert _summary(results) == _summary(_uncached(project))
 
 
+def _forge(cache_file: Path, data: object) -> None:
+    """Sign ``data`` as this user's run would (the tests' key)."""
+    cache = ResultCache(cache_file.parent.parent, Settings())
+    assert cache.file == cache_file
+    payload = json.dumps(data).encode()
+    cache_file.write_bytes(cache._sign(payload).encode() + b"\n" + payload)
+
+
 def test_entries_of_the_wrong_shape_are_misses(project: Path) -> None:
     _run(project)
     (cache_file,) = (project / CACHE_DIR).glob("*.json")
     entries = {"x": 1, str(project / "train.py"): {"digest": 3}}
-    cache_file.write_text(json.dumps({"format": 1, "entries": entries}))
+    _forge(cache_file, {"format": 2, "entries": entries})
     assert _summary(_run(project)) == _summary(_uncached(project))
 
 
@@ -175,10 +205,24 @@ def test_unwritable_cache_location_is_a_warning(project: Path) -> None:
     assert _summary(results) == _summary(_uncached(project))
 
 
-def test_apply_writes_from_a_cached_check(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_check_is_answered_from_the_findings_of_a_file_with_a_fix(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = Settings()
+    files = sorted(discover([project]))
+    cold = process_files(files, settings, write=False, jobs=1, cache=ResultCache(project, settings))
+    _forbid_fixing(monkeypatch)
+    cache = ResultCache(project, settings)
+    warm = process_files(files, settings, write=False, jobs=1, cache=cache, texts=False)
+    assert _summary(warm) == _summary(cold)
+    assert [r.followups for r in warm] == [r.followups for r in cold]
+    changed = [r for r in warm if r.outcome is Outcome.CHANGED]
+    assert changed and all(r.new_text is None for r in changed)  # the cache holds no text
+
+
+def test_apply_after_a_cached_check_writes_what_an_uncached_run_does(project: Path) -> None:
     _run(project)  # --check
     expected = {Path(r.path).name: r.new_text for r in _uncached(project)}
-    _forbid_fixing(monkeypatch)
     _run(project, write=True)
     for name, text in expected.items():
         assert (project / name).read_text() == text
@@ -228,7 +272,8 @@ def test_no_cache_flag_writes_nothing(project: Path, monkeypatch: pytest.MonkeyP
 
 def test_a_warm_run_imports_no_engine_rules_or_libcst(project: Path) -> None:
     """A run whose results all come from the cache only hashes and reads:
-    the engine, the rules and libcst are what a cold start pays for."""
+    the engine, the rules and libcst are what a cold start pays for. A
+    ``--check`` is answered from the findings of a file with a fix too."""
     code = (
         "import sys\n"
         "from rnnfix.cli.app import main\n"

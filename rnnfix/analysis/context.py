@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from rnnfix.config.settings import Settings
 from rnnfix.source.edits import Edit, Pos
+from rnnfix.source.lines import split_lines
 
 if TYPE_CHECKING:
     from rnnfix.analysis.facts import FileFacts
@@ -71,7 +72,7 @@ class FileContext:
 
     @functools.cached_property
     def lines(self) -> list[str]:
-        return self.source.splitlines(keepends=True)
+        return split_lines(self.source)
 
     def pos(self, node: ast.AST) -> Pos:
         """Start of an ``ast`` node as a character-based ``Pos``."""

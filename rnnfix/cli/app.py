@@ -16,6 +16,8 @@ import click
 from rnnfix._version import __version__
 from rnnfix.cli.options import shared_options
 from rnnfix.cli.summary import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, Output, report
+from rnnfix.run import stopping
+from rnnfix.run.stopping import Interrupted
 
 if TYPE_CHECKING:
     from rnnfix.config.settings import Settings
@@ -28,6 +30,10 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise
+        except KeyboardInterrupt:
+            # Not click's Abort, which prints an empty line first: ``main``
+            # prints the one line an interrupted run prints.
+            raise _Interrupted(signal.SIGINT) from None
         except Exception as exc:  # noqa: BLE001 - internal errors exit 2 with one line
             click.echo(f"rnnfix: internal error: {type(exc).__name__}: {exc}", err=True)
             ctx.exit(EXIT_ERROR)
@@ -143,17 +149,19 @@ def _run(command: str, **kw: Any) -> None:
         sys.exit(_apply_stdin(settings, kw["stdin_filename"], out))
 
     from rnnfix.run.process import Outcome, Progress, process_files
-    from rnnfix.source.files import discover
+    from rnnfix.source.files import Problems, discover
 
     missing = [p for p in paths if not p.exists() and not p.is_symlink()]
     if missing:
         raise click.UsageError(f"{missing[0]}: no such file or folder")
+    problems = Problems()
     files = list(
         discover(
             paths,
             settings.exclude + settings.extend_exclude,
             include_tests=settings.include_tests,
             force_exclude=settings.force_exclude,
+            problems=problems,
         )
     )
     changed_since = kw["changed_since"]
@@ -193,6 +201,8 @@ def _run(command: str, **kw: Any) -> None:
                 context=context,
                 # Whole folders (or --changed-since) hold the project already.
                 scan_imports=not context and not all(p.is_dir() for p in paths),
+                # --check reports findings only: a fixed file's text is not needed.
+                texts=not out.dry or out.diff,
             )
     except _Interrupted as exc:
         done = "" if out.dry else f"; {progress.written} changed file(s) written"
@@ -202,9 +212,15 @@ def _run(command: str, **kw: Any) -> None:
             err=True,
         )
         sys.exit(128 + exc.signal_number)
-    for warning in cache.warnings if cache is not None else ():
+    for warning in [*problems.warnings, *(cache.warnings if cache is not None else ())]:
         click.echo(f"rnnfix: warning: {warning}", err=True)
+    # Folders that could not be read, patterns that are none: the run went
+    # on without them, and its exit code says something failed.
+    for error in problems.errors:
+        click.echo(f"rnnfix: error: {error}", err=True)
     code = report(results, settings, out)
+    if problems.errors:
+        code = EXIT_ERROR
     if kw.get("exit_non_zero_on_fix") and not out.dry and code == EXIT_OK:
         code = EXIT_FINDINGS if any(r.outcome is Outcome.CHANGED for r in results) else code
     verify_cmd = kw.get("verify_cmd")
@@ -267,11 +283,20 @@ def _changed_only(files: list[Path], ref: str, where: Path) -> list[Path]:
     return [f for f in files if f.resolve() in changed]
 
 
-class _Interrupted(Exception):
-    def __init__(self, signal_number: int) -> None:
-        super().__init__(signal_number)
-        self.signal_number = signal_number
-        self.signal_name = signal.Signals(signal_number).name
+_Interrupted = Interrupted  # rnnfix.run.stopping
+
+
+_STOPS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _raise_interrupted(signum: int, frame: object) -> None:
+    raise _Interrupted(signum)
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM anywhere in the run raises ``_Interrupted`` (``main`` prints
+    one line for it), not only while files are checked."""
+    signal.signal(signal.SIGTERM, _raise_interrupted)
 
 
 @contextlib.contextmanager
@@ -279,16 +304,18 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     """SIGINT and SIGTERM stop the run between two steps; writes are atomic,
     so wherever it stops each file is old or new (``files.write_atomic``)."""
 
-    def stop(signum: int, frame: object) -> None:
-        raise _Interrupted(signum)
-
-    previous = signal.signal(signal.SIGTERM, stop)
+    stopping.reset()
+    previous = {sig: signal.signal(sig, stopping.handler) for sig in _STOPS}
+    unraisable = sys.unraisablehook
+    sys.unraisablehook = stopping.quiet_unraisable(unraisable)
     try:
         yield
     except KeyboardInterrupt:
         raise _Interrupted(signal.SIGINT) from None
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, before in previous.items():
+            signal.signal(sig, before)
+        sys.unraisablehook = unraisable
 
 
 def _apply_stdin(settings: Settings, name: str, out: Output) -> int:
@@ -319,16 +346,25 @@ def _apply_stdin(settings: Settings, name: str, out: Output) -> int:
 
 def _verify_after_apply(results: Sequence[FileResult], command: str, timeout: float) -> int:
     from rnnfix.run.process import Outcome
+    from rnnfix.source.files import decode
     from rnnfix.verify.rollback import verify_and_rollback
 
-    changed = {
-        Path(r.path): r.old_bytes
+    done = [
+        r
         for r in results
-        if r.outcome is Outcome.CHANGED and r.old_bytes is not None
+        if r.outcome is Outcome.CHANGED and r.old_bytes is not None and r.new_text is not None
+    ]
+    changed = {Path(r.path): r.old_bytes for r in done if r.old_bytes is not None}
+    # What was written: a file that holds anything else when the rollback
+    # comes was edited meanwhile, and keeps that edit.
+    written = {
+        Path(r.path): decode(r.old_bytes).encode(r.new_text)
+        for r in done
+        if r.old_bytes is not None and r.new_text is not None
     }
     from rnnfix.verify.report import format_text
 
-    result = verify_and_rollback(changed, command, timeout)
+    result = verify_and_rollback(changed, command, timeout, written=written)
     text = format_text(result)
     click.echo(text if text.endswith("\n") else text + "\n", err=True, nl=False)
     return result.exit_code
@@ -401,15 +437,32 @@ cli.add_command(
 )
 
 
+def _stops_ignored() -> None:
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(stop, signal.SIG_IGN)
+        except (ValueError, OSError):  # not the main thread
+            pass
+
+
 def main() -> None:
     # click's standalone mode turns Ctrl-C into "Aborted!" and exit 1, which
     # reads as "findings remain"; an interrupted run exits 130 (128 + SIGINT)
     # with a line that says so, wherever the signal lands.
     try:
-        code = cli.main(prog_name="rnnfix", standalone_mode=False)
-    except click.exceptions.Abort:
+        try:
+            code = cli.main(prog_name="rnnfix", standalone_mode=False)
+        finally:
+            # The run is over (its files written, its report printed): a
+            # signal now would only turn its exit status into Python's
+            # teardown's (1). The status says what the run did.
+            _stops_ignored()
+    except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("rnnfix: interrupted (SIGINT) before any file was checked", err=True)
         sys.exit(128 + signal.SIGINT)
+    except _Interrupted as exc:  # SIGTERM outside the files' loop
+        click.echo(f"rnnfix: interrupted ({exc.signal_name})", err=True)
+        sys.exit(128 + exc.signal_number)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)

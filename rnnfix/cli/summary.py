@@ -90,7 +90,8 @@ def summary(results: Sequence[FileResult], settings: Settings, out: Output) -> s
                 f"{_plural(len(listed), 'finding')} ({fixable} fixable, {left} would be left)"
             )
     else:
-        applied = sum(len(r.applied) for r in results)
+        # Only what was written: a file whose write failed has no fix applied.
+        applied = sum(len(r.applied) for r in results if r.outcome is Outcome.CHANGED)
         left_findings = [f for r in results for f in r.findings]
         hidden = sum(_hidden(f, unsafe) for f in left_findings)
         parts.append(f"{changed} changed")

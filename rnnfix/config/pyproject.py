@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,10 @@ class ConfigError(Exception):
 
 
 def find_pyproject(start: Path) -> Path | None:
-    start = start.resolve()
+    try:
+        start = start.resolve()
+    except (OSError, RuntimeError):  # a symlink loop: look from where it is
+        start = Path(os.path.abspath(start)).parent
     folder = start if start.is_dir() else start.parent
     for candidate in (folder, *folder.parents):
         f = candidate / "pyproject.toml"
@@ -53,7 +57,10 @@ def load_settings(pyproject: Path | None) -> Settings:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{pyproject}: cannot read configuration: {exc}") from None
-    table = data.get("tool", {}).get("rnnfix")
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{pyproject}: [tool] must be a table")
+    table = tool.get("rnnfix")
     if table is None:
         return Settings()
     if not isinstance(table, dict):

@@ -26,6 +26,7 @@ from rnnfix.report.rulelinks import rule_url
 from rnnfix.report.sources import FileSpan, Sources
 from rnnfix.rules import all_rules
 from rnnfix.run.process import FileResult, Outcome
+from rnnfix.source.lines import split_lines
 
 
 def render_sarif(
@@ -167,8 +168,8 @@ def _fix(f: Finding, source: str, uri: str) -> dict[str, Any] | None:
 def replacements_of(old: str, new: str) -> list[dict[str, Any]]:
     """The whole-line replacements that turn ``old`` into ``new``, in order,
     each at ``old``'s lines (SARIF applies them all to the same text)."""
-    before = old.splitlines(keepends=True)
-    after = new.splitlines(keepends=True)
+    before = split_lines(old)
+    after = split_lines(new)
     matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
     out = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():

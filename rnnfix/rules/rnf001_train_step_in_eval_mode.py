@@ -10,6 +10,7 @@ from rnnfix.analysis.modes.modeapi import has_mode_setter
 from rnnfix.analysis.modes.modeflow import Mode, ModeFact, ModeFlow, TrainingStep
 from rnnfix.analysis.modes.placement import anchor_for, container
 from rnnfix.analysis.modes.pretrained import eval_origin, unsupported
+from rnnfix.analysis.modes.regions import function_is_eval
 from rnnfix.analysis.modes.state import ModeState, is_prefix
 from rnnfix.analysis.project.summaries import FunctionSummary
 from rnnfix.analysis.ruletext import STEP_REACH, call_facts
@@ -497,7 +498,13 @@ def _choose_anchor(
         c.node
         for c in flow.model_calls
         # Forwards under no_grad (acting, targets) do not feed the step.
-        if c.function is step.function and c.grad_enabled is not False and _related(c.model, model)
+        if c.function is step.function
+        and c.grad_enabled is not False
+        and _related(c.model, model)
+        # Nor does the forward of an evaluation helper (``print(evaluate(model,
+        # val))`` after ``model.eval()``): train() goes after that call, never
+        # between the eval() and the evaluation it was set for.
+        and not _evaluation_helper(ctx, c.via)
     ]
     anchors: list[ast.stmt] = []
     for fact in facts:
@@ -510,6 +517,10 @@ def _choose_anchor(
     # The latest candidate is the closest to the step; the re-check after
     # fixing completes the rare case where it does not cover every origin.
     return max(anchors, key=lambda s: (s.lineno, s.col_offset))
+
+
+def _evaluation_helper(ctx: FileContext, via: ast.AST | None) -> bool:
+    return isinstance(via, (ast.FunctionDef, ast.AsyncFunctionDef)) and function_is_eval(ctx, via)
 
 
 def _outermost(flow: ModeFlow, step: TrainingStep) -> list[str]:

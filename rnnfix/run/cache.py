@@ -23,22 +23,35 @@ An entry is used only when all of these are what they were when it was made:
   (``FileDigests`` reads those), so a helper that changed in another file
   invalidates its callers.
 
+- the Python that runs rnnfix (what parses, and what counts as newer
+  syntax, depends on its version).
+
 The cache is an optimisation, never a source of truth: a corrupt, unreadable
 or unwritable cache is ignored with a warning and the run goes on. It stores
 JSON, never pickles (a repository's cache folder must not be able to run code
-when rnnfix loads it). Fixes are stored as what the reports need (safety and
-description), not as edits: a cached result is reported or written from its
-stored text, never re-applied.
+when rnnfix loads it), and only what the analysis found, never output text.
+A run that writes or shows a diff analyses a file with a fix again, from
+its source (its output then checked to parse, as every fix's is); a
+``--check`` is answered from the findings. So the common warm runs
+(pre-commit, CI: ``--check``, or a tree with nothing to fix) stay as fast
+as before, and the text rnnfix writes never comes from a cache entry.
+Entries count only when the file is signed with this user's
+key (``rnnfix.run.cachekey``; see ``ResultCache``): a repository that ships a
+``.rnnfix_cache/`` cannot make rnnfix replay a result it did not compute.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import hashlib
+import hmac
 import json
 import os
-import tempfile
+import secrets
+import stat
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,9 +59,13 @@ from typing import Any
 from rnnfix._version import __version__
 from rnnfix.analysis.context import DroppedFix, Finding, Fix
 from rnnfix.config.settings import Settings
+from rnnfix.run.cachekey import KeyUnavailable, user_key
 
 CACHE_DIR = ".rnnfix_cache"
-_FORMAT = 1
+_FORMAT = 2
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_DIR_FD = {os.open, os.replace, os.unlink} <= os.supports_dir_fd
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
@@ -127,35 +144,90 @@ class FileDigests(Mapping[str, str]):
 
 class ResultCache:
     """Entries by absolute path. ``warnings`` collects one-line reasons the
-    cache was not used or not saved; the CLI prints them."""
+    cache was not used or not saved; the CLI prints them.
+
+    The file is ``<signature>\n<JSON>``: an HMAC-SHA256 of the JSON (and of
+    the file's name) under this user's key (``rnnfix.run.cachekey``). A file
+    whose signature does not match, one written by another scheme or another
+    user, or one planted in a repository, is ignored; so is the whole cache
+    when the folder is a symbolic link. Nothing in the folder is followed:
+    every file in it is opened relative to the folder's own descriptor with
+    ``O_NOFOLLOW``, and created with ``O_EXCL``."""
 
     def __init__(self, root: Path, settings: Settings) -> None:
         self.folder = root / CACHE_DIR
         name = hashlib.blake2b(
-            f"{_code_fingerprint()}:{settings!r}".encode(), digest_size=12
+            f"{_code_fingerprint()}:{_python()}:{settings!r}".encode(), digest_size=12
         ).hexdigest()
         self.file = self.folder / f"{name}.json"
         self.warnings: list[str] = []
         self._entries: dict[str, dict[str, Any]] = {}
         self._dirty = False
+        self._key: bytes | None = None
+        try:
+            self._key = user_key()
+        except KeyUnavailable as exc:
+            self.warnings.append(f"{exc}; the cache is not used")
+            return
         self._load()
+
+    def _sign(self, payload: bytes) -> str:
+        assert self._key is not None
+        return hmac.new(self._key, self.file.name.encode() + b"\0" + payload, "sha256").hexdigest()
+
+    def _folder_fd(self, create: bool) -> _Folder | None:
+        """The cache folder, open never through a link; None when it does not
+        exist (and ``create`` is false) or is refused."""
+        try:
+            st = os.lstat(self.folder)
+        except FileNotFoundError:
+            if not create:
+                return None
+            os.mkdir(self.folder)
+            st = os.lstat(self.folder)
+        if stat.S_ISLNK(st.st_mode):
+            self._refuse(f"{self.folder}: is a symbolic link; the cache is not used")
+            return None
+        return _Folder(self.folder)
+
+    def _refuse(self, reason: str) -> None:
+        self.warnings.append(reason)
+        self._key = None  # neither read nor written from here on
+        self._entries = {}
 
     def _load(self) -> None:
         try:
-            raw = self.file.read_bytes()
+            folder = self._folder_fd(create=False)
+            if folder is None:
+                return
+            try:
+                fd = folder.open(self.file.name, os.O_RDONLY | _NOFOLLOW)
+            finally:
+                folder.close()
+            with os.fdopen(fd, "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    raise OSError(0, "not a regular file")
+                raw = fh.read()
         except FileNotFoundError:
             return
         except OSError as exc:
-            self.warnings.append(f"{self.file}: cannot read the cache ({exc.strerror}); ignored")
+            if exc.errno == errno.ELOOP:
+                self._refuse(f"{self.file}: is a symbolic link; the cache is not used")
+                return
+            reason = exc.strerror or type(exc).__name__
+            self.warnings.append(f"{self.file}: cannot read the cache ({reason}); ignored")
             return
         try:
-            data = json.loads(raw)
+            signature, _, payload = raw.partition(b"\n")
+            if not hmac.compare_digest(signature, self._sign(payload).encode()):
+                raise ValueError("not signed with this user's key")
+            data = json.loads(payload)
             if not isinstance(data, dict) or data.get("format") != _FORMAT:
                 raise ValueError("unknown format")
             entries = data["entries"]
             if not isinstance(entries, dict):
                 raise ValueError("entries is not a table")
-        except (ValueError, KeyError, UnicodeDecodeError) as exc:
+        except (ValueError, KeyError, UnicodeDecodeError, RecursionError) as exc:
             self.warnings.append(f"{self.file}: corrupt cache ({exc}); ignored")
             return
         self._entries = entries
@@ -188,6 +260,8 @@ class ResultCache:
         result: dict[str, Any],
         consulted: Iterable[str],
     ) -> None:
+        if self._key is None:
+            return
         deps = {other: digests[other] for other in consulted if other in digests}
         if len(deps) != len(set(consulted)):
             return  # it looked at a file outside the run: nothing to key it on
@@ -201,27 +275,86 @@ class ResultCache:
 
     def save(self) -> None:
         """Write the cache atomically; drop entries of files that are gone."""
-        if not self._dirty:
+        if not self._dirty or self._key is None:
             return
         entries = {k: v for k, v in self._entries.items() if os.path.exists(k)}
         payload = json.dumps({"format": _FORMAT, "entries": entries}, separators=(",", ":"))
+        body = payload.encode("utf-8", "surrogateescape")
+        signed = self._sign(body).encode() + b"\n" + body
         try:
-            self.folder.mkdir(exist_ok=True)
-            ignore = self.folder / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("# Automatically created by rnnfix.\n*\n", encoding="utf-8")
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")
+            folder = self._folder_fd(create=True)
+            if folder is None:
+                return
             try:
-                with os.fdopen(fd, "w", encoding="utf-8") as out:
-                    out.write(payload)
-                os.replace(tmp, self.file)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
+                _write_in(folder, signed, self.file.name)
+            finally:
+                folder.close()
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             self.warnings.append(f"{self.folder}: cannot write the cache ({reason}); ignored")
+
+
+class _Folder:
+    """A folder whose files are opened relative to its own descriptor, so a
+    link swapped in for the folder is never followed; where the OS has no
+    ``dir_fd`` (Windows), by path (the folder was checked not to be a link)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_RDONLY | _DIRECTORY | _NOFOLLOW) if _DIR_FD else None
+
+    def _at(self, name: str) -> tuple[str, dict[str, int]]:
+        if self.fd is None:
+            return str(self.path / name), {}
+        return name, {"dir_fd": self.fd}
+
+    def open(self, name: str, flags: int, mode: int = 0o777) -> int:
+        where, at = self._at(name)
+        return os.open(where, flags, mode, **at)
+
+    def replace(self, src: str, dst: str) -> None:
+        if self.fd is None:
+            os.replace(self.path / src, self.path / dst)
+        else:
+            os.replace(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def unlink(self, name: str) -> None:
+        where, at = self._at(name)
+        os.unlink(where, **at)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+
+
+def _write_in(folder: _Folder, data: bytes, name: str) -> None:
+    """``data`` into ``name`` of the folder open as ``folder``, atomically;
+    a ``.gitignore`` beside it unless one is there. ``O_EXCL`` never opens
+    an existing name, a dangling link included."""
+    create = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
+    try:
+        fd = folder.open(".gitignore", create, 0o644)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write("# Automatically created by rnnfix.\n*\n")
+    tmp = f".tmp-{secrets.token_hex(8)}.json"
+    fd = folder.open(tmp, create, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        folder.replace(tmp, name)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            folder.unlink(tmp)
+        raise
+
+
+def _python() -> str:
+    """The interpreter keys the cache too: what parses (and what counts as
+    newer syntax) depends on its version."""
+    return f"{sys.implementation.name}-{sys.version}"
 
 
 # -- (de)serialising results -------------------------------------------------

@@ -14,11 +14,51 @@ class GitError(Exception):
     """A one-line reason the changed files cannot be known."""
 
 
-def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
+# A repository's own ``.git/config`` may name commands that git runs for the
+# commands below (a tarball or a shared folder ships one). None of them may
+# run: the file-system monitor (``core.fsmonitor``, run by ``diff`` and
+# ``ls-files``), hooks (none of these commands runs one; kept off in case a
+# later git does), external diff and text conversion drivers
+# (``--no-ext-diff``, ``--no-textconv``), a pager, and the ``clean`` and
+# ``process`` commands of filter drivers, which ``diff`` runs to hash a
+# modified file (``filter_options`` finds their names; an empty command is
+# no filter). The same approach as pre-commit's ``git -c``.
+_SAFE = (
+    "-c", "core.fsmonitor=false",
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "core.pager=cat",
+)  # fmt: skip
+
+
+def _git(
+    args: list[str], cwd: Path, extra: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[bytes]:
     try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
+        return subprocess.run(
+            ["git", "--no-pager", *_SAFE, *extra, *args],
+            cwd=cwd,
+            capture_output=True,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
     except FileNotFoundError:
         raise GitError("--changed-since needs git, which is not on PATH") from None
+
+
+def filter_options(root: Path) -> tuple[str, ...]:
+    """``-c`` options that turn off every filter driver the repository's
+    configuration defines (reading configuration runs nothing)."""
+    listed = _git(["config", "--null", "--name-only", "--get-regexp", r"^filter\."], root)
+    drivers = set()
+    for name in listed.stdout.split(b"\0"):
+        driver, _, _ = name.decode(errors="surrogateescape")[len("filter.") :].rpartition(".")
+        if driver:
+            drivers.add(driver)
+    out: list[str] = []
+    for driver in sorted(drivers):
+        for key, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")):
+            out += ["-c", f"filter.{driver}.{key}={value}"]
+    return tuple(out)
 
 
 def changed_files(ref: str, where: Path) -> set[Path]:
@@ -36,11 +76,14 @@ def changed_files(ref: str, where: Path) -> set[Path]:
     if known.returncode != 0:
         raise GitError(f"--changed-since: unknown revision {ref!r}")
     commit = known.stdout.decode().strip()
+    filters = filter_options(root)
     diff = _git(
-        ["diff", "--name-only", "-z", "-M", "--diff-filter=d", commit, "--"],
+        ["diff", "--no-ext-diff", "--no-textconv", "--name-only", "-z", "-M", "--diff-filter=d"]
+        + [commit, "--"],
         root,
+        filters,
     )
-    untracked = _git(["ls-files", "--others", "--exclude-standard", "-z"], root)
+    untracked = _git(["ls-files", "--others", "--exclude-standard", "-z"], root, filters)
     for done in (diff, untracked):
         if done.returncode != 0:
             reason = done.stderr.decode(errors="replace").strip().splitlines()

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from rnnfix.analysis.context import Finding
+from rnnfix.source.lines import line_texts
 
 _F = TypeVar("_F", bound=Finding)
 # How rule messages name a line: "on line 12", "before line 7".
@@ -43,13 +44,13 @@ class LineMap:
     @property
     def _old(self) -> list[str]:
         if self._old_lines is None:
-            self._old_lines = self._old_text.splitlines()
+            self._old_lines = line_texts(self._old_text)
         return self._old_lines
 
     def __init__(self, old: str, new: str) -> None:
         self._old_text = old
-        self._old_lines = old.splitlines()
-        new_lines = new.splitlines()
+        self._old_lines = line_texts(old)
+        new_lines = line_texts(new)
         to = [_Target(1, None)] * len(new_lines)
         a = [line.strip() for line in self._old]
         b = [line.strip() for line in new_lines]

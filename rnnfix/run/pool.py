@@ -11,12 +11,14 @@ runs in this process, against the same index.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from types import TracebackType
@@ -82,8 +84,17 @@ class FilePool:
             if exc is not None:
                 # No worker may outlive the run (or go on writing).
                 for process in list(getattr(pool, "_processes", {}).values()):
-                    process.terminate()
-                pool.shutdown(wait=False, cancel_futures=True)
+                    process.kill()  # they ignore SIGTERM (``_init_worker``)
+                # The pool's own thread now finds its workers dead and marks
+                # every future broken, also those ``map`` cancelled when the
+                # stop left it: CPython's thread then dies of InvalidStateError
+                # and prints it. Wait for it here, with that one error quiet.
+                previous = threading.excepthook
+                threading.excepthook = _quiet_invalid_state(previous)
+                try:
+                    pool.shutdown(wait=True)
+                finally:
+                    threading.excepthook = previous
             else:
                 pool.shutdown()
         if self._shared is not None:
@@ -114,7 +125,13 @@ class FilePool:
         # common_methods_invocations.py) would otherwise leave one worker
         # busy after the others are done; a task costs far less than a file.
         chunk = max(1, len(paths) // (self.jobs * 32))
-        yield from self._started().map(work, paths, chunksize=chunk)
+        # The workers are forked while the tasks are submitted: with SIGINT
+        # and SIGTERM blocked, so that none inherits this process's handlers
+        # before ``_init_worker`` sets its own (a worker that took Ctrl-C or
+        # the run's own stop printed a traceback).
+        with signals_blocked():
+            results = self._started().map(work, paths, chunksize=chunk)
+        yield from results
 
     def _started(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -126,6 +143,19 @@ class FilePool:
                 max_workers=self.jobs, initializer=_init_worker, initargs=(self.project,)
             )
         return self._pool
+
+
+def _quiet_invalid_state(
+    hook: Callable[[threading.ExceptHookArgs], object],
+) -> Callable[[threading.ExceptHookArgs], object]:
+    from concurrent.futures import InvalidStateError
+
+    def quiet(args: threading.ExceptHookArgs) -> object:
+        if isinstance(args.exc_value, InvalidStateError):
+            return None
+        return hook(args)
+
+    return quiet
 
 
 def _share_summaries(project: ProjectIndex | None) -> str | None:
@@ -154,9 +184,39 @@ def _init_worker(project: ProjectIndex | None) -> None:
     _worker_project = project
     gc.freeze()  # what the worker inherits (and the index) stays alive
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
-    # Ctrl-C reaches the whole process group: the parent decides what to do.
+    # Ctrl-C and a SIGTERM sent to the process group reach the workers too:
+    # the parent decides what to do, and stops them itself (SIGKILL, in
+    # ``FilePool.__exit__``). A worker that died of the group's signal first
+    # would make the pool report itself broken before the parent saw its
+    # own signal.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _unblock_signals()
     _die_with_parent()
+
+
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+@contextlib.contextmanager
+def signals_blocked() -> Iterator[None]:
+    """SIGINT and SIGTERM held back (delivered on leaving), where the OS can."""
+    try:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    except (AttributeError, ValueError, OSError):  # not Unix, or not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _unblock_signals() -> None:
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+    except (AttributeError, ValueError, OSError):
+        pass
 
 
 def _die_with_parent() -> None:

@@ -9,7 +9,7 @@ import enum
 import gc
 import os
 import re
-import signal
+import stat
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +22,7 @@ from rnnfix.analysis.project.index import ProjectIndex, normalise
 from rnnfix.analysis.project.summaries import ModuleSummary
 from rnnfix.analysis.project.summarise import summarise
 from rnnfix.config.settings import Settings
+from rnnfix.run import budget, stopping
 from rnnfix.run.cache import (
     FileDigests,
     ResultCache,
@@ -32,8 +33,9 @@ from rnnfix.run.cache import (
     finding_to_json,
     run_fingerprint,
 )
-from rnnfix.run.pool import GC_THRESHOLD, FilePool
-from rnnfix.source.files import FileProblem, decode, read_source, write_atomic
+from rnnfix.run.pool import GC_THRESHOLD, FilePool, signals_blocked
+from rnnfix.source.files import FileProblem, decode, is_plain_file, read_source, write_atomic
+from rnnfix.source.lines import line_texts
 
 if TYPE_CHECKING:
     from rnnfix.source import notebooks
@@ -100,6 +102,7 @@ def process_files(
     progress: Progress | None = None,
     context: Sequence[Path] | None = None,
     scan_imports: bool = True,
+    texts: bool = True,
 ) -> list[FileResult]:
     """``process_file`` over many files, in worker processes on large trees.
     Workers get the settings, the project index and a path (plain data),
@@ -124,9 +127,15 @@ def process_files(
     import (``rnnfix apply train.py``). The CLI turns it off when the run is
     whole folders or has a ``context``: the project is then in the run
     already, and scanning thousands of files' imports would cost a warm run
-    more than everything else it does."""
+    more than everything else it does.
+
+    ``texts``: the results of changed files need their old and new text (a
+    write, a diff). Without (``--check``), a file with a fix can be answered
+    from the cache, which holds its findings but never its text."""
     with _collector_tuned():
-        return _process_files(paths, settings, write, jobs, cache, progress, context, scan_imports)
+        return _process_files(
+            paths, settings, write, jobs, cache, progress, context, scan_imports, texts or write
+        )
 
 
 def _process_files(
@@ -138,6 +147,7 @@ def _process_files(
     progress: Progress | None,
     context: Sequence[Path] | None,
     scan_imports: bool,
+    texts: bool,
 ) -> list[FileResult]:
     progress = progress if progress is not None else Progress()
     progress.total = len(paths)
@@ -154,8 +164,11 @@ def _process_files(
     raw: dict[str, bytes] = {}
     for key, path in zip(every_key, everything, strict=True):
         try:
-            if path.is_symlink() or path.stat().st_size > settings.max_file_size:
-                continue  # process_file reports it; never read a huge file twice
+            st = path.lstat()
+            # A link, a FIFO, a device (``/dev/zero``) or a huge file:
+            # process_file reports it, never read here (a FIFO would block).
+            if not stat.S_ISREG(st.st_mode) or st.st_size > settings.max_file_size:
+                continue
             raw[key] = path.read_bytes()
         except OSError:
             continue  # process_file reports it
@@ -169,7 +182,7 @@ def _process_files(
     for key, path in zip(keys, paths, strict=True):
         if key in known:
             hit = cache.lookup(key, known[key], run, digests)
-            if hit is not None and (result := _result_from_json(hit, raw[key], path)):
+            if hit is not None and (result := _result_from_json(hit, raw[key], path, texts)):
                 cached[key] = result
     # A hit that consulted a file processed again may have been settled
     # against that file's fixed summary: process it again too.
@@ -259,47 +272,48 @@ def _cacheable(result: FileResult, data: bytes) -> bool:
 
 
 def _result_to_json(result: FileResult) -> dict[str, Any]:
-    changed = result.outcome is Outcome.CHANGED
+    """What the analysis found, never text: the text rnnfix writes (or a diff
+    shows) is always computed from the source in the run that needs it
+    (``rnnfix.run.cache``)."""
     return {
         "outcome": result.outcome.value,
         "findings": [finding_to_json(f) for f in result.findings],
         "applied": [finding_to_json(f) for f in result.applied],
         "initial": [finding_to_json(f) for f in result.initial],
+        "followups": [finding_to_json(f) for f in result.followups],
         "dropped": [dropped_to_json(d) for d in result.dropped],
         "error": result.error,
         "error_line": result.error_line,
         "error_col": result.error_col,
-        "followups": [finding_to_json(f) for f in result.followups],
-        # Texts only where a diff or a write needs them: the cache stays small.
-        "old_text": result.old_text if changed else None,
-        "new_text": result.new_text if changed else None,
         "consulted": sorted(result.consulted),
         "notes": result.notes,
     }
 
 
-def _result_from_json(data: dict[str, Any], raw: bytes, path: Path) -> FileResult | None:
+def _result_from_json(
+    data: dict[str, Any], raw: bytes, path: Path, texts: bool
+) -> FileResult | None:
     """A cached result, or None when the entry does not read back (then the
-    file is simply processed again)."""
+    file is simply processed again). A changed file's result is a miss when
+    the run needs its text (``texts``: a write, a diff): the cache has none."""
     try:
         outcome = Outcome(data["outcome"])
-        # Unchanged files carry no text: nothing downstream reads it (diffs
-        # and writes are of changed files), and decoding every file would
-        # cost a warm run more than the rest of it.
-        old_text, new_text = data["old_text"], data["new_text"]
+        if outcome is Outcome.CHANGED and texts:
+            return None
+        # No text: nothing downstream reads it without ``texts`` (diffs and
+        # writes are of changed files), and decoding every file would cost a
+        # warm run more than the rest of it.
         return FileResult(
             path=str(path),
             outcome=outcome,
             findings=[finding_from_json(f) for f in data["findings"]],
             applied=[finding_from_json(f) for f in data["applied"]],
             initial=[finding_from_json(f) for f in data["initial"]],
+            followups=[finding_from_json(f) for f in data["followups"]],
             dropped=[dropped_from_json(d) for d in data["dropped"]],
             error=data["error"],
             error_line=data["error_line"],
             error_col=data["error_col"],
-            followups=[finding_from_json(f) for f in data["followups"]],
-            old_text=old_text,
-            new_text=new_text,
             old_bytes=raw,
             consulted=frozenset(data["consulted"]),
             notes=[str(n) for n in data["notes"]],
@@ -328,7 +342,10 @@ def _build_project(
     only the run's files are fixed."""
     if len(paths) + len(outside) < 2 or not _uses_project(settings):
         return None
-    return ProjectIndex.build([*paths, *(Path(o) for o in outside)])
+    # Only regular files: a FIFO named on the command line would block the
+    # first lookup that reads it (``process_file`` reports it).
+    plain = [p for p in paths if is_plain_file(p)]
+    return ProjectIndex.build([*plain, *(Path(o) for o in outside)])
 
 
 def _map(
@@ -336,6 +353,7 @@ def _map(
 ) -> list[FileResult]:
     results: list[FileResult] = []
     for result in pool.map(paths, write):
+        stopping.check()  # a stop that native code swallowed mid-file
         results.append(result)
         progress.checked += 1
         progress.written += write and result.outcome is Outcome.CHANGED
@@ -388,7 +406,8 @@ def _write(path: Path, result: FileResult, progress: Progress) -> None:
     assert result.new_text is not None and result.old_bytes is not None
     # Ctrl-C / SIGTERM wait until the file is written and counted, so the
     # "N written" an interrupted run prints is exact.
-    with _signals_deferred():
+    stopping.check()
+    with signals_blocked():
         try:
             new = decode(result.old_bytes).encode(result.new_text)
             write_atomic(path, new, expected=result.old_bytes)
@@ -396,20 +415,6 @@ def _write(path: Path, result: FileResult, progress: Progress) -> None:
             result.outcome = Outcome.FAILED
             result.error = str(exc) if isinstance(exc, FileProblem) else f"cannot encode: {exc}"
         progress.written += result.outcome is Outcome.CHANGED
-
-
-@contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    signals = {signal.SIGINT, signal.SIGTERM}
-    try:
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
-    except (AttributeError, ValueError, OSError):  # not Unix, or not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def process_file(
@@ -429,6 +434,7 @@ def process_file(
     result.old_bytes = data
     if result.outcome is not Outcome.CHANGED or not write:
         return result
+    stopping.check()  # never write a file whose analysis a stop cut short
     assert result.new_text is not None
     try:
         write_atomic(path, decoded.encode(result.new_text), expected=data)
@@ -536,17 +542,26 @@ _PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 _NEWER = (3, 12)
 NEWER_SYNTAX = f"not checked: needs Python 3.12 to parse (rnnfix runs on Python {_PY})"
 _PEP695 = re.compile(r"^\s*(?:(?:async\s+)?def\s+\w+\s*\[|class\s+\w+\s*\[|type\s+\w+\s*(?:\[|=))")
+# An f-string whose replacement field holds the f-string's own quote (PEP 701).
+_PEP701 = re.compile(r"""(?i)(?<![\w])(?:rf|fr|f)(["'])[^\n]*?\{[^}\n]*\1""")
 
 _PEP695_ANYWHERE = re.compile(_PEP695.pattern, re.M)
 
 
-def newer_syntax(text: str, lineno: int | None) -> bool:
+def newer_syntax(text: str, lineno: int | None, msg: str = "") -> bool:
     """Whether a syntax error at ``lineno`` is a newer Python's syntax rather
-    than a mistake (the file is then not checked, and counted apart)."""
+    than a mistake (the file is then not checked, and counted apart): PEP
+    695's type parameters, and PEP 701's f-strings (a quote of the f-string's
+    own kind inside a replacement field), both before 3.12."""
     if sys.version_info >= _NEWER or lineno is None:
         return False
-    lines = text.splitlines()
-    return 0 < lineno <= len(lines) and bool(_PEP695.match(lines[lineno - 1]))
+    lines = line_texts(text)
+    if not 0 < lineno <= len(lines):
+        return False
+    line = lines[lineno - 1]
+    if _PEP695.match(line):
+        return True
+    return msg.startswith("f-string") and _PEP701.search(line) is not None
 
 
 def _too_new_for_target(text: str, settings: Settings) -> int | None:
@@ -591,9 +606,15 @@ def process_text(
             return FileResult(
                 name, Outcome.UNCHANGED, old_text=text, new_text=text, consulted=frozenset(gate)
             )
-        fixed = fix_source(text, settings, name, project)
+        large = budget.too_large(text)
+        if large is not None:
+            return FileResult(name, Outcome.FAILED, error=large)
+        with budget.cpu_budget():
+            fixed = fix_source(text, settings, name, project)
+    except budget.BudgetExceeded:
+        return FileResult(name, Outcome.FAILED, error=budget.exceeded_reason())
     except SyntaxError as exc:
-        if newer_syntax(text, exc.lineno):
+        if newer_syntax(text, exc.lineno, exc.msg or ""):
             target = settings.target
             error = _target_error(settings) if target and target < _NEWER else NEWER_SYNTAX
             return FileResult(name, Outcome.FAILED, error=error, error_line=exc.lineno)

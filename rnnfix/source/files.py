@@ -14,7 +14,7 @@ import stat
 import tempfile
 import tokenize
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
@@ -174,24 +174,36 @@ def read_source(path: Path, max_bytes: int = MAX_FILE_BYTES) -> tuple[bytes, Dec
     return data, decode(data)
 
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_ANY_WRITE = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
+
+
 def _current_bytes(path: Path) -> bytes | None:
+    """What the file holds now; None when it is gone or is a link now."""
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read()
     except OSError:
         return None
 
 
 def check_writable(path: Path) -> None:
-    """A read-only file is the user's statement that it must not change; as root
+    """A read-only file is the user's statement that it must not change, and
+    so is a read-only folder (a rename in it replaces the file); as root
     ``os.access`` says yes to everything, so look at the mode bits too."""
     try:
         st = path.stat()
+        folder = path.parent.stat()
     except OSError as exc:
         raise FileProblem(f"cannot write: {exc.strerror or exc}") from None
-    if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(
-        path, os.W_OK
-    ):
+    if not st.st_mode & _ANY_WRITE or not os.access(path, os.W_OK):
         raise FileProblem("cannot write: file is read-only")
+    if not folder.st_mode & _ANY_WRITE or not os.access(path.parent, os.W_OK):
+        raise FileProblem("cannot write: its folder is read-only")
 
 
 def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None:
@@ -216,6 +228,10 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
+        # Right before the rename: a file swapped for a link meanwhile keeps
+        # the link (the rename would replace it with a regular file).
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            raise FileProblem("is no longer a regular file (a link?); not overwritten")
         if expected is not None and _current_bytes(path) != expected:
             raise FileProblem("changed on disk while rnnfix ran; not overwritten")
         os.replace(tmp, path)
@@ -233,7 +249,26 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
                 pass
 
 
+def is_plain_file(path: Path) -> bool:
+    """A regular file, not a link: what may be read without blocking (a FIFO,
+    ``/dev/zero``) and what rnnfix may write."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
 # --- discovery -----------------------------------------------------------------
+
+
+@dataclass
+class Problems:
+    """What discovery could not do, one line each: ``errors`` fail the run
+    (a folder that cannot be read, an ``exclude`` pattern that is not one),
+    ``warnings`` do not (a ``.gitignore`` line git itself ignores)."""
+
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def discover(
@@ -241,6 +276,7 @@ def discover(
     exclude: Sequence[str] = (),
     include_tests: bool = False,
     force_exclude: bool = False,
+    problems: Problems | None = None,
 ) -> Iterator[Path]:
     """Files to process. Folders are walked for ``*.py`` and ``*.ipynb``
     without following links, skipping ``SKIP_DIRS``, virtual environments,
@@ -250,14 +286,16 @@ def discover(
     processed as given, as ruff and pytest do (even a non-``.py`` or symlinked
     one, which then fails with a reason), unless ``force_exclude``: then
     ``exclude`` and the test-code default apply to them (files and folders)
-    too, relative to the current folder (pre-commit names every changed file)."""
-    excluded = _spec(exclude) if exclude else None
+    too, relative to the current folder (pre-commit names every changed file).
+    ``problems`` collects what could not be read or used; the walk goes on."""
+    problems = problems if problems is not None else Problems()
+    excluded = _spec(exclude, "exclude", problems.errors) if exclude else None
     seen: set[Path] = set()
     for root in paths:
         if root.is_dir() and not root.is_symlink():
             if force_exclude and _forced_out(root, excluded, include_tests, is_dir=True):
                 continue
-            for p in _walk(root, excluded, include_tests):
+            for p in _walk(root, excluded, include_tests, problems):
                 if p not in seen:
                     seen.add(p)
                     yield p
@@ -287,35 +325,45 @@ def _forced_out(
 
 
 def _walk(
-    root: Path, excluded: pathspec.GitIgnoreSpec | None, include_tests: bool
+    root: Path, excluded: pathspec.GitIgnoreSpec | None, include_tests: bool, problems: Problems
 ) -> Iterator[Path]:
-    ignores = _GitIgnores(root)
+    ignores = _GitIgnores(root, problems.warnings)
     stack = [root]
     while stack:
         folder = stack.pop()
         ignores.load(folder)
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError:
+        except OSError as exc:
+            # One line for the folder; the rest of the tree is still checked.
+            problems.errors.append(f"{folder}: cannot read the folder ({exc.strerror or exc})")
             continue
         subdirs = []
         for entry in entries:
             p = Path(entry.path)
-            if entry.is_symlink():
+            try:
+                if entry.is_symlink():
+                    continue
+                is_dir = entry.is_dir()
+                is_file = not is_dir and entry.is_file()
+            except OSError as exc:
+                problems.errors.append(f"{p}: cannot read ({exc.strerror or exc})")
                 continue
-            if entry.is_dir():
+            if is_dir:
                 if entry.name in SKIP_DIRS or entry.name.endswith(".egg-info"):
                     continue
                 if not include_tests and entry.name in TEST_DIRS:
                     continue
-                if (p / "pyvenv.cfg").exists():
+                # os.path: a folder that cannot be entered is no venv (and is
+                # reported when the walk gets to it), never an exception.
+                if os.path.exists(p / "pyvenv.cfg"):
                     continue
                 if ignores.ignored(p, is_dir=True) or _matches(excluded, root, p, True):
                     continue
                 subdirs.append(p)
-            elif _TEMP_NAME.match(entry.name) and entry.is_file():
+            elif _TEMP_NAME.match(entry.name) and is_file:
                 _remove_leftover(p)
-            elif entry.name.endswith(SOURCE_SUFFIXES) and entry.is_file():
+            elif entry.name.endswith(SOURCE_SUFFIXES) and is_file:
                 if not include_tests and is_test_file(entry.name, p):
                     continue
                 if ignores.ignored(p, is_dir=False) or _matches(excluded, root, p, False):
@@ -340,29 +388,47 @@ def _matches(spec: pathspec.GitIgnoreSpec | None, root: Path, p: Path, is_dir: b
     return bool(spec.match_file(rel))
 
 
-def _spec(lines: Sequence[str]) -> pathspec.GitIgnoreSpec:
+def _spec(
+    lines: Sequence[str], where: str, problems: list[str], numbered: bool = False
+) -> pathspec.GitIgnoreSpec:
+    """``lines`` as one spec; a line that is no valid pattern (``!``, ``\\``:
+    git accepts and ignores them) is left out, with a line in ``problems``."""
     # pathspec is imported here: a run on the files it names reads no
     # ``.gitignore`` and has no ``exclude``, and need not pay for it.
     import pathspec
 
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except ValueError:
+        pass
+    good = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            pathspec.GitIgnoreSpec.from_lines([line])
+        except ValueError:
+            label = f"{where}:{number}" if numbered else where
+            problems.append(f"{label}: {line!r} is not a valid pattern; ignored")
+            continue
+        good.append(line)
+    return pathspec.GitIgnoreSpec.from_lines(good)
 
 
 class _GitIgnores:
     """``.gitignore`` files of the walked tree and of its ancestors up to the
     repository root, each applied relative to its own folder."""
 
-    def __init__(self, given: Path) -> None:
+    def __init__(self, given: Path, warnings: list[str]) -> None:
         self._specs: list[tuple[Path, pathspec.GitIgnoreSpec]] = []
+        self._warnings = warnings
         root = given.resolve()
         ancestors = []
         for parent in root.parents:
             ancestors.append(parent)
-            if (parent / ".git").exists():
+            if os.path.exists(parent / ".git"):
                 break
         else:
             ancestors = []
-        if (root / ".git").exists():
+        if os.path.exists(root / ".git"):
             ancestors = []
         for folder in reversed(ancestors):
             self._add(folder)
@@ -379,12 +445,12 @@ class _GitIgnores:
 
     def _add(self, folder: Path) -> None:
         f = folder / ".gitignore"
-        if f.is_file():
+        if os.path.isfile(f):
             try:
                 lines = f.read_text(encoding="utf-8", errors="replace").splitlines()
             except OSError:
                 return
-            self._specs.append((folder, _spec(lines)))
+            self._specs.append((folder, _spec(lines, str(f), self._warnings, numbered=True)))
 
     def load(self, folder: Path) -> None:
         folder = self._real(folder)

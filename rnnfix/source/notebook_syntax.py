@@ -33,7 +33,7 @@ _ESCAPES = frozenset("!?%,;/")
 # Characters that make an ``=`` part of another operator (``==``, ``<=``, ``+=``, ``:=``...).
 _OPERATOR_CHARS = frozenset("=!<>+-*/%&|^@:~")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
-MASK = re.compile(r"__rnnfix_magic__\((\d+)\s*\)")
+MASK_NAME = "__rnnfix_magic__"  # another where a cell holds it (``rnnfix.source.notebooks``)
 # Cell magics whose body is Python run in the user's namespace: the cell is
 # part of the program (IPython transforms and runs the body).
 PYTHON_BODY_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
@@ -98,9 +98,10 @@ def has_python_body(text: str) -> bool:
     return first.startswith("%%")
 
 
-def mask(text: str, magics: list[str]) -> str:
+def mask(text: str, magics: list[str], name: str = MASK_NAME) -> str:
     """``text`` with its IPython syntax replaced by masks; ``magics`` receives
-    the original pieces (a mask's number is its index there)."""
+    the original pieces (a mask's number is its index there). ``name``: the
+    mask's identifier, one that no cell of the notebook contains."""
     lines = split_lines(text)
     out: list[str] = []
     i = 0
@@ -109,7 +110,7 @@ def mask(text: str, magics: list[str]) -> str:
         body = line.lstrip(" \t\f")
         if body[:1] in _ESCAPES:
             end = _continued(lines, i)
-            out.extend(_masked(lines, i, len(line) - len(body), end, magics))
+            out.extend(_masked(lines, i, len(line) - len(body), end, magics, name))
             i = end + 1
             continue
         logical = _scan(lines, i)
@@ -117,10 +118,10 @@ def mask(text: str, magics: list[str]) -> str:
             row, col = logical.assign_magic
             end = _continued(lines, row)
             out.extend(lines[i:row])
-            out.extend(_masked(lines, row, col, end, magics))
+            out.extend(_masked(lines, row, col, end, magics, name))
             i = end + 1
         elif logical.help:
-            out.extend(_masked(lines, i, len(line) - len(body), logical.end, magics))
+            out.extend(_masked(lines, i, len(line) - len(body), logical.end, magics, name))
             i = logical.end + 1
         else:
             out.extend(lines[i : logical.end + 1])
@@ -128,8 +129,9 @@ def mask(text: str, magics: list[str]) -> str:
     return "".join(out)
 
 
-def unmask(text: str, magics: list[str]) -> str:
-    return MASK.sub(lambda m: magics[int(m.group(1))], text)
+def unmask(text: str, magics: list[str], name: str = MASK_NAME) -> str:
+    pattern = re.compile(re.escape(name) + r"\((\d+)\s*\)")
+    return pattern.sub(lambda m: magics[int(m.group(1))], text)
 
 
 def _newline(line: str) -> str:
@@ -147,15 +149,17 @@ def _continued(lines: list[str], row: int) -> int:
     return end
 
 
-def _masked(lines: list[str], row: int, col: int, end: int, magics: list[str]) -> list[str]:
+def _masked(
+    lines: list[str], row: int, col: int, end: int, magics: list[str], name: str
+) -> list[str]:
     first, last = lines[row], lines[end]
     piece = first[col:] + "".join(lines[row + 1 : end + 1])
     magics.append(piece[: len(piece) - len(_newline(last))])
     k = len(magics) - 1
     if row == end:
-        return [f"{first[:col]}__rnnfix_magic__({k}){_newline(first)}"]
+        return [f"{first[:col]}{name}({k}){_newline(first)}"]
     middle = [_newline(ln) for ln in lines[row + 1 : end]]
-    return [f"{first[:col]}__rnnfix_magic__({k}{_newline(first)}", *middle, f"){_newline(last)}"]
+    return [f"{first[:col]}{name}({k}{_newline(first)}", *middle, f"){_newline(last)}"]
 
 
 @dataclass

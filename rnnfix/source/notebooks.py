@@ -1,10 +1,11 @@
 """Jupyter notebooks: their code cells as one Python module, and back.
 
 Code cells are joined into one module, each preceded by a marker statement
-``__rnnfix_cell__(k)``, so that a fix inserted at the top of a cell stays in
-that cell; IPython syntax (``%magic``, ``!shell``, ``obj?``...) is masked by
-``rnnfix.source.notebook_syntax`` with IPython's own rules. A cell that starts with a
-cell magic whose body is Python (``%%time``...) is part of the program, its
+``__rnnfix_cell__(k)`` (another identifier where a cell holds that text),
+so that a fix inserted at the top of a cell stays in that cell; IPython
+syntax (``%magic``, ``!shell``, ``obj?``...) is masked by
+``rnnfix.source.notebook_syntax`` with IPython's own rules. A cell that
+starts with a cell magic whose body is Python (``%%time``...) is part of the program, its
 magic line masked; other cell magics (``%%bash``, ``%%writefile``...) leave the
 cell out. A cell that does not parse even so is left out too and named in
 ``skipped`` (IPython runs each cell on its own: the others still run). After
@@ -27,8 +28,11 @@ from rnnfix.source import notebook_json, notebook_syntax
 from rnnfix.source.files import FileProblem
 from rnnfix.source.notebook_syntax import split_lines
 
-_CELL = re.compile(r"^__rnnfix_cell__\((\d+)\)\r?\n?$")
-_FIRST_MASK = re.compile(r"__rnnfix_magic__\((\d+)\)")
+# The markers' identifiers: ``__rnnfix_cell__`` and ``__rnnfix_magic__``,
+# or, in a notebook whose cells hold ``__rnnfix`` themselves, ``__rnnfixN_``
+# ones with the first N no cell contains (``_marker_names``): a cell's own
+# text is never taken for a marker.
+_PREFIX = "__rnnfix"
 _IMPORT = re.compile(r"(import|from)\s")
 # (indent, sort_keys) as written by nbformat (1, True) and by other tools.
 _LAYOUTS: tuple[tuple[int, bool], ...] = ((1, True), (1, False), (2, False), (2, True), (4, False))
@@ -50,12 +54,28 @@ class Notebook:
     text: str = ""  # the file as read
     layout: tuple[int, bool] | None = None  # (indent, sort_keys) that reproduce the file
     trailing_newline: bool = True
+    cell_name: str = "__rnnfix_cell__"
+    mask_name: str = notebook_syntax.MASK_NAME
+
+    @property
+    def _cell(self) -> re.Pattern[str]:
+        return re.compile(r"^" + re.escape(self.cell_name) + r"\((\d+)\)\r?\n?$")
+
+    def cell_starts(self, python: str) -> list[tuple[int, int]]:
+        """(cell index, first line) of each cell of a module built by ``parse``."""
+        cell = self._cell
+        out = []
+        for number, line in enumerate(split_lines(python), start=1):
+            m = cell.match(line)
+            if m:
+                out.append((int(m.group(1)), number + 1))
+        return out
 
     def locate(self, line: int, python: str | None = None) -> tuple[int, int]:
         """A line of ``python`` (by default the module as read; a fixed one
         has its cells at other lines) as (1-based cell number, line within the
         cell)."""
-        starts = self.cell_lines if python is None else cell_starts(python)
+        starts = self.cell_lines if python is None else self.cell_starts(python)
         cell, first = 0, 1
         for index, start in starts:
             if start <= line:
@@ -63,14 +83,13 @@ class Notebook:
         return cell + 1, line - first + 1
 
 
-def cell_starts(python: str) -> list[tuple[int, int]]:
-    """(cell index, first line) of each cell of a module built by ``parse``."""
-    out = []
-    for number, line in enumerate(split_lines(python), start=1):
-        m = _CELL.match(line)
-        if m:
-            out.append((int(m.group(1)), number + 1))
-    return out
+def _marker_names(sources: list[str]) -> tuple[str, str]:
+    if not any(_PREFIX in text for text in sources):
+        return "__rnnfix_cell__", notebook_syntax.MASK_NAME
+    n = 1
+    while any(f"{_PREFIX}{n}_" in text for text in sources):
+        n += 1
+    return f"{_PREFIX}{n}_cell__", f"{_PREFIX}{n}_magic__"
 
 
 def parse(text: str) -> Notebook:
@@ -78,23 +97,29 @@ def parse(text: str) -> Notebook:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise FileProblem(f"not a notebook: invalid JSON ({exc})") from None
+    except RecursionError:
+        raise FileProblem("not a notebook: JSON nested too deeply") from None
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         raise FileProblem("not a notebook: no list of cells")
-    if data.get("nbformat", 4) < 4:
-        raise FileProblem(f"notebook format {data.get('nbformat')} is not supported (need 4)")
+    version = data.get("nbformat", 4)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 4:
+        raise FileProblem(f"notebook format {version!r} is not supported (need 4)")
     nb = Notebook(data, "", text=text)
+    code = [
+        (index, _cell_text(cell, index))
+        for index, cell in enumerate(data["cells"])
+        if isinstance(cell, dict) and cell.get("cell_type") == "code"
+    ]
+    nb.cell_name, nb.mask_name = _marker_names([source for _, source in code])
     parts: list[str] = []
     line = 1
-    for index, cell in enumerate(data["cells"]):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
-        source = _cell_text(cell, index)
+    for index, source in code:
         body = _python_of(nb, index, source)
         if body is None:
             continue
         if body and not body.endswith(("\n", "\r")):
             body += "\n"
-        parts.append(f"__rnnfix_cell__({index})\n")
+        parts.append(f"{nb.cell_name}({index})\n")
         line += 1
         nb.cell_lines.append((index, line))
         parts.append(body)
@@ -116,7 +141,7 @@ def _python_of(nb: Notebook, index: int, source: str) -> str | None:
     if notebook_syntax.cell_magic(source) is not None and not python_body:
         return None  # %%bash, %%writefile...: the body is not Python
     magics = list(nb.magics)  # masks are numbered across the notebook
-    masked = notebook_syntax.mask(source, magics)
+    masked = notebook_syntax.mask(source, magics, nb.mask_name)
     prefix = _common_indent(masked)
     if prefix:
         masked = _dedent(masked, prefix)
@@ -176,8 +201,9 @@ def render(nb: Notebook, python: str) -> str:
     cells: dict[int, list[str]] = {}
     current: list[str] | None = None
     above: list[str] = []  # imports a fix added at the top of the module
+    marker = nb._cell
     for line in split_lines(python):
-        m = _CELL.match(line)
+        m = marker.match(line)
         if m:
             current = cells.setdefault(int(m.group(1)), [])
             continue
@@ -198,7 +224,7 @@ def render(nb: Notebook, python: str) -> str:
     for index, lines in cells.items():
         head = nb.magic_heads.get(index)
         if head is not None:
-            first = _FIRST_MASK.match("".join(lines).lstrip())
+            first = re.match(re.escape(nb.mask_name) + r"\((\d+)\)", "".join(lines).lstrip())
             if first is None or int(first.group(1)) != head:
                 raise FileProblem("cannot rewrite: a fix moved code above a cell magic")
         cell = data["cells"][index]
@@ -206,7 +232,7 @@ def render(nb: Notebook, python: str) -> str:
         body = "".join(lines)
         if index in nb.dedents:
             body = _indent(body, nb.dedents[index])
-        text = notebook_syntax.unmask(body, nb.magics)
+        text = notebook_syntax.unmask(body, nb.magics, nb.mask_name)
         if not old.endswith(("\n", "\r")) and text.endswith("\n"):
             text = text[:-1]
         if text == old:

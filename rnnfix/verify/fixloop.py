@@ -40,7 +40,7 @@ from rnnfix.verify.records import (
     Site,
 )
 from rnnfix.verify.result import VerifyResult
-from rnnfix.verify.rollback import restore_bytes
+from rnnfix.verify.rollback import EditedSinceWritten, restore_bytes
 from rnnfix.verify.runner import run_verify
 
 MAX_ROUNDS = 3
@@ -67,7 +67,8 @@ _NOT_PLANNED = {
 @dataclass
 class FixOutcome:
     fix: PlannedFix
-    #: ``proven`` (written and kept), ``rolled back``, ``would apply``
+    #: ``proven`` (written and kept), ``rolled back``, ``not rolled back``
+    #: (unproven, but edited on disk while the command ran), ``would apply``
     #: (``--diff``), ``not applied`` (the edit could not be made).
     status: str
     why: str = ""
@@ -157,13 +158,13 @@ def verify_fix(
         if not write:
             report.diff = _diff_of(plan.fixes, report)
             break
-        originals, texts = _write(plan.fixes, report)
+        originals, texts, written = _write(plan.fixes, report)
         if not originals:
             break
         proof = run(seen=False)
         report.runs.append(proof)
         every_file_kept, new = _judge(
-            plan.fixes, originals, texts, current, proof, baseline, report, root
+            plan.fixes, originals, texts, current, proof, baseline, report, root, written
         )
         if every_file_kept:
             now = proof
@@ -199,11 +200,14 @@ def _report_the_rest(
         report.unfixed.append(Unfixed(record, why))
 
 
-def _write(fixes: list[PlannedFix], report: FixReport) -> tuple[dict[Path, bytes], dict[Path, str]]:
-    """Write every file's edits at once; returns the original bytes and the
-    original text of the files written."""
+def _write(
+    fixes: list[PlannedFix], report: FixReport
+) -> tuple[dict[Path, bytes], dict[Path, str], dict[Path, bytes]]:
+    """Write every file's edits at once; returns the original bytes, the
+    original text and the bytes written of the files written."""
     originals: dict[Path, bytes] = {}
     texts: dict[Path, str] = {}
+    written: dict[Path, bytes] = {}
     for path, group in _by_file(fixes).items():
         new = _edited(path, group, report)
         if new is None:
@@ -216,7 +220,8 @@ def _write(fixes: list[PlannedFix], report: FixReport) -> tuple[dict[Path, bytes
             continue
         originals[path] = data
         texts[path] = old_text
-    return originals, texts
+        written[path] = new_bytes
+    return originals, texts, written
 
 
 def _edited(
@@ -263,8 +268,10 @@ def _judge(
     baseline: VerifyResult,
     report: FixReport,
     root: Path,
+    written: dict[Path, bytes],
 ) -> tuple[bool, list[Record]]:
-    """Keep or roll back each written file. Returns whether every file was
+    """Keep or roll back each written file (only one that still holds what
+    was written: an edit saved while the command ran is kept). Returns whether every file was
     kept, and the proving run's records the run before did not show (as the
     proving run wrote them)."""
     maps = _line_maps(originals, texts)
@@ -298,17 +305,25 @@ def _judge(
             reasons[path] = round_reason
         elif persisting:
             reasons[path] = f"the bug it fixes still shows ({persisting[0].records[0].where()})"
+    edited: set[Path] = set()
     for path in reasons:
-        restore_bytes(path, originals[path])
+        try:
+            restore_bytes(path, originals[path], written=written[path])
+        except EditedSinceWritten:
+            edited.add(path)  # saved while the command ran: that edit wins
+            continue
         rolled.add(path)
     for fix in fixes:
         if fix.path not in originals:
             continue
         if fix.path in rolled:
             report.outcomes.append(FixOutcome(fix, "rolled back", reasons[fix.path]))
+        elif fix.path in edited:
+            why = f"{reasons[fix.path]}; the file changed on disk while the command ran"
+            report.outcomes.append(FixOutcome(fix, "not rolled back", why))
         else:
             report.outcomes.append(FixOutcome(fix, "proven"))
-    return not rolled, new
+    return not rolled and not edited, new
 
 
 def _fails_alike(baseline: VerifyResult, proof: VerifyResult) -> bool:

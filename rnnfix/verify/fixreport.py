@@ -60,13 +60,15 @@ def evidence(record: Record, command: tuple[str, ...]) -> str:
 def format_fix_text(report: FixReport) -> str:
     counts = {
         status: sum(1 for o in report.outcomes if o.status == status)
-        for status in ("proven", "rolled back", "would apply", "not applied")
+        for status in ("proven", "rolled back", "not rolled back", "would apply", "not applied")
     }
     head = [f"{counts['proven']} fix(es) proven"] if report.written else []
     if counts["would apply"]:
         head.append(f"{counts['would apply']} fix(es) to apply (--diff: nothing written)")
     if counts["rolled back"]:
         head.append(f"{counts['rolled back']} rolled back")
+    if counts["not rolled back"]:
+        head.append(f"{counts['not rolled back']} not rolled back (edited during the run)")
     if counts["not applied"]:
         head.append(f"{counts['not applied']} not applied")
     head.append(f"{len(report.unfixed)} reported, not fixed")

@@ -16,6 +16,12 @@ def format_text(result: VerifyResult) -> str:
     if result.rolled_back:
         lines.append(f"  rolled back {len(result.rolled_back)} file(s) to their original bytes:")
         lines.extend(f"    {path}" for path in result.rolled_back)
+    if result.not_rolled_back:
+        lines.append(
+            f"  not rolled back: {len(result.not_rolled_back)} file(s) changed on disk since "
+            "rnnfix wrote them (the edit is kept; undo rnnfix's fix by hand):"
+        )
+        lines.extend(f"    {path}" for path in result.not_rolled_back)
     for record in result.records:
         times = f" x{record.count}" if record.count > 1 else ""
         who = f" [{', '.join(record.processes)}]" if len(result.processes) > 1 else ""
@@ -56,6 +62,7 @@ def to_json(result: VerifyResult) -> dict[str, Any]:
         "rnn_forwards": result.rnn_forwards,
         "rnn_forwards_cuda": result.rnn_forwards_cuda,
         "rolled_back": list(result.rolled_back),
+        "not_rolled_back": list(result.not_rolled_back),
         "records": [r.to_json() for r in result.records],
     }
 

@@ -26,6 +26,9 @@ class VerifyResult:
     stderr: str | None = None
     #: Files written back to their original bytes (``apply --verify``).
     rolled_back: tuple[str, ...] = ()
+    #: Files that needed a rollback but were edited while the command ran:
+    #: left as they are (the edit is someone's work).
+    not_rolled_back: tuple[str, ...] = ()
     #: Why the command could not be started at all (``OSError`` text).
     launch_error: str | None = None
 

@@ -25,6 +25,7 @@ from rnnfix.analysis.project.summaries import (
     FunctionSummary,
     ModuleSummary,
 )
+from rnnfix.source.lines import line_texts
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modes.modeflow import ModeFlow
@@ -84,7 +85,7 @@ def _summarise(
     functions: dict[str, FunctionSummary] = {}
     classes: dict[str, ClassSummary] = {}
     if mode_code or rnn_code or class_code:
-        pruned, kept = _pruned(tree, source.splitlines())
+        pruned, kept = _pruned(tree, line_texts(source))
         ctx = FileContext(source=source, tree=pruned, path=path)
         flow = ModeFlow(ctx, summaries_only=True) if mode_code else None
         index = flow.index if flow is not None else FileIndex(pruned, ctx.facts.imports)
