@@ -124,7 +124,7 @@ def call_facts(tree: ast.Module, imports: ImportMap) -> CallFacts:
                         eval_switch = True
                     elif switch is not None and switch.mode is Mode.TRAIN:
                         train_switch = True
-                elif attr == "step":
+                elif attr in ("step", "optimizer_step"):  # ``ModeFlow.step_kind``
                     step_call = True
                 elif attr == "backward":
                     backward_call = True

@@ -1039,6 +1039,14 @@ class ModeFlow:
                 return None
             if self._is_optimizer(recv):
                 return "optimizer_step"
+        if func.attr == "optimizer_step":
+            # A training strategy steps the optimizer it is given (OpenRLHF's
+            # ``self.strategy.optimizer_step(self.optimizer, self.model, ...)``,
+            # DeepSpeed/Accelerate wrappers): an optimizer step by its name
+            # and its optimizer argument.
+            args = [*call.args, *(k.value for k in call.keywords)]
+            if any((t := dotted(a)) is not None and self._is_optimizer(t) for a in args):
+                return "optimizer_step"
         return None
 
     @functools.cached_property
