@@ -266,23 +266,9 @@ class RegionJudge:
         return None
 
     def _called_elsewhere(self, name: str) -> bool:
-        project = self.ctx.project
-        if project is None:
-            return False
-        here = self.ctx.path
-        from rnnfix.analysis.project.index import files_mention, normalise
+        from rnnfix.analysis.project.index import called_elsewhere
 
-        me = normalise(here)
-        files = project.files
-        for path in files:
-            # A file whose text does not name the function cannot call it:
-            # no need to summarise it (the index summarises lazily).
-            if path == me or not files_mention(files, path, name):
-                continue
-            module = files[path]
-            if module is not None and name in module.called:
-                return True
-        return False
+        return called_elsewhere(self.ctx.project, self.ctx.path, name)
 
     def _callers_pass_on(self, func: Func, depth: int = 0) -> bool:
         """A caller returns or stores what ``func`` returns, to its own
