@@ -171,8 +171,10 @@ class _Scopes:
             return "wrapper"
         if "other" in verdicts:
             return "other"
-        if depth < 2 and isinstance(scope, ast.FunctionDef) and self._callers_wrap(
-            scope, owner, depth
+        if (
+            depth < 2
+            and isinstance(scope, ast.FunctionDef)
+            and self._callers_wrap(scope, owner, depth)
         ):
             return "wrapper"
         return "unknown"
@@ -184,7 +186,9 @@ class _Scopes:
         other file of the run calls a function of its name, and it is used no
         other way than by calls in this file (``callbacks=[validate]`` could
         hand it anything)."""
-        if owner not in _parameters(fn) or not isinstance(self.ctx.facts.parents.get(fn), ast.Module):
+        if owner not in _parameters(fn) or not isinstance(
+            self.ctx.facts.parents.get(fn), ast.Module
+        ):
             return False
         a = fn.args
         if a.vararg is not None or a.kwarg is not None or owner in {x.arg for x in a.posonlyargs}:

@@ -257,9 +257,10 @@ def _calls_parameter(fn: FuncNode) -> bool:
 def _pruned(tree: ast.Module, lines: list[str]) -> tuple[ast.Module, set[FuncNode]]:
     """The part of a module its summaries depend on: the top-level imports,
     and the functions and methods that switch modes or train (their text has
-    a ``MODE_TOKENS`` token) or call one of their parameters (forward helpers), with the functions of the file they call and
-    that call them, found by name; every other function is kept as a stub
-    (its name still resolves, its body is ``pass``). Module-level code is
+    a ``MODE_TOKENS`` token) or call one of their parameters (forward
+    helpers), with the functions of the file they call and that call them,
+    found by name; every other function is kept as a stub (its name still
+    resolves, its body is ``pass``). Module-level code is
     dropped. Most of a large library file is not mode code: this is what keeps
     the index at about one ``ast.parse`` per file."""
     defs: list[FuncNode] = []
@@ -272,9 +273,7 @@ def _pruned(tree: ast.Module, lines: list[str]) -> tuple[ast.Module, set[FuncNod
     text = {fn: "\n".join(lines[fn.body[0].lineno - 1 : fn.end_lineno]) for fn in defs}
     names = {fn.name for fn in defs}
     calls = {fn: set(_CALLED_NAME.findall(text[fn])) & names for fn in defs}
-    keep = {
-        fn for fn in defs if any(t in text[fn] for t in MODE_TOKENS) or _calls_parameter(fn)
-    }
+    keep = {fn for fn in defs if any(t in text[fn] for t in MODE_TOKENS) or _calls_parameter(fn)}
     down = {n for fn in keep for n in calls[fn]}  # what the mode code calls (forwards)
     changed = True
     while changed:

@@ -67,9 +67,7 @@ def function_aliases(
         target, value = dotted(stmt.targets[0]), dotted(stmt.value)
         if target is None or value is None or bound[value] > 0:
             continue
-        if bound[target] != 1 and not (
-            "." in value and bound[target] == 1 + rewrapped[target]
-        ):
+        if bound[target] != 1 and not ("." in value and bound[target] == 1 + rewrapped[target]):
             continue
         if isinstance(stmt.targets[0], ast.Name) and target not in params:
             # local <- attribute of self (or of a parameter), maybe rewrapped

@@ -36,6 +36,7 @@ from rnnfix.analysis.torch.api import mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.rules.base import FileContext, Finding, Fix
 from rnnfix.rules.rnf003.escape import Escape, escapes
+from rnnfix.rules.rnf003.flagfunc import flag_function_finding
 from rnnfix.rules.rnf003.models import ModelIndex
 from rnnfix.rules.rnf003.modes import (
     DELIBERATE,
@@ -98,6 +99,10 @@ class RegionJudge:
         if region.signal == "phase":
             found = phase_loop_finding(self.ctx, self.index, region.node)
             return found if found is not None else Verdict.LEFT_ALONE
+        if region.signal == "flag":
+            assert isinstance(node, ast.FunctionDef)
+            flagged = flag_function_finding(self.ctx, self.index, node)
+            return flagged if flagged is not None else Verdict.LEFT_ALONE
         is_function = isinstance(node, FUNCTIONS)
         if is_function:
             assert isinstance(node, FUNCTIONS)
