@@ -79,10 +79,13 @@ def may_switch_cudnn_off(source: str) -> bool:
 # A mode call in any file of the run: ``.eval`` / ``.train`` as an attribute
 # (``m.train(False)``, ``Net().eval()``); what a summary that sets eval needs.
 EVAL_REACH = re.compile(rb"\.(?:[ \t\f\r\n\\]|#[^\n]*(?![^\n]))*(?:eval|train)\b")
-# What a summary with an optimizer step needs in its file: a ``.step`` call,
+# What a summary with an optimizer step needs in its file: a ``.step`` call
+# (or a strategy's ``.optimizer_step``),
 # or an optimizer built from ``parameters()`` / by ``torch.optim`` that is
 # called (``train_op()``).
-STEP_REACH = re.compile(rb"\.(?:[ \t\f\r\n\\]|#[^\n]*(?![^\n]))*step\b|parameters\b|\boptim\b")
+STEP_REACH = re.compile(
+    rb"\.(?:[ \t\f\r\n\\]|#[^\n]*(?![^\n]))*(?:optimizer_)?step\b|parameters\b|\boptim\b"
+)
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,7 @@ def call_facts(tree: ast.Module, imports: ImportMap) -> CallFacts:
                         eval_switch = True
                     elif switch is not None and switch.mode is Mode.TRAIN:
                         train_switch = True
-                elif attr == "step":
+                elif attr in ("step", "optimizer_step"):  # ``ModeFlow.step_kind``
                     step_call = True
                 elif attr == "backward":
                     backward_call = True

@@ -5,8 +5,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from rnnfix.analysis.project.index import called_elsewhere
 from rnnfix.analysis.ruletext import may_call_module_mode
 from rnnfix.analysis.syntax.names import dotted, method_call
+from rnnfix.analysis.syntax.scopes import bind_arguments
 from rnnfix.analysis.syntax.walks import walk_tree
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.returns import ReturnFacts
@@ -55,9 +57,13 @@ wrapper's flag. The wrapper may reach `model` through a helper, of this file
 or of another file of the run, that returns one on every path (`model =
 build_parallel(cfg)`, `self.model = self.load_model(path)`) or that returns
 its argument unchanged (`model = to_cuda(nn.DataParallel(net))` where
-`to_cuda` returns `m.cuda()`). When `model` is never assigned where it is used
-(a parameter), the fix is unsafe: the object may define a `module` attribute
-of its own. Left alone: objects assigned from anything else, such as an EMA
+`to_cuda` returns `m.cuda()`). A parameter of a module-level function is a
+wrapper when every call of that function passes one (`validate(model,
+loader)` after `model = nn.DataParallel(net)`), the function is used no
+other way in the file, and no other file of the run calls a function of its
+name. Otherwise, when `model` is never assigned where it is used (a
+parameter), the fix is unsafe: the object may define a `module` attribute of
+its own. Left alone: objects assigned from anything else, such as an EMA
 helper, a local class with `self.module`, `torch.compile(...)` (another
 object), a call that is not known, or a helper that wraps only on some paths
 (`if n_gpu > 1: model = nn.DataParallel(model)`; `return model`); and
@@ -145,8 +151,10 @@ class _Scopes:
             ctx.tree, ctx.facts.imports, view.returns if view is not None else None
         )
 
-    def origin(self, owner: str, use: ast.AST) -> str:
-        """ "wrapper", "other" (assigned from something else in scope) or "unknown"."""
+    def origin(self, owner: str, use: ast.AST, depth: int = 0) -> str:
+        """ "wrapper", "other" (assigned from something else in scope) or
+        "unknown". A parameter of a function is a wrapper when every caller
+        passes one (``_callers_wrap``, ``depth`` levels of callers up)."""
         scope = self._scope_for(owner, use)
         verdicts = set()
         for node in ast.walk(scope):
@@ -163,7 +171,46 @@ class _Scopes:
             return "wrapper"
         if "other" in verdicts:
             return "other"
+        if (
+            depth < 2
+            and isinstance(scope, ast.FunctionDef)
+            and self._callers_wrap(scope, owner, depth)
+        ):
+            return "wrapper"
         return "unknown"
+
+    def _callers_wrap(self, fn: ast.FunctionDef, owner: str, depth: int) -> bool:
+        """``owner`` is a parameter of the module-level function ``fn``, and
+        every caller rnnfix can see passes a proven wrapper there
+        (``validate(model, loader)`` after ``model = DataParallel(net)``): no
+        other file of the run calls a function of its name, and it is used no
+        other way than by calls in this file (``callbacks=[validate]`` could
+        hand it anything)."""
+        if owner not in _parameters(fn) or not isinstance(
+            self.ctx.facts.parents.get(fn), ast.Module
+        ):
+            return False
+        a = fn.args
+        if a.vararg is not None or a.kwarg is not None or owner in {x.arg for x in a.posonlyargs}:
+            return False
+        params = [x.arg for x in a.args]
+        kwonly = [x.arg for x in a.kwonlyargs]
+        sites: list[ast.Call] = []
+        called: set[int] = set()
+        for n in walk_tree(self.ctx.tree):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == fn.name:
+                sites.append(n)
+                called.add(id(n.func))
+        for n in walk_tree(self.ctx.tree):
+            if isinstance(n, ast.Name) and n.id == fn.name and id(n) not in called:
+                return False  # passed on as a value, or rebound
+        if not sites or called_elsewhere(self.ctx.project, self.ctx.path, fn.name):
+            return False
+        for site in sites:
+            arg = bind_arguments(params, kwonly, False, site).get(owner)
+            if arg is None or self.origin(arg, site, depth + 1) != "wrapper":
+                return False
+        return True
 
     def _scope_for(self, owner: str, use: ast.AST) -> ast.AST:
         want_class = owner.startswith("self.")

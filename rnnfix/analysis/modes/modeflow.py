@@ -59,6 +59,7 @@ from rnnfix.analysis.torch.models import (
     forward_path,
     mode_receiver,
     module_attributes,
+    unwrap_built,
 )
 from rnnfix.analysis.torch.optimizers import Optimizers
 
@@ -291,13 +292,19 @@ class ModeFlow:
             return {}
         found = self._aliases.get(scope)
         if found is None:
-            found = function_aliases(self.index, scope)
+            found = function_aliases(self.index, scope, self._wrapped_name)
             self._aliases[scope] = found
         if params:
             return found
         info = self.index.functions.get(scope)
         taken = set(info.params) | set(info.kwonly) if info is not None else set()
         return {k: v for k, v in found.items() if k not in taken}
+
+    def _wrapped_name(self, value: ast.expr) -> str | None:
+        """The name ``value`` wraps or returns itself: ``nn.DataParallel(model)``,
+        ``model.to(device)`` -> ``model``."""
+        inner = unwrap_built(value, self.imports)
+        return inner.id if inner is not value and isinstance(inner, ast.Name) else None
 
     def canonical(self, key: str, scope: FuncNode | None) -> str:
         """The path the flow tracks ``key`` under in ``scope`` (``model`` ->
@@ -1031,6 +1038,14 @@ class ModeFlow:
             if recv is None or "sched" in recv.lower() or len(call.args) > 1:
                 return None
             if self._is_optimizer(recv):
+                return "optimizer_step"
+        if func.attr == "optimizer_step":
+            # A training strategy steps the optimizer it is given (OpenRLHF's
+            # ``self.strategy.optimizer_step(self.optimizer, self.model, ...)``,
+            # DeepSpeed/Accelerate wrappers): an optimizer step by its name
+            # and its optimizer argument.
+            args = [*call.args, *(k.value for k in call.keywords)]
+            if any((t := dotted(a)) is not None and self._is_optimizer(t) for a in args):
                 return "optimizer_step"
         return None
 

@@ -8,7 +8,12 @@ Three signals, all syntactic:
 - *name*: the body of a function or method named like ``evaluate``,
   ``validate``, ``test``, ``eval_*``, ``predict``, ``inference``;
 - *after-eval*: a loop that follows ``<model>.eval()`` in the same block and
-  calls that model.
+  calls that model;
+- *flag*: a function shared by training and evaluation through a boolean
+  parameter (``def iteration(self, epoch, loader, train=True)``) whose
+  training step runs only under ``if train:``, called in the file with the
+  flag False (``self.iteration(epoch, loader, train=False)``), and that never
+  switches a mode itself.
 
 Whether a region calls a model, runs a training step, or is already under
 ``eval()`` / ``no_grad`` is for the rule to ask; this module only finds them,
@@ -33,6 +38,7 @@ from rnnfix.analysis.syntax.walks import (
     scope_of,
     walk_all_local,
     walk_local,
+    walk_tree,
     words,
 )
 from rnnfix.analysis.torch.api import module_mode_switch
@@ -42,7 +48,7 @@ from rnnfix.source.files import is_test_source
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
 
-Signal = Literal["data", "name", "after-eval", "phase"]
+Signal = Literal["data", "name", "after-eval", "phase", "flag"]
 
 _EVAL_DATA_WORDS = frozenset(
     {"val", "vali", "valid", "validation", "dev", "test", "testing", "eval", "evaluation",
@@ -181,6 +187,8 @@ def _visit(ctx: FileContext, node: ast.AST, out: list[EvalRegion], inside: bool)
                 continue  # a test asserts what the code does as written
             if function_is_eval(ctx, child):
                 out.append(EvalRegion(child, "name"))
+            elif flag_parameter(ctx, child) is not None:
+                out.append(EvalRegion(child, "flag"))
         elif isinstance(child, LOOPS) and not inside and not _in_lightning_class(ctx, child):
             signal = _loop_signal(ctx, child)
             if signal is not None:
@@ -211,6 +219,99 @@ def _loop_signal(ctx: FileContext, loop: ast.stmt) -> Signal | None:
     if evaluated and _calls_any(loop, evaluated):
         return "after-eval"
     return None
+
+
+# Boolean parameters that say "this call trains" (``regiontext`` reads them too).
+FLAG_NAMES = frozenset({"train", "training", "is_train", "is_training", "train_mode"})
+
+
+def flag_parameter(ctx: FileContext, func: ast.AST) -> str | None:
+    """The parameter of a function shared by training and evaluation (the
+    *flag* signal): a ``FLAG_NAMES`` parameter with a boolean default; every
+    training step of the function under an ``if`` that tests it (and at least
+    one); no mode call in the function; and a call in the file that passes
+    it False (or leaves a False default)."""
+    if not isinstance(func, ast.FunctionDef) or _in_lightning_class(ctx, func):
+        return None
+    flag = _bool_parameter(func)
+    if flag is None:
+        return None
+    name, default, position = flag
+    steps = list(training_steps(ctx, func))
+    if not steps or not all(_guarded(ctx, s, func, name) for s in steps):
+        return None
+    if any(module_mode_switch(n) is not None for n in walk_local(func)):
+        return None  # the author sets the modes here
+    for n in walk_tree(ctx.tree):
+        if isinstance(n, ast.Call) and _called_name(n) == func.name:
+            if _passes_false(n, name, position, default):
+                return name
+    return None
+
+
+def _bool_parameter(func: ast.FunctionDef) -> tuple[str, bool, int | None] | None:
+    """(name, default, position among the caller's positional arguments; None
+    for keyword-only) of a ``FLAG_NAMES`` parameter with a True/False default."""
+    a = func.args
+    positional = [*a.posonlyargs, *a.args]
+    defaults = dict(zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True))
+    skip = 1 if _is_method(func) else 0  # ``self.iteration(...)`` binds self itself
+    for i, arg in enumerate(positional):
+        value = defaults.get(arg)
+        if (
+            arg.arg in FLAG_NAMES
+            and isinstance(value, ast.Constant)
+            and isinstance(value.value, bool)
+        ):
+            return arg.arg, value.value, i - skip
+    for arg, value in zip(a.kwonlyargs, a.kw_defaults, strict=True):
+        if (
+            arg.arg in FLAG_NAMES
+            and isinstance(value, ast.Constant)
+            and isinstance(value.value, bool)
+        ):
+            return arg.arg, value.value, None
+    return None
+
+
+def _is_method(func: ast.FunctionDef) -> bool:
+    first = func.args.posonlyargs[:1] or func.args.args[:1]
+    return bool(first) and first[0].arg in ("self", "cls")
+
+
+def _called_name(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def _passes_false(call: ast.Call, name: str, position: int | None, default: bool) -> bool:
+    for k in call.keywords:
+        if k.arg == name:
+            return isinstance(k.value, ast.Constant) and k.value.value is False
+        if k.arg is None:
+            return False  # ``**kwargs``: unknown
+    if position is not None and any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    if position is not None and position < len(call.args):
+        arg = call.args[position]
+        return isinstance(arg, ast.Constant) and arg.value is False
+    return default is False
+
+
+def _guarded(ctx: FileContext, node: ast.AST, func: ast.AST, name: str) -> bool:
+    """``node`` runs only under an ``if`` whose test reads ``name``."""
+    cur = ctx.facts.parents.get(node)
+    while cur is not None and cur is not func:
+        if isinstance(cur, ast.If) and any(
+            isinstance(n, ast.Name) and n.id == name for n in ast.walk(cur.test)
+        ):
+            return True
+        cur = ctx.facts.parents.get(cur)
+    return False
 
 
 def phase_names(loop: ast.For | ast.AsyncFor) -> tuple[str, ast.Constant] | None:

@@ -11,7 +11,8 @@ for each of its signals, never a guess: a file it rules out has no region.
 - *data* and *phase*: a ``for`` statement whose iterable names evaluation
   data (``val_loader``, ``loaders["val"]``, ``("train", "val")``): the text
   of each ``for`` header, continued over the lines its brackets span;
-- *after-eval*: a mode call (``.eval()``, ``.train(False)``) before a loop.
+- *after-eval*: a mode call (``.eval()``, ``.train(False)``) before a loop;
+- *flag*: a boolean default of a ``FLAG_NAMES`` parameter (``train=True``).
 
 Keep it in step with ``regions``: ``tests/analysis/test_regiontext.py``
 checks that every fixture with a region passes.
@@ -21,7 +22,12 @@ from __future__ import annotations
 
 import re
 
-from rnnfix.analysis.modes.regions import _EVAL_FUNCTION_WORDS, _estimates_metric, _eval_word
+from rnnfix.analysis.modes.regions import (
+    _EVAL_FUNCTION_WORDS,
+    FLAG_NAMES,
+    _estimates_metric,
+    _eval_word,
+)
 from rnnfix.analysis.syntax.walks import words
 
 # ``model.eval()``, ``model . train (False)``: spaces and line continuations
@@ -37,6 +43,9 @@ _DEF = re.compile(
     r"|[eE][sS][tT][iI][mM][aA][tT][eE])\w*)"
 )
 _WORD_CHAR = re.compile(r"\w")
+_FLAG_DEFAULT = re.compile(
+    r"\b(?:" + "|".join(sorted(FLAG_NAMES)) + r")\s*(?::[^=,)]*)?=\s*(?:True|False)\b"
+)
 # A ``for`` statement starts a logical line (a compound statement never
 # follows ``;`` or a colon on the same line); comprehensions are not loops.
 # Found as the literal ``for`` and then checked for what may precede it on
@@ -52,7 +61,7 @@ _EVAL_TEXT = ("val", "dev", "test", "holdout", "heldout")
 
 
 def may_have_regions(source: str) -> bool:
-    if _MODE_CALL.search(source):
+    if _MODE_CALL.search(source) or _FLAG_DEFAULT.search(source):
         return True
     for m in _DEF.finditer(source):
         start = m.start()

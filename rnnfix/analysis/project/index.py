@@ -230,6 +230,23 @@ def files_mention(files: Mapping[str, ModuleSummary | None], key: str, name: str
         return True
 
 
+def called_elsewhere(project: ProjectIndex | None, path: str, name: str) -> bool:
+    """Whether a file of the run other than ``path`` calls a function named
+    ``name`` (``ModuleSummary.called``; a file whose text does not name it
+    is never summarised)."""
+    if project is None:
+        return False
+    me = normalise(path)
+    files = project.files
+    for key in files:
+        if key == me or not files_mention(files, key, name):
+            continue
+        module = files[key]
+        if module is not None and name in module.called:
+            return True
+    return False
+
+
 def _returns_of_file(key: str) -> ReturnSummary | None:
     from rnnfix.analysis.syntax.imports import ImportMap
     from rnnfix.analysis.torch.returns import ReturnFacts

@@ -27,7 +27,16 @@ if TYPE_CHECKING:
 # (``ProjectIndex.may_hold``).
 # ``autograd.grad`` and captum's ``.attribute(``: gradient code without a
 # ``.backward(`` (``Summary.entry_grads``).
-MODE_TOKENS = (".eval(", ".train(", ".backward(", ".step(", "autograd.grad", ".attribute(")
+# ``.optimizer_step(``: a training strategy's step (``ModeFlow.step_kind``).
+MODE_TOKENS = (
+    ".eval(",
+    ".train(",
+    ".backward(",
+    ".step(",
+    ".optimizer_step(",
+    "autograd.grad",
+    ".attribute(",
+)
 # A class that overrides ``train``/``eval`` matters to every mode call on it.
 OVERRIDE_TOKENS = ("def train(", "def eval(")
 RNN_TOKENS = ("LSTM", "GRU", "RNN")

@@ -40,7 +40,9 @@ def summarise(source: str, path: str) -> ModuleSummary | None:
     """The summary of one file of the run; None when it has nothing the mode
     flow could use. Never raises: a file that cannot be read this way is one
     the index knows nothing about."""
-    mode_code = any(t in source for t in MODE_TOKENS)
+    # A loss helper (``def dsm_loss(scorenet, x): ... scorenet(x)``) has no
+    # mode token, but a training step behind it trains what it is given.
+    mode_code = any(t in source for t in MODE_TOKENS) or _may_call_parameter(source)
     rnn_code = any(t in source for t in RNN_TOKENS)
     # A file without mode code still tells callers which classes cannot take a mode call.
     rnn_code = rnn_code or any(t in source for t in OVERRIDE_TOKENS)
@@ -212,14 +214,53 @@ def _loaders(tree: ast.Module) -> dict[str, bool]:
 
 
 _CALLED_NAME = re.compile(r"\b(\w+)\s*\(")  # \b: fails fast inside a word, same matches
+# ``def name(params`` up to the first ``)`` or ``:`` (annotations, defaults
+# with calls: the parameters before them are enough for a pre-filter).
+_DEF_PARAMS = re.compile(r"\bdef\s+\w+\s*\(([^):]*)")
+_PARAM_NAME = re.compile(r"(?:^|,)\s*\**\s*([A-Za-z_]\w*)")
+
+
+def _may_call_parameter(source: str) -> bool:
+    """A necessary condition, read from text, for a function of the file to
+    call one of its parameters (``scorenet(x)``): in torch code only, where
+    such a function is a forward helper whose callers' training steps train
+    the model they pass (``_calls_parameter`` decides on the tree)."""
+    if "torch" not in source or "def " not in source:
+        return False
+    names = {
+        name
+        for params in _DEF_PARAMS.findall(source)
+        for name in _PARAM_NAME.findall(params)
+        if name not in ("self", "cls")
+    }
+    if not names:
+        return False
+    called = re.compile(r"\b(?:" + "|".join(sorted(names)) + r")\s*\(")
+    return called.search(source) is not None
+
+
+def _calls_parameter(fn: FuncNode) -> bool:
+    """``fn`` calls one of its own parameters (not ``self``): a forward helper
+    (``dsm_score_estimation(scorenet, samples)`` runs ``scorenet``)."""
+    args = fn.args
+    params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    params -= {"self", "cls"}
+    if not params:
+        return False
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in params
+        for stmt in fn.body
+        for n in ast.walk(stmt)
+    )
 
 
 def _pruned(tree: ast.Module, lines: list[str]) -> tuple[ast.Module, set[FuncNode]]:
     """The part of a module its summaries depend on: the top-level imports,
     and the functions and methods that switch modes or train (their text has
-    a ``MODE_TOKENS`` token), with the functions of the file they call and
-    that call them, found by name; every other function is kept as a stub
-    (its name still resolves, its body is ``pass``). Module-level code is
+    a ``MODE_TOKENS`` token) or call one of their parameters (forward
+    helpers), with the functions of the file they call and that call them,
+    found by name; every other function is kept as a stub (its name still
+    resolves, its body is ``pass``). Module-level code is
     dropped. Most of a large library file is not mode code: this is what keeps
     the index at about one ``ast.parse`` per file."""
     defs: list[FuncNode] = []
@@ -232,7 +273,7 @@ def _pruned(tree: ast.Module, lines: list[str]) -> tuple[ast.Module, set[FuncNod
     text = {fn: "\n".join(lines[fn.body[0].lineno - 1 : fn.end_lineno]) for fn in defs}
     names = {fn.name for fn in defs}
     calls = {fn: set(_CALLED_NAME.findall(text[fn])) & names for fn in defs}
-    keep = {fn for fn in defs if any(t in text[fn] for t in MODE_TOKENS)}
+    keep = {fn for fn in defs if any(t in text[fn] for t in MODE_TOKENS) or _calls_parameter(fn)}
     down = {n for fn in keep for n in calls[fn]}  # what the mode code calls (forwards)
     changed = True
     while changed:

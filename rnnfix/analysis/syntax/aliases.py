@@ -9,27 +9,45 @@
   in ``__init__`` updates ``self.model``).
 
 Nothing is guessed from names; anything assigned twice, in a branch or a
-loop, or unpacked, is not an alias.
+loop, or unpacked, is not an alias. Rebindings are allowed where the caller
+says it keeps the same modules: ``model = nn.DataParallel(model)`` or
+``model = model.to(device)`` after ``model = self.model`` (library trainers
+wrap under ``if n_gpu > 1:``): a mode call on the wrapper sets the modes of
+``self.model``'s modules, and its forward runs them.
 """
 
 from __future__ import annotations
 
 import ast
 from collections import Counter
+from collections.abc import Callable
 
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.scopes import FileIndex, FuncNode
 
 
-def function_aliases(index: FileIndex, fn: FuncNode) -> dict[str, tuple[str, ast.stmt]]:
-    """Name -> (the path it must alias, the assignment that makes it so)."""
+def function_aliases(
+    index: FileIndex, fn: FuncNode, wrapped: Callable[[ast.expr], str | None] | None = None
+) -> dict[str, tuple[str, ast.stmt]]:
+    """Name -> (the path it must alias, the assignment that makes it so).
+    ``wrapped(value)``: the name ``value`` wraps or returns itself
+    (``nn.DataParallel(model)`` -> ``model``), if any."""
     info = index.functions.get(fn)
     if info is None:
         return {}
     params = set(info.params) | set(info.kwonly)
     nodes = index.scope_nodes(fn)
     bound: Counter[str] = Counter()
+    rewrapped: Counter[str] = Counter()  # ``model = nn.DataParallel(model)``
     for node in nodes:
+        if (
+            wrapped is not None
+            and isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and wrapped(node.value) == node.targets[0].id
+        ):
+            rewrapped[node.targets[0].id] += 1
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
@@ -47,10 +65,12 @@ def function_aliases(index: FileIndex, fn: FuncNode) -> dict[str, tuple[str, ast
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
             continue
         target, value = dotted(stmt.targets[0]), dotted(stmt.value)
-        if target is None or value is None or bound[target] != 1 or bound[value] > 0:
+        if target is None or value is None or bound[value] > 0:
+            continue
+        if bound[target] != 1 and not ("." in value and bound[target] == 1 + rewrapped[target]):
             continue
         if isinstance(stmt.targets[0], ast.Name) and target not in params:
-            # local <- attribute of self (or of a parameter)
+            # local <- attribute of self (or of a parameter), maybe rewrapped
             root = value.split(".")[0]
             if "." in value and (root == this or root in params):
                 out[target] = (value, stmt)

@@ -270,12 +270,54 @@ def find_models(
             models[key] = ModelInfo(key, None, None, None, "mode+call")
         elif key in called and key in parameters:
             models[key] = ModelInfo(key, None, None, None, "call+parameters")
+    pending = mode_receivers - models.keys() - not_models
+    if pending:
+        _forwarded_receivers(index, pending, imports, rebound, models)
     # A submodule path of a model built here (``self.model.lstm.eval()``) is a model too.
     for key in sorted(mode_receivers - models.keys() - not_models):
         if any(key.startswith(m + ".") for m in models):
             models[key] = ModelInfo(key, None, None, None, "submodule")
     _propagate(tree, index, models)
     return models
+
+
+def _forwarded_receivers(
+    index: FileIndex,
+    receivers: set[str],
+    imports: ImportMap,
+    rebound: set[str],
+    models: dict[str, ModelInfo],
+) -> None:
+    """Mode receivers run through a function of this file: ``self.model.train()``
+    then ``self.concatenated_forward(self.model, ids)``, whose body calls that
+    parameter (``model(ids)``). A mode call and a forward, as ``mode+call``."""
+    for scope in [None, *index.functions]:
+        for node in index.scope_nodes(scope):
+            if not isinstance(node, ast.Call):
+                continue
+            res = index.resolve(node, scope)
+            if res is None:
+                continue
+            for param, arg in res.args.items():
+                if arg not in receivers or arg in models:
+                    continue
+                root = arg.split(".")[0]
+                if (root in imports.names and root not in rebound) or root in index.classes:
+                    continue
+                if _calls_name(index, res.callee.node, param):
+                    models[arg] = ModelInfo(arg, None, None, None, "mode+call")
+
+
+def _calls_name(index: FileIndex, fn: FuncNode, name: str) -> bool:
+    """``fn``'s own code calls ``name(...)`` or ``name.forward(...)``."""
+    for node in index.scope_nodes(fn):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "forward":
+                func = func.value
+            if isinstance(func, ast.Name) and func.id == name:
+                return True
+    return False
 
 
 def _rebound_imports(tree: ast.Module, imports: ImportMap) -> set[str]:

@@ -190,6 +190,14 @@ class Optimizers:
         aliases = self.flow.aliases(scope, params=True)
         return frozenset(canonical(o, aliases) for o in owners)
 
+    def built_over(self, model: str) -> bool:
+        """Some optimizer of the file is built over ``model``'s parameters (or
+        those of a part of it): known owners only, unlike ``may_own``."""
+        return any(
+            owners is not None and any(o == model or o.startswith(model + ".") for o in owners)
+            for owners in self._owners.values()
+        )
+
     def owners_of(self, text: str, scope: FuncNode | None) -> frozenset[str] | None:
         """The models (as the flow tracks them in ``scope``) whose parameters
         the optimizer ``text`` updates; None when unknown."""

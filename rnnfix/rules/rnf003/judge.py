@@ -36,6 +36,7 @@ from rnnfix.analysis.torch.api import mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.rules.base import FileContext, Finding, Fix
 from rnnfix.rules.rnf003.escape import Escape, escapes
+from rnnfix.rules.rnf003.flagfunc import flag_function_finding
 from rnnfix.rules.rnf003.models import ModelIndex
 from rnnfix.rules.rnf003.modes import (
     DELIBERATE,
@@ -98,6 +99,10 @@ class RegionJudge:
         if region.signal == "phase":
             found = phase_loop_finding(self.ctx, self.index, region.node)
             return found if found is not None else Verdict.LEFT_ALONE
+        if region.signal == "flag":
+            assert isinstance(node, ast.FunctionDef)
+            flagged = flag_function_finding(self.ctx, self.index, node)
+            return flagged if flagged is not None else Verdict.LEFT_ALONE
         is_function = isinstance(node, FUNCTIONS)
         if is_function:
             assert isinstance(node, FUNCTIONS)
@@ -266,23 +271,9 @@ class RegionJudge:
         return None
 
     def _called_elsewhere(self, name: str) -> bool:
-        project = self.ctx.project
-        if project is None:
-            return False
-        here = self.ctx.path
-        from rnnfix.analysis.project.index import files_mention, normalise
+        from rnnfix.analysis.project.index import called_elsewhere
 
-        me = normalise(here)
-        files = project.files
-        for path in files:
-            # A file whose text does not name the function cannot call it:
-            # no need to summarise it (the index summarises lazily).
-            if path == me or not files_mention(files, path, name):
-                continue
-            module = files[path]
-            if module is not None and name in module.called:
-                return True
-        return False
+        return called_elsewhere(self.ctx.project, self.ctx.path, name)
 
     def _callers_pass_on(self, func: Func, depth: int = 0) -> bool:
         """A caller returns or stores what ``func`` returns, to its own

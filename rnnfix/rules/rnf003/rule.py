@@ -40,6 +40,14 @@ and it calls a model (a name or attribute path that has `.eval()`/`.train()`
 called on it in the file, is built from an `nn.Module` class, or is a
 parameter annotated as one) and runs no training step.
 
+A function shared by training and evaluation through a boolean parameter
+(`def iteration(self, epoch, loader, train=True)`) whose training step runs
+only under `if train:`, that is called with `train=False` in the file and
+sets no mode, is evaluation on that path: it gets `self.model.train(train)`
+at its start and `torch.set_grad_enabled(train)` around the forward, for a
+model the file builds and gives to an optimizer; a model whose mode the
+file sets anywhere (around the calls) is left to the author.
+
 It also finds `train()` left inside evaluation code, with a message of its
 own: a validation/test function or loop whose forward runs right after a
 plain `model.train()` of its own (a leftover copied from the training
