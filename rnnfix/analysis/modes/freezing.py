@@ -26,6 +26,7 @@ import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rnnfix.analysis.modes.placement import container
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import FuncNode
@@ -125,7 +126,7 @@ class Freezing:
         stmt = flow.stmt_of(origin)
         if stmt is None:
             return None
-        block = _block_of(stmt, flow.parents)
+        block = container(stmt, flow.parents)
         if block is None:
             return None
         ids = {id(s) for s in block}
@@ -266,7 +267,7 @@ def _same_block_after(flow: ModeFlow, origin: ast.AST, later: ast.AST) -> bool:
     a, b = flow.stmt_of(origin), flow.stmt_of(later)
     if a is None or b is None:
         return False
-    block = _block_of(a, flow.parents)
+    block = container(a, flow.parents)
     return block is not None and any(s is b for s in block)
 
 
@@ -297,17 +298,6 @@ def _module_loop_owner(loop: ast.For | ast.AsyncFor) -> str | None:
             and dotted(n.func.value) == name
         ):
             return dotted(it.func.value)
-    return None
-
-
-def _block_of(stmt: ast.stmt, parents: dict[ast.AST, ast.AST]) -> list[ast.stmt] | None:
-    parent = parents.get(stmt)
-    if parent is None:
-        return None
-    for name in ("body", "orelse", "finalbody"):
-        block = getattr(parent, name, None)
-        if isinstance(block, list) and any(s is stmt for s in block):
-            return block
     return None
 
 
