@@ -12,6 +12,7 @@ asked before inserting ``eval()``. Forwards are ``models.forward_path``'s.
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -31,6 +32,9 @@ _MODULE_ONLY_METHODS = frozenset(
 )
 
 
+_BUILTINS = frozenset(dir(builtins))
+
+
 class ModelIndex:
     """``extra``: models another analysis found (the mode flow's, which follows
     models passed as arguments) are models here too."""
@@ -41,7 +45,28 @@ class ModelIndex:
 
     @functools.cached_property
     def models(self) -> frozenset[str]:
-        return self._own | self.extra
+        found = self._own | self.extra
+        # A Python builtin the file never binds (``int``, ``len``) is not a
+        # model, whatever a lookup through the project index made of it
+        # (fairseq's ``_infer_slurm_init`` was judged to "run ``int``").
+        odd = {m for m in found if m in _BUILTINS}
+        return found - (odd - self._bound_names) if odd else found
+
+    @functools.cached_property
+    def _bound_names(self) -> frozenset[str]:
+        """Names the file binds itself (assignments, definitions, imports,
+        parameters): a builtin shadowed there may be anything."""
+        out: set[str] = set()
+        for n in walk_tree(self.ctx.tree):
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                out.add(n.id)
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.add(n.name)
+            elif isinstance(n, ast.arg):
+                out.add(n.arg)
+            elif isinstance(n, ast.alias):
+                out.add((n.asname or n.name).split(".")[0])
+        return frozenset(out)
 
     def is_known_module(self, key: str) -> bool:
         """Whether the file shows ``key`` is a torch module whose mode matters:
