@@ -117,10 +117,29 @@ def _frozen(flow: ModeFlow, model: str) -> bool:
                 recv = dotted(node.func.value)
                 if recv is not None and (is_prefix(model, recv) or is_prefix(recv, model)):
                     return True
+        elif isinstance(node, ast.Assign) and _assigns_frozen(node, model):
+            return True
         elif isinstance(node, (ast.For, ast.comprehension)) and _over_parameters(node.iter, root):
             body = node.body if isinstance(node, ast.For) else [node]
             if any(_sets_requires_grad(b) for b in body):
                 return True
+    return False
+
+
+def _assigns_frozen(node: ast.Assign, model: str) -> bool:
+    """``model = X.from_pretrained(...).requires_grad_(flag)``: frozen on the
+    path where ``flag`` is false (diffusers' DreamBooth scripts freeze the text
+    encoder unless ``--train_text_encoder``); only a literal ``True`` (or no
+    argument) unfreezes."""
+    if not any(dotted(t) == model for t in node.targets):
+        return False
+    value: ast.expr = node.value
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        if value.func.attr == "requires_grad_":
+            args = [*value.args, *(k.value for k in value.keywords)]
+            if args and not (isinstance(args[0], ast.Constant) and args[0].value is True):
+                return True
+        value = value.func.value
     return False
 
 
