@@ -42,6 +42,7 @@ from rnnfix.rules.rnf003.modes import (
     DELIBERATE,
     evaluation_evals_before,
     in_module_method,
+    is_mode_free,
     is_stateless,
     leftover_train,
     phase_loop_finding,
@@ -408,6 +409,8 @@ class RegionJudge:
         for model, sites in sorted(calls.items(), key=lambda kv: _first(kv[1])):
             if not self.index.is_known_module(model) or is_stateless(self.ctx, model):
                 continue  # an object of an unknown class: no ``eval()`` on a guess
+            if is_mode_free(self.ctx, model):
+                continue  # Linear/ReLU layers only: ``eval()`` changes nothing
             if own_method and model.split(".")[0] in ("self", "cls"):
                 continue
             if isinstance(func, FUNCTIONS) and has_mode_setter(flow, func, model, Mode.EVAL):
