@@ -35,7 +35,7 @@ from rnnfix.analysis.syntax.walks import (
 from rnnfix.analysis.torch.api import mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.rules.base import FileContext, Finding, Fix
-from rnnfix.rules.rnf003.escape import Escape, escapes
+from rnnfix.rules.rnf003.escape import Escape, escapes, no_caller_reason
 from rnnfix.rules.rnf003.flagfunc import flag_function_finding
 from rnnfix.rules.rnf003.models import ModelIndex
 from rnnfix.rules.rnf003.modes import (
@@ -252,7 +252,7 @@ class RegionJudge:
         name = func.name
         sites = self.local.call_sites(func)
         if not sites:
-            return f"`{name}` has no caller in this file"
+            return no_caller_reason(self.ctx.tree, func)
         if self._called_elsewhere(name):
             return f"a function named `{name}` is called from other files of the run"
         owner = self.parents.get(func)

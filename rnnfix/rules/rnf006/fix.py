@@ -18,7 +18,7 @@ from rnnfix.analysis.grads.gradctx import LocalFunctions
 from rnnfix.analysis.modes.inference import GLOBAL, Inference
 from rnnfix.analysis.syntax.walks import FUNCTIONS, block_of
 from rnnfix.rules.base import FileContext, Finding, Fix
-from rnnfix.rules.rnf003.escape import escapes
+from rnnfix.rules.rnf003.escape import escapes, no_caller_reason
 from rnnfix.source.edits import AddDecorator, AddImport, Edit, InsertStatements, WrapInWith
 
 CODE = "RNF006"
@@ -235,7 +235,7 @@ def _escape(
     how = found[0].how
     callers = LocalFunctions(ctx).call_sites(func)
     if not callers:
-        return f"what it computes is {how}, and `{func.name}` has no caller in this file"
+        return f"what it computes is {how}, and {no_caller_reason(ctx.tree, func)}"
     if _called_elsewhere(ctx, func.name):
         return (
             f"what it computes is {how}, and a function named `{func.name}` is called"
