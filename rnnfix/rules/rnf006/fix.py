@@ -60,6 +60,11 @@ def scope_finding(ctx: FileContext, group: list[Inference]) -> Finding:
             break
         if not (check.provable or inf.load.built_module or _module_class(ctx, inf)):
             safe = False  # a loaded object of a class rnnfix cannot read
+        elif not _mode_layers_seen(ctx, inf):
+            # A readable class with no dropout or BatchNorm found in it
+            # (stylegan2-pytorch's Generator): ``eval()`` may change nothing,
+            # so it is no evidence of a bug; offered, not applied by default.
+            safe = False
         edits.append(InsertStatements(ctx.pos(anchor[0]), (f"{model}.eval()",), anchor[1]))
         anchors.append(anchor)
     if why_not is None and grad:
