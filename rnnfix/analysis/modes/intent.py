@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from rnnfix.analysis.modes.exclusive import eval_excludes_step
 from rnnfix.analysis.modes.flow import chained_mode
 from rnnfix.analysis.modes.placement import container, statement_path
 from rnnfix.analysis.modes.state import ModeFact, is_prefix
@@ -46,6 +47,8 @@ def deliberate_eval(
         if chained_mode(built) is not Mode.EVAL:
             return False
     elif scope is not None and origin is scope:
+        if fact.cause is not None and eval_excludes_step(flow, fact.cause, scope):
+            return True  # the eval() path never builds the optimizer ``scope`` steps
         return _deliberate_entry(flow, fact, step, scope, model)
     elif mode_switch(origin) is None:
         return False  # a helper's eval(), or the model as a caller left it

@@ -803,11 +803,21 @@ class ModeFlow:
     def _entry(self, fn: FuncNode) -> Callable[[str], Facts]:
         unknown = frozenset({ModeFact(Mode.UNKNOWN, fn)})
         cache: dict[str, Facts] = {}
+        # A name the function binds (not a parameter) is unbound when it is
+        # entered: no caller's value reaches it (CloserLookFewShot's
+        # ``linear_clf``, built in an if/elif with no else, was "unknown as
+        # set_forward_adaptation receives it").
+        info = self.index.functions.get(fn)
+        a = fn.args
+        passed = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x}
+        own = info.locals - passed if info is not None else set()
 
         def lookup(key: str) -> Facts:
             found = cache.get(key)
             if found is not None:
                 return found
+            if key.split(".")[0] in own:
+                return frozenset()
             cache[key] = unknown  # guards against recursion
             facts: set[ModeFact] = set()
             for caller, call, res in self._static_sites.get(fn, []):

@@ -300,17 +300,32 @@ def bind_arguments(
 ) -> dict[str, str | None]:
     """Parameter -> the caller's dotted text for its argument (None: not a
     dotted name, or not passed). A method's ``self`` is the receiver, not an
-    argument."""
+    argument. An argument ``net.eval()`` (or ``net.train(...)``) is ``net``:
+    a mode call returns the module itself (ssd.pytorch's demo/live.py passes
+    ``cv2_demo(net.eval(), transform)``)."""
     positional = list(params[1:] if is_method else params)
     out: dict[str, str | None] = {p: None for p in [*positional, *kwonly]}
     for p, arg in zip(positional, call.args, strict=False):
         if isinstance(arg, ast.Starred):
             break
-        out[p] = dotted(arg)
+        out[p] = dotted(_through_mode_call(arg))
     for kw in call.keywords:
         if kw.arg is not None and kw.arg in out:
-            out[kw.arg] = dotted(kw.value)
+            out[kw.arg] = dotted(_through_mode_call(kw.value))
     return out
+
+
+def _through_mode_call(arg: ast.expr) -> ast.expr:
+    """``net.eval()`` / ``net.train(flag)`` -> ``net`` (``Module.train``
+    returns ``self``); anything else as it is."""
+    if (
+        isinstance(arg, ast.Call)
+        and isinstance(arg.func, ast.Attribute)
+        and arg.func.attr in ("eval", "train")
+        and len(arg.args) + len(arg.keywords) <= 1
+    ):
+        return arg.func.value
+    return arg
 
 
 def _sub_bodies(stmt: ast.AST) -> Iterator[list[ast.stmt]]:

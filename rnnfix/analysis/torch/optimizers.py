@@ -116,12 +116,15 @@ class Optimizers:
         if params is None and value.args:
             params = value.args[0]
         owners = _parameter_owners(params) if params is not None else None
-        if owners == set() and isinstance(params, (ast.List, ast.Tuple)) and params.elts:
+        if owners == set():
             # ``Adam([image])``, ``Adam([self.log_alpha])``: tensors optimised
             # directly; an element such as ``model.weight`` is part of ``model``.
-            texts = [dotted(e) for e in params.elts]
-            if all(t is not None for t in texts) and self._optimiser_class(value):
-                owners = {t for t in texts if t is not None}
+            # Also lists joined with ``+``: stylegan2-pytorch's projector
+            # optimises ``Adam([latent_in] + noises)`` through a generator in
+            # eval mode (GAN inversion), and nothing trains the generator.
+            texts = _tensor_list_texts(params)
+            if texts and self._optimiser_class(value):
+                owners = texts
         if not owners:
             return None  # not built from parameters(): not known to be an optimizer
         aliases = self.flow.aliases(scope, params=True)
@@ -226,6 +229,25 @@ def _texts(targets: list[ast.expr]) -> list[tuple[ast.expr, str]]:
             if text is not None:
                 out.append((t, text))
     return out
+
+
+def _tensor_list_texts(params: ast.AST) -> set[str] | None:
+    """``[a, self.b]`` -> {a, self.b}; ``[latent] + noises`` -> {latent,
+    noises} (a name joined to a list is a list of tensors); None when some
+    part is not a dotted path or a list of them."""
+    if isinstance(params, (ast.List, ast.Tuple)):
+        texts = [dotted(e) for e in params.elts]
+        if not texts or any(t is None for t in texts):
+            return None
+        return {t for t in texts if t is not None}
+    if isinstance(params, ast.BinOp) and isinstance(params.op, ast.Add):
+        left, right = _tensor_list_texts(params.left), _tensor_list_texts(params.right)
+        if left is None and isinstance(params.left, ast.Name) and right is not None:
+            left = {params.left.id}
+        if right is None and isinstance(params.right, ast.Name) and left is not None:
+            right = {params.right.id}
+        return left | right if left is not None and right is not None else None
+    return None
 
 
 def _parameter_owners(params: ast.AST) -> set[str] | None:

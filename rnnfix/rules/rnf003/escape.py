@@ -284,3 +284,25 @@ def _names(target: ast.AST) -> Iterator[str]:
     parts = text.split(".")
     for i in range(len(parts), 0, -1):
         yield ".".join(parts[:i])
+
+
+def no_caller_reason(tree: ast.Module, func: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    """Why a function without resolved call sites may still be called, said
+    truly: PPO-PyTorch's ``ActorCritic.evaluate`` is called in the same file
+    as ``self.policy.evaluate(...)`` (an attribute rnnfix does not resolve),
+    so "no caller in this file" would be untrue there; a call of that name
+    may also be another object's method, so it is named as one that may be."""
+    name = func.name
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        called = node.func
+        if (isinstance(called, ast.Attribute) and called.attr == name) or (
+            isinstance(called, ast.Name) and called.id == name
+        ):
+            text = dotted(called) or name
+            return (
+                f"`{name}` has no call in this file that rnnfix resolves (`{text}(...)` "
+                f"on line {node.lineno} may be one)"
+            )
+    return f"`{name}` has no caller in this file"

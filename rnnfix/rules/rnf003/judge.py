@@ -35,13 +35,14 @@ from rnnfix.analysis.syntax.walks import (
 from rnnfix.analysis.torch.api import mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.rules.base import FileContext, Finding, Fix
-from rnnfix.rules.rnf003.escape import Escape, escapes
+from rnnfix.rules.rnf003.escape import Escape, escapes, no_caller_reason
 from rnnfix.rules.rnf003.flagfunc import flag_function_finding
 from rnnfix.rules.rnf003.models import ModelIndex
 from rnnfix.rules.rnf003.modes import (
     DELIBERATE,
     evaluation_evals_before,
     in_module_method,
+    is_mode_free,
     is_stateless,
     leftover_train,
     phase_loop_finding,
@@ -251,7 +252,7 @@ class RegionJudge:
         name = func.name
         sites = self.local.call_sites(func)
         if not sites:
-            return f"`{name}` has no caller in this file"
+            return no_caller_reason(self.ctx.tree, func)
         if self._called_elsewhere(name):
             return f"a function named `{name}` is called from other files of the run"
         owner = self.parents.get(func)
@@ -408,6 +409,8 @@ class RegionJudge:
         for model, sites in sorted(calls.items(), key=lambda kv: _first(kv[1])):
             if not self.index.is_known_module(model) or is_stateless(self.ctx, model):
                 continue  # an object of an unknown class: no ``eval()`` on a guess
+            if is_mode_free(self.ctx, model):
+                continue  # Linear/ReLU layers only: ``eval()`` changes nothing
             if own_method and model.split(".")[0] in ("self", "cls"):
                 continue
             if isinstance(func, FUNCTIONS) and has_mode_setter(flow, func, model, Mode.EVAL):

@@ -14,6 +14,8 @@ import ast
 
 from rnnfix.analysis.grads.gradctx import GradContexts, training_steps
 from rnnfix.analysis.modes.regions import phase_names
+from rnnfix.analysis.modes.state import is_prefix
+from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.walks import FUNCTIONS, enclosing_stmt, scope_of, words
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
@@ -81,6 +83,53 @@ def _stateless_call(ctx: FileContext, call: ast.AST) -> bool:
     if qual == _SEQUENTIAL:
         return bool(call.args) and all(_stateless_call(ctx, a) for a in call.args)
     return qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1] in _STATELESS
+
+
+# torch.nn classes with parameters but the same forward in both modes (no
+# dropout, no running statistics): ``eval()`` on a model built only from these
+# and ``_STATELESS`` changes nothing. InstanceNorm (``track_running_stats``),
+# RReLU (random in training), RNNs and Transformer layers (dropout) are not here.
+_MODE_FREE = _STATELESS | frozenset(
+    {"Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+     "ConvTranspose2d", "ConvTranspose3d", "Embedding", "EmbeddingBag", "LayerNorm",
+     "GroupNorm", "LocalResponseNorm", "PReLU"}
+)  # fmt: skip
+
+
+def is_mode_free(ctx: FileContext, model: str) -> bool:
+    """Every binding of ``model`` in the file builds a ``Sequential`` of (or
+    one) torch.nn layer whose forward is the same in train and eval mode:
+    NYU-DLSP20's ``emulator = nn.Sequential(nn.Linear(...), nn.ReLU(),
+    nn.Linear(...))`` needs ``no_grad`` to evaluate, never ``eval()``. Only
+    for a model the file never switches: where the author sets its mode
+    (``decoder.train()`` beside ``encoder.train()``), ``eval()`` keeps the
+    pair alike."""
+    flow = ctx.facts.modes
+    info = flow.model_info(model)
+    if info is None or info.key != model or info.built_at is None:
+        return False
+    if any(is_prefix(c.model, model) or is_prefix(model, c.model) for c in flow.mode_calls):
+        return False
+    values = [
+        node.value
+        for node in ast.walk(ctx.tree)
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        and node.value is not None
+        and any(
+            dotted(t) == model
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        )
+    ]
+    return bool(values) and all(_mode_free_call(ctx, v) for v in values)
+
+
+def _mode_free_call(ctx: FileContext, call: ast.AST) -> bool:
+    if not isinstance(call, ast.Call):
+        return False
+    qual = ctx.facts.imports.qualname(call.func) or ""
+    if qual == _SEQUENTIAL:
+        return bool(call.args) and all(_mode_free_call(ctx, a) for a in call.args)
+    return qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1] in _MODE_FREE
 
 
 DELIBERATE = "deliberate"

@@ -17,8 +17,10 @@ from typing import Literal
 from rnnfix.analysis.grads.gradctx import LocalFunctions
 from rnnfix.analysis.modes.inference import GLOBAL, Inference
 from rnnfix.analysis.syntax.walks import FUNCTIONS, block_of
+from rnnfix.analysis.torch.classfacts import MODE_LAYERS
+from rnnfix.analysis.torch.models import unwrap_built
 from rnnfix.rules.base import FileContext, Finding, Fix
-from rnnfix.rules.rnf003.escape import escapes
+from rnnfix.rules.rnf003.escape import escapes, no_caller_reason
 from rnnfix.source.edits import AddDecorator, AddImport, Edit, InsertStatements, WrapInWith
 
 CODE = "RNF006"
@@ -34,7 +36,12 @@ def scope_finding(ctx: FileContext, group: list[Inference]) -> Finding:
     scope = first.scope
     evals = [inf for inf in group if inf.needs_eval]
     grad = any(inf.needs_grad for inf in group)
-    message = _message(group, t, unread=any(not _readable(ctx, inf) for inf in evals))
+    message = _message(
+        group,
+        t,
+        unread=any(not _readable(ctx, inf) for inf in evals),
+        no_layers=any(not _mode_layers_seen(ctx, inf) for inf in evals),
+    )
     if grad and _volatile(ctx):
         message += " (`volatile=True` has had no effect since PyTorch 0.4)"
     why_not: str | None = None
@@ -53,6 +60,11 @@ def scope_finding(ctx: FileContext, group: list[Inference]) -> Finding:
             break
         if not (check.provable or inf.load.built_module or _module_class(ctx, inf)):
             safe = False  # a loaded object of a class rnnfix cannot read
+        elif not _mode_layers_seen(ctx, inf):
+            # A readable class with no dropout or BatchNorm found in it
+            # (stylegan2-pytorch's Generator): ``eval()`` may change nothing,
+            # so it is no evidence of a bug; offered, not applied by default.
+            safe = False
         edits.append(InsertStatements(ctx.pos(anchor[0]), (f"{model}.eval()",), anchor[1]))
         anchors.append(anchor)
     if why_not is None and grad:
@@ -107,7 +119,9 @@ def _readable(ctx: FileContext, inf: Inference) -> bool:
     )
 
 
-def _message(group: list[Inference], t: str, *, unread: bool = False) -> str:
+def _message(
+    group: list[Inference], t: str, *, unread: bool = False, no_layers: bool = False
+) -> str:
     evals = [inf for inf in group if inf.needs_eval]
     grad = any(inf.needs_grad for inf in group)
     names = ", ".join(f"`{inf.load.model}`" for inf in (evals or group))
@@ -121,6 +135,15 @@ def _message(group: list[Inference], t: str, *, unread: bool = False) -> str:
             "may run inference in train mode (nothing here puts it in eval, and its class "
             "is not readable here: in train mode any dropout in it is active and any "
             "BatchNorm normalises with batch statistics, which changes the predictions)"
+        )
+    elif no_layers:
+        # Readable, but no Dropout/BatchNorm was found in it (stylegan2-pytorch's
+        # Generator has neither): "the predictions change" would be a claim
+        # rnnfix cannot back; the layers may still come from code it does not read.
+        train = (
+            f"{'runs' if one else 'run'} inference in train mode (rnnfix found no dropout "
+            "or BatchNorm in its class, but in train mode any it has is active or "
+            "normalises with batch statistics, which changes the predictions)"
         )
     else:
         train = (
@@ -140,6 +163,37 @@ def _message(group: list[Inference], t: str, *, unread: bool = False) -> str:
         f"Inference with loaded {names} runs with grad enabled: {grads}; "
         f"run it under `{t}.no_grad()`"
     )
+
+
+def _mode_layers_seen(ctx: FileContext, inf: Inference) -> bool:
+    """The loaded model's class is known to hold a layer whose forward
+    depends on the mode: a torch.nn Dropout/BatchNorm or RNN, a class of this
+    file or of the run that builds one (or reads ``self.training``). True when
+    the class cannot be named here (the message then says so itself)."""
+    info = ctx.facts.modes.model_info(inf.load.model)
+    built = info.built_at if info is not None else None
+    if info is not None and info.has_rnn is not False:
+        return True  # an RNN's inter-layer dropout, or a class not known to hold none
+    return built is None or _builds_mode_layers(ctx, built)
+
+
+def _builds_mode_layers(ctx: FileContext, built: ast.AST) -> bool:
+    call = unwrap_built(built, ctx.facts.imports)
+    if not isinstance(call, ast.Call):
+        return True
+    qual = ctx.facts.imports.qualname(call.func) or ""
+    if qual == "torch.nn.Sequential":
+        return any(_builds_mode_layers(ctx, a) for a in call.args)
+    if qual.startswith("torch.nn."):
+        last = qual.rsplit(".", 1)[-1]
+        return last in MODE_LAYERS or last in ("RNN", "LSTM", "GRU") or "Transformer" in last
+    if isinstance(call.func, ast.Name) and call.func.id in ctx.facts.receivers.table.classes:
+        return ctx.facts.receivers.table.mode_layers(call.func.id)
+    view = ctx.facts.project
+    found = view.lookup_class(call.func) if view is not None else None
+    if found is None or not found.is_module:
+        return True
+    return found.mode_layers
 
 
 def _module_class(ctx: FileContext, inf: Inference) -> bool:
@@ -235,7 +289,7 @@ def _escape(
     how = found[0].how
     callers = LocalFunctions(ctx).call_sites(func)
     if not callers:
-        return f"what it computes is {how}, and `{func.name}` has no caller in this file"
+        return f"what it computes is {how}, and {no_caller_reason(ctx.tree, func)}"
     if _called_elsewhere(ctx, func.name):
         return (
             f"what it computes is {how}, and a function named `{func.name}` is called"

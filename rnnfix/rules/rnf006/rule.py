@@ -143,7 +143,10 @@ The class is read from this file or from another file of the run (a
 call). The fix is unsafe (applied with `--unsafe-fixes`) when rnnfix cannot read
 the class of the loaded object (a whole module from `torch.load`, a class
 imported from outside the run): `load_state_dict` and a forward call make
-it a module in practice, but rnnfix cannot prove it. Reported without a fix:
+it a module in practice, but rnnfix cannot prove it. It is unsafe as well
+when the class is readable but rnnfix finds no dropout, BatchNorm or RNN in
+it (a GAN generator of linear and convolution layers): `eval()` may change
+nothing there, so it is no evidence of a bug. Reported without a fix:
 a class whose `train`/`eval` is overridden in a form a call cannot go
 through, a model loaded on one path and run on another, and results that
 may reach callers rnnfix does not see.
