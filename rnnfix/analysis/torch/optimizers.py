@@ -116,7 +116,7 @@ class Optimizers:
         if params is None and value.args:
             params = value.args[0]
         owners = _parameter_owners(params) if params is not None else None
-        if owners == set():
+        if owners == set() and params is not None:
             # ``Adam([image])``, ``Adam([self.log_alpha])``: tensors optimised
             # directly; an element such as ``model.weight`` is part of ``model``.
             # Also lists joined with ``+``: stylegan2-pytorch's projector
