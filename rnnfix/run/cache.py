@@ -10,8 +10,9 @@ per file of the run.
 An entry is used only when all of these are what they were when it was made:
 
 - the file's bytes (a BLAKE2 digest);
-- rnnfix's version *and* its own code (size and mtime of every module, so an
-  editable install that changed gives fresh results);
+- rnnfix's version *and* its own code (the bytes of every one of its
+  modules, so an editable install that changed gives fresh results, even
+  when an edit kept a module's size and mtime);
 - the settings (they name the cache file);
 - the set of files of the run (a file added to the run can change what an
   import resolves to);
@@ -90,17 +91,69 @@ def cache_root(paths: Sequence[Path]) -> Path:
     return start
 
 
+_PACKAGE = Path(__file__).resolve().parent.parent  # rnnfix/
+_code: str | None = None
+
+
 def _code_fingerprint() -> str:
-    """rnnfix's version and its own modules' sizes and mtimes."""
-    h = hashlib.blake2b(f"{__version__}:{_FORMAT}".encode(), digest_size=16)
-    package = Path(__file__).parent
-    for module in sorted(package.rglob("*.py")):
+    """rnnfix's version and the bytes of every one of its own modules (and
+    libcst's version file: whether a fix applies depends on its parser).
+
+    Bytes, not sizes and mtimes: an edit that keeps a module's size within
+    the file system's timestamp granularity (or a checkout that restores
+    mtimes) must not replay results of the code before it. Reading and
+    hashing rnnfix's 1.5 MB of source costs a few milliseconds; once per
+    process."""
+    global _code
+    if _code is None:
+        h = hashlib.sha256(f"{__version__}:{_FORMAT}".encode())
+        for module in _modules(_PACKAGE):
+            try:
+                data = module.read_bytes()
+            except OSError:
+                data = b"\0unreadable"
+            h.update(f"{module.relative_to(_PACKAGE).as_posix()}\0{len(data)}\0".encode())
+            h.update(data)
+        h.update(b"libcst\0" + _libcst_version())
+        _code = h.hexdigest()[:32]
+    return _code
+
+
+def _modules(package: Path) -> list[Path]:
+    """Every ``.py`` file below ``package`` (``__pycache__`` left out), sorted."""
+    found: list[Path] = []
+    stack = [package]
+    while stack:
+        folder = stack.pop()
         try:
-            st = module.stat()
+            entries = list(os.scandir(folder))
         except OSError:
             continue
-        h.update(f"{module.relative_to(package)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()
+        for entry in entries:
+            if entry.name.endswith(".py") and entry.is_file():
+                found.append(Path(entry.path))
+            elif entry.name != "__pycache__" and entry.is_dir(follow_symlinks=False):
+                stack.append(Path(entry.path))
+    return sorted(found)
+
+
+def _libcst_version() -> bytes:
+    """libcst's ``_version.py``, found without importing libcst (that costs
+    a tenth of a second, and a warm run never needs it)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("libcst")
+    except (ImportError, ValueError):
+        return b"absent"
+    if spec is None or not spec.submodule_search_locations:
+        return b"absent"
+    for folder in spec.submodule_search_locations:
+        try:
+            return (Path(folder) / "_version.py").read_bytes()
+        except OSError:
+            continue
+    return b"unknown"
 
 
 def run_fingerprint(keys: Iterable[str]) -> str:
