@@ -106,7 +106,7 @@ def _code_fingerprint() -> str:
     process."""
     global _code
     if _code is None:
-        h = hashlib.sha256(f"{__version__}:{_FORMAT}".encode())
+        h = hashlib.sha256()
         for module in _modules(_PACKAGE):
             try:
                 data = module.read_bytes()
@@ -116,7 +116,7 @@ def _code_fingerprint() -> str:
             h.update(data)
         h.update(b"libcst\0" + _libcst_version())
         _code = h.hexdigest()[:32]
-    return _code
+    return f"{__version__}:{_FORMAT}:{_code}"
 
 
 def _modules(package: Path) -> list[Path]:
