@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import rnnfix.analysis.project.index
 import rnnfix.run.cache
 import rnnfix.run.engine
 import rnnfix.run.process
@@ -72,7 +73,7 @@ def _forbid_fixing(monkeypatch: pytest.MonkeyPatch) -> None:
 
     # ``process_text`` imports ``fix_source`` from the engine when it fixes.
     monkeypatch.setattr(rnnfix.run.engine, "fix_source", boom)
-    monkeypatch.setattr(rnnfix.run.process.ProjectIndex, "build", boom)
+    monkeypatch.setattr(rnnfix.analysis.project.index.ProjectIndex, "build", boom)
 
 
 def test_warm_run_is_served_from_the_cache(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
