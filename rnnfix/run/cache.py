@@ -83,7 +83,7 @@ def cache_root(paths: Sequence[Path]) -> Path:
     it rather than in whatever folder the command ran from)."""
     if not paths:
         return Path.cwd()
-    common = Path(os.path.commonpath([os.path.abspath(p) for p in paths]))
+    common = Path(_common_folder(paths))
     start = common if common.is_dir() else common.parent
     for folder in (start, *start.parents):
         if any((folder / marker).exists() for marker in _ROOT_MARKERS):
@@ -93,6 +93,22 @@ def cache_root(paths: Sequence[Path]) -> Path:
 
 _PACKAGE = Path(__file__).resolve().parent.parent  # rnnfix/
 _code: str | None = None
+
+
+def _common_folder(paths: Sequence[Path]) -> str:
+    """``os.path.commonpath`` of the absolute paths, by one string prefix
+    test per path (commonpath splits every path: a tenth of a warm run's
+    time on a large tree)."""
+    cwd = os.getcwd()
+    absolute = [os.path.normpath(os.path.join(cwd, p)) for p in map(os.fspath, paths)]
+    common = absolute[0]
+    for p in absolute[1:]:
+        while not (p == common or p.startswith(common.rstrip(os.sep) + os.sep)):
+            parent = os.path.dirname(common)
+            if parent == common:
+                return os.path.commonpath(absolute)  # no common root (another drive)
+            common = parent
+    return common
 
 
 def _code_fingerprint() -> str:
@@ -163,6 +179,9 @@ def run_fingerprint(keys: Iterable[str]) -> str:
     return h.hexdigest()
 
 
+_UNKNOWN: Any = object()
+
+
 class FileDigests(Mapping[str, str]):
     """Digests of the run's files, and of any other file asked for, read on
     first use: a result may consult a file outside the run (an import
@@ -187,6 +206,17 @@ class FileDigests(Mapping[str, str]):
         if value is None:
             raise KeyError(key)
         return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        # Mapping.get goes through __getitem__ and an exception per miss:
+        # a warm run asks once per file each result consulted.
+        known = self._known.get(key, _UNKNOWN)
+        if known is _UNKNOWN:
+            try:
+                return self[key]
+            except KeyError:
+                return default
+        return default if known is None else known
 
     def __iter__(self) -> Iterator[str]:
         return (k for k, v in self._known.items() if v is not None)

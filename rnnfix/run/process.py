@@ -165,7 +165,7 @@ def _process_files(
     # ``everything`` starts with ``paths`` (``_with_context``): each path is
     # made absolute once (a warm run on a large tree spent a tenth of its time
     # doing it three times).
-    every_key = [normalise(p) for p in everything]
+    every_key = _absolute(everything)
     keys = every_key[: len(paths)]
     known: dict[str, str] = {}
     raw: dict[str, bytes] = {}
@@ -249,6 +249,14 @@ def _with_context(paths: Sequence[Path], context: Sequence[Path] | None) -> list
     return [*paths, *(p for p in context if normalise(p) not in seen)]
 
 
+def _absolute(paths: Sequence[Path]) -> list[str]:
+    """``normalise`` of each path, asking the OS for the current folder once
+    (``os.path.abspath`` asks it per path)."""
+    cwd = os.getcwd()
+    join, norm, isabs = os.path.join, os.path.normpath, os.path.isabs
+    return [norm(p if isabs(p) else join(cwd, p)) for p in map(os.fspath, paths)]
+
+
 _READ_FLAGS = (
     os.O_RDONLY
     | getattr(os, "O_NOFOLLOW", 0)
@@ -275,10 +283,13 @@ def _read_plain(key: str, max_bytes: int) -> bytes | None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
             return None
-        chunks = [os.read(fd, st.st_size + 1)]
-        while chunks[-1]:  # it grew since the fstat: read to the end
-            chunks.append(os.read(fd, 1 << 20))
-        data = b"".join(chunks)
+        data = os.read(fd, st.st_size + 1)
+        more = os.read(fd, 1 << 20) if data else b""
+        if more:  # a short read, or it grew since the fstat: read to the end
+            chunks = [data, more]
+            while chunks[-1]:
+                chunks.append(os.read(fd, 1 << 20))
+            data = b"".join(chunks)  # never copied in the common case
         return data if len(data) <= max_bytes else None
     except OSError:
         return None
@@ -319,6 +330,11 @@ def _result_to_json(result: FileResult) -> dict[str, Any]:
 _OUTCOMES = {o.value: o for o in Outcome}
 
 
+def _findings(data: list[Any]) -> list[Finding]:
+    # Most entries have none: no comprehension to build for them.
+    return [finding_from_json(f) for f in data] if data else []
+
+
 def _result_from_json(
     data: dict[str, Any], raw: bytes, path: Path, texts: bool
 ) -> FileResult | None:
@@ -335,17 +351,17 @@ def _result_from_json(
         return FileResult(
             path=str(path),
             outcome=outcome,
-            findings=[finding_from_json(f) for f in data["findings"]],
-            applied=[finding_from_json(f) for f in data["applied"]],
-            initial=[finding_from_json(f) for f in data["initial"]],
-            followups=[finding_from_json(f) for f in data["followups"]],
-            dropped=[dropped_from_json(d) for d in data["dropped"]],
+            findings=_findings(data["findings"]),
+            applied=_findings(data["applied"]),
+            initial=_findings(data["initial"]),
+            followups=_findings(data["followups"]),
+            dropped=[dropped_from_json(d) for d in data["dropped"]] if data["dropped"] else [],
             error=data["error"],
             error_line=data["error_line"],
             error_col=data["error_col"],
             old_bytes=raw,
             consulted=frozenset(data["consulted"]),
-            notes=[str(n) for n in data["notes"]],
+            notes=[str(n) for n in data["notes"]] if data["notes"] else [],
         )
     except (KeyError, TypeError, ValueError):
         return None

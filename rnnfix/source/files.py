@@ -334,16 +334,25 @@ def _walk(
     stack: list[tuple[str, str]] = [(os.fspath(root), "")]
     while stack:
         folder, rel = stack.pop()
-        ignores.load(rel)
         try:
             with os.scandir(folder) as listing:
                 entries = sorted(listing, key=_name)
         except OSError as exc:
-            # One line for the folder; the rest of the tree is still checked.
-            problems.errors.append(
-                f"{Path(folder)}: cannot read the folder ({exc.strerror or exc})"
-            )
+            # A virtual environment is skipped unread, also one that can be
+            # entered but not listed; any other folder gets one line, and
+            # the rest of the tree is still checked.
+            if not rel or not os.path.exists(os.path.join(folder, "pyvenv.cfg")):
+                problems.errors.append(
+                    f"{Path(folder)}: cannot read the folder ({exc.strerror or exc})"
+                )
             continue
+        # Asked of the folder's own listing, not with a system call each:
+        # is it a virtual environment, has it a ``.gitignore``.
+        names = {entry.name for entry in entries}
+        if rel and "pyvenv.cfg" in names and os.path.exists(os.path.join(folder, "pyvenv.cfg")):
+            continue
+        if ".gitignore" in names:
+            ignores.load(rel)
         subdirs = []
         for entry in entries:
             name = entry.name
@@ -361,13 +370,9 @@ def _walk(
                     continue
                 if not include_tests and name in TEST_DIRS:
                     continue
-                # os.path: a folder that cannot be entered is no venv (and is
-                # reported when the walk gets to it), never an exception.
-                if os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
-                    continue
                 if ignores.ignored(entry_rel, is_dir=True):
                     continue
-                if _matches(excluded, root, Path(entry.path), True):
+                if excluded is not None and _matches(excluded, root, Path(entry.path), True):
                     continue
                 subdirs.append((entry.path, entry_rel))
             elif _TEMP_NAME.match(name) and is_file:
@@ -466,7 +471,8 @@ class _GitIgnores:
             self._specs.append((_posix(folder).rstrip("/") + "/", spec))
 
     def load(self, rel: str) -> None:
-        """The ``.gitignore`` of the folder at ``rel`` ("" for the walked one)."""
+        """The ``.gitignore`` of the folder at ``rel`` ("" for the walked one),
+        if it has one."""
         if rel not in self._loaded:
             self._loaded.add(rel)
             self._add(self._root / rel if rel else self._root)
