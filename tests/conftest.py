@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# One thread per torch process. pytest-xdist runs a worker per core already,
+# and torch's OpenMP pool (a thread per core, spinning between operations) in
+# each worker and in each script a test runs under the sanitizer made the
+# CPU-bound end-to-end tests about five times slower on two cores (the
+# README's LSTM example: 63 s wall for a run that takes 12 s with one thread).
+# Set before anything imports torch; subprocesses inherit it. A value of the
+# caller's own is kept.
+for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
 
 
 @pytest.fixture(scope="session")

@@ -15,10 +15,12 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+import rnnfix.analysis.project.index
 import rnnfix.run.cache
 import rnnfix.run.engine
 import rnnfix.run.process
@@ -72,7 +74,7 @@ def _forbid_fixing(monkeypatch: pytest.MonkeyPatch) -> None:
 
     # ``process_text`` imports ``fix_source`` from the engine when it fixes.
     monkeypatch.setattr(rnnfix.run.engine, "fix_source", boom)
-    monkeypatch.setattr(rnnfix.run.process.ProjectIndex, "build", boom)
+    monkeypatch.setattr(rnnfix.analysis.project.index.ProjectIndex, "build", boom)
 
 
 def test_warm_run_is_served_from_the_cache(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -295,3 +297,79 @@ def test_a_warm_run_imports_no_engine_rules_or_libcst(project: Path) -> None:
     ]
     assert "LOADED ['rnnfix.run.engine'" in runs[0].stdout, runs[0].stdout + runs[0].stderr
     assert "LOADED []" in runs[1].stdout, runs[1].stdout + runs[1].stderr
+
+
+def _same_size_and_mtime(path: Path, old: str, new: str) -> None:
+    """Replace ``old`` by ``new`` in ``path`` keeping its size and mtime: the
+    cache keys files on their bytes, never on what ``stat`` says."""
+    st = path.stat()
+    text = path.read_text()
+    assert len(old) == len(new) and text.count(old) == 1
+    path.write_text(text.replace(old, new))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+
+
+def _full(results: list[FileResult]) -> list[tuple[object, ...]]:
+    """Everything a result reports, fixes' safety and dropped fixes included."""
+    return [
+        (
+            Path(r.path).name,
+            r.outcome.value,
+            [(f.code, f.line, f.col, f.message, f.fix and f.fix.safe) for f in r.reported],
+            [(f.code, f.line, f.message) for f in r.findings],
+            [(d.finding.code, d.finding.line, d.reason) for d in r.dropped],
+            sorted(Path(c).name for c in r.consulted),
+            r.error,
+        )
+        for r in results
+    ]
+
+
+@pytest.mark.parametrize("texts", [False, True], ids=["check", "diff"])
+def test_an_edit_of_a_file_a_finding_depends_on_gives_the_cold_result(
+    project: Path, monkeypatch: pytest.MonkeyPatch, texts: bool
+) -> None:
+    """Issue 28: a warm run after an edit of ``utils.py`` (which train.py's
+    RNF001 finding depends on through ``evaluate``) equals a cold run, both
+    ways, and re-checks only the edited file and the files that consulted it."""
+    settings = Settings()
+    files = sorted(discover([project]))
+
+    def warm() -> list[FileResult]:
+        cache = ResultCache(cache_root(files), settings)
+        results = process_files(files, settings, write=False, jobs=1, cache=cache, texts=texts)
+        assert not cache.warnings
+        return results
+
+    def cold() -> list[FileResult]:
+        return process_files(files, settings, write=False, jobs=1, texts=texts)
+
+    first = warm()
+    by_name = {Path(r.path).name: r for r in first}
+    assert [f.code for f in by_name["train.py"].reported] == ["RNF001"]
+    assert str(project / "utils.py") in by_name["train.py"].consulted
+    checked: list[str] = []
+    real = rnnfix.run.process.process_text
+
+    def spy(name: str, *args: Any, **kwargs: Any) -> FileResult:
+        checked.append(Path(name).name)  # checked again: the gate, then the engine
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(rnnfix.run.process, "process_text", spy)
+    utils = project / "utils.py"
+    # ``model.half()`` sets no mode: evaluate no longer leaves the model in
+    # eval mode, so train.py has nothing to report. Then back again.
+    for old, new in (("model.eval()", "model.half()"), ("model.half()", "model.eval()")):
+        _same_size_and_mtime(utils, old, new)
+        checked.clear()
+        after = warm()
+        assert "train.py" in checked and "models.py" not in checked
+        assert _full(after) == _full(cold())
+        reported = {Path(r.path).name: [f.code for f in r.reported] for r in after}
+        assert reported["train.py"] == ([] if new == "model.half()" else ["RNF001"])
+        checked.clear()
+        again = warm()
+        # Then all from the cache, but for a changed file's text (a diff).
+        changed = [Path(r.path).name for r in after if r.outcome is Outcome.CHANGED]
+        assert _full(again) == _full(after) and checked == (changed if texts else [])

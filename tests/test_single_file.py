@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 import rnnfix.analysis.project.imported
+import rnnfix.analysis.project.index
 import rnnfix.run.engine
 import rnnfix.run.process
 from rnnfix.analysis.project.imported import imported_files
@@ -175,7 +176,7 @@ def test_warm_single_file_run_is_served_from_the_cache(
         raise AssertionError("the engine ran: the cache was not used")
 
     monkeypatch.setattr(rnnfix.run.engine, "fix_source", boom)
-    monkeypatch.setattr(rnnfix.run.process.ProjectIndex, "build", boom)
+    monkeypatch.setattr(rnnfix.analysis.project.index.ProjectIndex, "build", boom)
     [warm] = _cached_run([project / "train.py"])
     assert _codes(warm) == _codes(cold) and warm.outcome is Outcome.UNCHANGED
 

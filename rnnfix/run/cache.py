@@ -10,8 +10,9 @@ per file of the run.
 An entry is used only when all of these are what they were when it was made:
 
 - the file's bytes (a BLAKE2 digest);
-- rnnfix's version *and* its own code (size and mtime of every module, so an
-  editable install that changed gives fresh results);
+- rnnfix's version *and* its own code (the bytes of every one of its
+  modules, so an editable install that changed gives fresh results, even
+  when an edit kept a module's size and mtime);
 - the settings (they name the cache file);
 - the set of files of the run (a file added to the run can change what an
   import resolves to);
@@ -82,7 +83,7 @@ def cache_root(paths: Sequence[Path]) -> Path:
     it rather than in whatever folder the command ran from)."""
     if not paths:
         return Path.cwd()
-    common = Path(os.path.commonpath([os.path.abspath(p) for p in paths]))
+    common = Path(_common_folder(paths))
     start = common if common.is_dir() else common.parent
     for folder in (start, *start.parents):
         if any((folder / marker).exists() for marker in _ROOT_MARKERS):
@@ -90,17 +91,85 @@ def cache_root(paths: Sequence[Path]) -> Path:
     return start
 
 
+_PACKAGE = Path(__file__).resolve().parent.parent  # rnnfix/
+_code: str | None = None
+
+
+def _common_folder(paths: Sequence[Path]) -> str:
+    """``os.path.commonpath`` of the absolute paths, by one string prefix
+    test per path (commonpath splits every path: a tenth of a warm run's
+    time on a large tree)."""
+    cwd = os.getcwd()
+    absolute = [os.path.normpath(os.path.join(cwd, p)) for p in map(os.fspath, paths)]
+    common = absolute[0]
+    for p in absolute[1:]:
+        while not (p == common or p.startswith(common.rstrip(os.sep) + os.sep)):
+            parent = os.path.dirname(common)
+            if parent == common:
+                return os.path.commonpath(absolute)  # no common root (another drive)
+            common = parent
+    return common
+
+
 def _code_fingerprint() -> str:
-    """rnnfix's version and its own modules' sizes and mtimes."""
-    h = hashlib.blake2b(f"{__version__}:{_FORMAT}".encode(), digest_size=16)
-    package = Path(__file__).parent
-    for module in sorted(package.rglob("*.py")):
+    """rnnfix's version and the bytes of every one of its own modules (and
+    libcst's version file: whether a fix applies depends on its parser).
+
+    Bytes, not sizes and mtimes: an edit that keeps a module's size within
+    the file system's timestamp granularity (or a checkout that restores
+    mtimes) must not replay results of the code before it. Reading and
+    hashing rnnfix's 1.5 MB of source costs a few milliseconds; once per
+    process."""
+    global _code
+    if _code is None:
+        h = hashlib.sha256()
+        for module in _modules(_PACKAGE):
+            try:
+                data = module.read_bytes()
+            except OSError:
+                data = b"\0unreadable"
+            h.update(f"{module.relative_to(_PACKAGE).as_posix()}\0{len(data)}\0".encode())
+            h.update(data)
+        h.update(b"libcst\0" + _libcst_version())
+        _code = h.hexdigest()[:32]
+    return f"{__version__}:{_FORMAT}:{_code}"
+
+
+def _modules(package: Path) -> list[Path]:
+    """Every ``.py`` file below ``package`` (``__pycache__`` left out), sorted."""
+    found: list[Path] = []
+    stack = [package]
+    while stack:
+        folder = stack.pop()
         try:
-            st = module.stat()
+            entries = list(os.scandir(folder))
         except OSError:
             continue
-        h.update(f"{module.relative_to(package)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()
+        for entry in entries:
+            if entry.name.endswith(".py") and entry.is_file():
+                found.append(Path(entry.path))
+            elif entry.name != "__pycache__" and entry.is_dir(follow_symlinks=False):
+                stack.append(Path(entry.path))
+    return sorted(found)
+
+
+def _libcst_version() -> bytes:
+    """libcst's ``_version.py``, found without importing libcst (that costs
+    a tenth of a second, and a warm run never needs it)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("libcst")
+    except (ImportError, ValueError):
+        return b"absent"
+    if spec is None or not spec.submodule_search_locations:
+        return b"absent"
+    for folder in spec.submodule_search_locations:
+        try:
+            return (Path(folder) / "_version.py").read_bytes()
+        except OSError:
+            continue
+    return b"unknown"
 
 
 def run_fingerprint(keys: Iterable[str]) -> str:
@@ -108,6 +177,9 @@ def run_fingerprint(keys: Iterable[str]) -> str:
     for key in sorted(keys):
         h.update(key.encode("utf-8", "surrogateescape") + b"\0")
     return h.hexdigest()
+
+
+_UNKNOWN: Any = object()
 
 
 class FileDigests(Mapping[str, str]):
@@ -134,6 +206,17 @@ class FileDigests(Mapping[str, str]):
         if value is None:
             raise KeyError(key)
         return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        # Mapping.get goes through __getitem__ and an exception per miss:
+        # a warm run asks once per file each result consulted.
+        known = self._known.get(key, _UNKNOWN)
+        if known is _UNKNOWN:
+            try:
+                return self[key]
+            except KeyError:
+                return default
+        return default if known is None else known
 
     def __iter__(self) -> Iterator[str]:
         return (k for k, v in self._known.items() if v is not None)

@@ -27,17 +27,13 @@ from typing import TYPE_CHECKING, Protocol
 from rnnfix.analysis.project.index import LazySummaries, ProjectIndex
 from rnnfix.analysis.project.summaries import ModuleSummary
 from rnnfix.config.settings import Settings
+from rnnfix.run.collector import GC_THRESHOLD
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
     from rnnfix.run.process import FileResult
 
-# Allocations between collections of the youngest generation. The analysis
-# allocates millions of short-lived objects (trees, facts) that reference
-# counting frees; at Python's default (700) the cyclic collector runs
-# thousands of times over them: a tenth of a cold run's time for nothing.
-GC_THRESHOLD = 100_000
 
 Changes = dict[str, "ModuleSummary | None"]
 

@@ -3,24 +3,18 @@ failures included, is a ``FileResult``."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import enum
-import gc
 import os
 import re
 import stat
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rnnfix.analysis.context import DroppedFix, Finding
-from rnnfix.analysis.project.imported import imported_files
-from rnnfix.analysis.project.index import ProjectIndex, normalise
-from rnnfix.analysis.project.summaries import ModuleSummary
-from rnnfix.analysis.project.summarise import summarise
 from rnnfix.config.settings import Settings
 from rnnfix.run import budget, stopping
 from rnnfix.run.cache import (
@@ -33,12 +27,25 @@ from rnnfix.run.cache import (
     finding_to_json,
     run_fingerprint,
 )
-from rnnfix.run.pool import GC_THRESHOLD, FilePool, signals_blocked
+from rnnfix.run.collector import collector_tuned
 from rnnfix.source.files import FileProblem, decode, is_plain_file, read_source, write_atomic
 from rnnfix.source.lines import line_texts
 
 if TYPE_CHECKING:
+    from rnnfix.analysis.project.index import ProjectIndex
+    from rnnfix.analysis.project.summaries import ModuleSummary
+    from rnnfix.run.pool import FilePool
     from rnnfix.source import notebooks
+
+# A run whose results all come from the cache imports neither the project
+# index, the summaries nor the worker pool (nor the engine: ``process_text``):
+# they are imported where a file is checked.
+
+
+def normalise(path: str | os.PathLike[str]) -> str:
+    """A file's key: ``rnnfix.analysis.project.index.normalise``, which a
+    warm run would import the project index for."""
+    return os.path.abspath(path)
 
 
 class Outcome(enum.Enum):
@@ -132,7 +139,7 @@ def process_files(
     ``texts``: the results of changed files need their old and new text (a
     write, a diff). Without (``--check``), a file with a fix can be answered
     from the cache, which holds its findings but never its text."""
-    with _collector_tuned():
+    with collector_tuned():
         return _process_files(
             paths, settings, write, jobs, cache, progress, context, scan_imports, texts or write
         )
@@ -158,21 +165,15 @@ def _process_files(
     # ``everything`` starts with ``paths`` (``_with_context``): each path is
     # made absolute once (a warm run on a large tree spent a tenth of its time
     # doing it three times).
-    every_key = [normalise(p) for p in everything]
+    every_key = _absolute(everything)
     keys = every_key[: len(paths)]
     known: dict[str, str] = {}
     raw: dict[str, bytes] = {}
-    for key, path in zip(every_key, everything, strict=True):
-        try:
-            st = path.lstat()
-            # A link, a FIFO, a device (``/dev/zero``) or a huge file:
-            # process_file reports it, never read here (a FIFO would block).
-            if not stat.S_ISREG(st.st_mode) or st.st_size > settings.max_file_size:
-                continue
-            raw[key] = path.read_bytes()
-        except OSError:
-            continue  # process_file reports it
-        known[key] = digest(raw[key])
+    for key in every_key:
+        data = _read_plain(key, settings.max_file_size)
+        if data is not None:
+            raw[key] = data
+            known[key] = digest(data)
     # Files outside the run that it imports: which ones exist keys every
     # result; the bytes of those a result consulted key that result.
     run = run_fingerprint([*every_key, *(f"imported:{o}" for o in outside)])
@@ -212,20 +213,6 @@ def _process_files(
     return results
 
 
-@contextlib.contextmanager
-def _collector_tuned() -> Iterator[None]:
-    """Fewer collections while files are checked; what is loaded already
-    (rnnfix and its imports) is moved out of the collector's reach."""
-    before = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(GC_THRESHOLD, *before[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
-        gc.unfreeze()
-
-
 def _process_uncached(
     paths: Sequence[Path],
     settings: Settings,
@@ -240,6 +227,8 @@ def _process_uncached(
     ``outside``: the files outside the run that they import."""
     if jobs == 0:
         jobs = min(os.cpu_count() or 1, 8) if len(paths) >= PARALLEL_THRESHOLD else 1
+    from rnnfix.run.pool import FilePool
+
     project = _build_project(everything, settings, outside)
     with FilePool(process_file, settings, project, jobs) as pool:
         if project is None:
@@ -258,6 +247,54 @@ def _with_context(paths: Sequence[Path], context: Sequence[Path] | None) -> list
         return list(paths)
     seen = {normalise(p) for p in paths}
     return [*paths, *(p for p in context if normalise(p) not in seen)]
+
+
+def _absolute(paths: Sequence[Path]) -> list[str]:
+    """``normalise`` of each path, asking the OS for the current folder once
+    (``os.path.abspath`` asks it per path)."""
+    cwd = os.getcwd()
+    join, norm, isabs = os.path.join, os.path.normpath, os.path.isabs
+    return [norm(p if isabs(p) else join(cwd, p)) for p in map(os.fspath, paths)]
+
+
+_READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+def _read_plain(key: str, max_bytes: int) -> bytes | None:
+    """The bytes of a regular file of at most ``max_bytes``; None for
+    anything else: a link, a FIFO, a device (``/dev/zero``), a huge file or
+    one that cannot be read (``process_file`` reports it, never read here).
+    ``O_NONBLOCK``: a FIFO swapped in after the ``lstat`` cannot block the
+    open; ``O_NOFOLLOW``: nor can a link be followed."""
+    try:
+        st = os.lstat(key)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+            return None
+        fd = os.open(key, _READ_FLAGS)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+            return None
+        data = os.read(fd, st.st_size + 1)
+        more = os.read(fd, 1 << 20) if data else b""
+        if more:  # a short read, or it grew since the fstat: read to the end
+            chunks = [data, more]
+            while chunks[-1]:
+                chunks.append(os.read(fd, 1 << 20))
+            data = b"".join(chunks)  # never copied in the common case
+        return data if len(data) <= max_bytes else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _cacheable(result: FileResult, data: bytes) -> bool:
@@ -290,6 +327,14 @@ def _result_to_json(result: FileResult) -> dict[str, Any]:
     }
 
 
+_OUTCOMES = {o.value: o for o in Outcome}
+
+
+def _findings(data: list[Any]) -> list[Finding]:
+    # Most entries have none: no comprehension to build for them.
+    return [finding_from_json(f) for f in data] if data else []
+
+
 def _result_from_json(
     data: dict[str, Any], raw: bytes, path: Path, texts: bool
 ) -> FileResult | None:
@@ -297,7 +342,7 @@ def _result_from_json(
     file is simply processed again). A changed file's result is a miss when
     the run needs its text (``texts``: a write, a diff): the cache has none."""
     try:
-        outcome = Outcome(data["outcome"])
+        outcome = _OUTCOMES[data["outcome"]]
         if outcome is Outcome.CHANGED and texts:
             return None
         # No text: nothing downstream reads it without ``texts`` (diffs and
@@ -306,17 +351,17 @@ def _result_from_json(
         return FileResult(
             path=str(path),
             outcome=outcome,
-            findings=[finding_from_json(f) for f in data["findings"]],
-            applied=[finding_from_json(f) for f in data["applied"]],
-            initial=[finding_from_json(f) for f in data["initial"]],
-            followups=[finding_from_json(f) for f in data["followups"]],
-            dropped=[dropped_from_json(d) for d in data["dropped"]],
+            findings=_findings(data["findings"]),
+            applied=_findings(data["applied"]),
+            initial=_findings(data["initial"]),
+            followups=_findings(data["followups"]),
+            dropped=[dropped_from_json(d) for d in data["dropped"]] if data["dropped"] else [],
             error=data["error"],
             error_line=data["error_line"],
             error_col=data["error_col"],
             old_bytes=raw,
             consulted=frozenset(data["consulted"]),
-            notes=[str(n) for n in data["notes"]],
+            notes=[str(n) for n in data["notes"]] if data["notes"] else [],
         )
     except (KeyError, TypeError, ValueError):
         return None
@@ -332,6 +377,8 @@ def _outside(paths: Sequence[Path], settings: Settings) -> list[str]:
     ``--isolated``."""
     if settings.isolated or not _uses_project(settings):
         return []
+    from rnnfix.analysis.project.imported import imported_files
+
     return imported_files(paths)
 
 
@@ -342,6 +389,8 @@ def _build_project(
     only the run's files are fixed."""
     if len(paths) + len(outside) < 2 or not _uses_project(settings):
         return None
+    from rnnfix.analysis.project.index import ProjectIndex
+
     # Only regular files: a FIFO named on the command line would block the
     # first lookup that reads it (``process_file`` reports it).
     plain = [p for p in paths if is_plain_file(p)]
@@ -366,6 +415,8 @@ def _settle(
     """Re-check the files that looked up a file whose summary a fix changed,
     until the summaries agree with the fixed files (or ``MAX_ROUNDS``); in
     the pool's workers, which have the first pass's summaries already."""
+    from rnnfix.analysis.project.summarise import summarise
+
     results = list(results)
     keys = [normalise(p) for p in paths]
     # A file's own summary is never a reason to check it again: its analysis
@@ -406,6 +457,8 @@ def _write(path: Path, result: FileResult, progress: Progress) -> None:
     assert result.new_text is not None and result.old_bytes is not None
     # Ctrl-C / SIGTERM wait until the file is written and counted, so the
     # "N written" an interrupted run prints is exact.
+    from rnnfix.run.pool import signals_blocked
+
     stopping.check()
     with signals_blocked():
         try:

@@ -327,49 +327,68 @@ def _forced_out(
 def _walk(
     root: Path, excluded: pathspec.GitIgnoreSpec | None, include_tests: bool, problems: Problems
 ) -> Iterator[Path]:
+    # Strings, not ``Path`` objects, until a file is yielded: building a
+    # ``Path`` per entry was most of what discovering a large tree cost (and
+    # of a warm run). ``rel``: the folder's path below ``root``, "/"-joined.
     ignores = _GitIgnores(root, problems.warnings)
-    stack = [root]
+    stack: list[tuple[str, str]] = [(os.fspath(root), "")]
     while stack:
-        folder = stack.pop()
-        ignores.load(folder)
+        folder, rel = stack.pop()
         try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=_name)
         except OSError as exc:
-            # One line for the folder; the rest of the tree is still checked.
-            problems.errors.append(f"{folder}: cannot read the folder ({exc.strerror or exc})")
+            # A virtual environment is skipped unread, also one that can be
+            # entered but not listed; any other folder gets one line, and
+            # the rest of the tree is still checked.
+            if not rel or not os.path.exists(os.path.join(folder, "pyvenv.cfg")):
+                problems.errors.append(
+                    f"{Path(folder)}: cannot read the folder ({exc.strerror or exc})"
+                )
             continue
+        # Asked of the folder's own listing, not with a system call each:
+        # is it a virtual environment, has it a ``.gitignore``.
+        names = {entry.name for entry in entries}
+        if rel and "pyvenv.cfg" in names and os.path.exists(os.path.join(folder, "pyvenv.cfg")):
+            continue
+        if ".gitignore" in names:
+            ignores.load(rel)
         subdirs = []
         for entry in entries:
-            p = Path(entry.path)
+            name = entry.name
             try:
                 if entry.is_symlink():
                     continue
                 is_dir = entry.is_dir()
                 is_file = not is_dir and entry.is_file()
             except OSError as exc:
-                problems.errors.append(f"{p}: cannot read ({exc.strerror or exc})")
+                problems.errors.append(f"{Path(entry.path)}: cannot read ({exc.strerror or exc})")
                 continue
+            entry_rel = f"{rel}/{name}" if rel else name
             if is_dir:
-                if entry.name in SKIP_DIRS or entry.name.endswith(".egg-info"):
+                if name in SKIP_DIRS or name.endswith(".egg-info"):
                     continue
-                if not include_tests and entry.name in TEST_DIRS:
+                if not include_tests and name in TEST_DIRS:
                     continue
-                # os.path: a folder that cannot be entered is no venv (and is
-                # reported when the walk gets to it), never an exception.
-                if os.path.exists(p / "pyvenv.cfg"):
+                if ignores.ignored(entry_rel, is_dir=True):
                     continue
-                if ignores.ignored(p, is_dir=True) or _matches(excluded, root, p, True):
+                if excluded is not None and _matches(excluded, root, Path(entry.path), True):
                     continue
-                subdirs.append(p)
-            elif _TEMP_NAME.match(entry.name) and is_file:
-                _remove_leftover(p)
-            elif entry.name.endswith(SOURCE_SUFFIXES) and is_file:
-                if not include_tests and is_test_file(entry.name, p):
+                subdirs.append((entry.path, entry_rel))
+            elif _TEMP_NAME.match(name) and is_file:
+                _remove_leftover(Path(entry.path))
+            elif name.endswith(SOURCE_SUFFIXES) and is_file:
+                p = Path(entry.path)
+                if not include_tests and is_test_file(name, p):
                     continue
-                if ignores.ignored(p, is_dir=False) or _matches(excluded, root, p, False):
+                if ignores.ignored(entry_rel, is_dir=False) or _matches(excluded, root, p, False):
                     continue
                 yield p
         stack.extend(reversed(subdirs))
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
 
 
 def _remove_leftover(p: Path) -> None:
@@ -415,10 +434,16 @@ def _spec(
 
 class _GitIgnores:
     """``.gitignore`` files of the walked tree and of its ancestors up to the
-    repository root, each applied relative to its own folder."""
+    repository root, each applied relative to its own folder. Paths are
+    strings relative to the walked folder, "/"-joined (what git matches),
+    so that asking costs no system call and no ``Path``: the walk never
+    follows links, so a path below the folder is the resolved folder joined
+    with its relative part (``resolve()`` per file was once most of the time
+    of discovering a large tree)."""
 
     def __init__(self, given: Path, warnings: list[str]) -> None:
-        self._specs: list[tuple[Path, pathspec.GitIgnoreSpec]] = []
+        # (the folder's resolved path with a trailing "/", its spec)
+        self._specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
         self._warnings = warnings
         root = given.resolve()
         ancestors = []
@@ -433,15 +458,7 @@ class _GitIgnores:
         for folder in reversed(ancestors):
             self._add(folder)
         self._root = root
-        self._given = os.path.abspath(given)
-        self._loaded: set[Path] = set()
-
-    def _real(self, p: Path) -> Path:
-        # The walk never follows links, so a path below the root resolves to
-        # the resolved root joined with its relative part: no system call per
-        # file (resolve() was most of the time of discovering a large tree).
-        rel = os.path.relpath(os.path.abspath(p), self._given)
-        return self._root if rel == "." else self._root / rel
+        self._loaded: set[str] = set()
 
     def _add(self, folder: Path) -> None:
         f = folder / ".gitignore"
@@ -450,23 +467,26 @@ class _GitIgnores:
                 lines = f.read_text(encoding="utf-8", errors="replace").splitlines()
             except OSError:
                 return
-            self._specs.append((folder, _spec(lines, str(f), self._warnings, numbered=True)))
+            spec = _spec(lines, str(f), self._warnings, numbered=True)
+            self._specs.append((_posix(folder).rstrip("/") + "/", spec))
 
-    def load(self, folder: Path) -> None:
-        folder = self._real(folder)
-        if folder not in self._loaded:
-            self._loaded.add(folder)
-            self._add(folder)
+    def load(self, rel: str) -> None:
+        """The ``.gitignore`` of the folder at ``rel`` ("" for the walked one),
+        if it has one."""
+        if rel not in self._loaded:
+            self._loaded.add(rel)
+            self._add(self._root / rel if rel else self._root)
 
-    def ignored(self, p: Path, is_dir: bool) -> bool:
+    def ignored(self, rel: str, is_dir: bool) -> bool:
         if not self._specs:
             return False
-        p = self._real(p)
+        real = f"{_posix(self._root).rstrip('/')}/{rel}"
+        suffix = "/" if is_dir else ""
         for base, spec in self._specs:
-            try:
-                rel = p.relative_to(base).as_posix()
-            except ValueError:
-                continue
-            if spec.match_file(rel + ("/" if is_dir else "")):
+            if real.startswith(base) and spec.match_file(real[len(base) :] + suffix):
                 return True
         return False
+
+
+def _posix(path: Path) -> str:
+    return path.as_posix()
