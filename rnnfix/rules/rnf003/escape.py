@@ -293,8 +293,9 @@ def no_caller_reason(tree: ast.Module, func: ast.FunctionDef | ast.AsyncFunction
     so "no caller in this file" would be untrue there; a call of that name
     may also be another object's method, so it is named as one that may be."""
     name = func.name
+    inside = {id(n) for n in ast.walk(func)}  # its own calls (``self.encoder.inference``)
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
+        if not isinstance(node, ast.Call) or id(node) in inside:
             continue
         called = node.func
         if (isinstance(called, ast.Attribute) and called.attr == name) or (
