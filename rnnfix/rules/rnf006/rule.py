@@ -6,11 +6,13 @@ import ast
 import re
 from collections.abc import Iterator
 
+from rnnfix.analysis.modes.inferclass import class_text
 from rnnfix.analysis.modes.inference import Inference, InferenceAnalysis
 from rnnfix.analysis.modes.regions import find_regions
 from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_tree
 from rnnfix.rules.base import FileContext, Finding, Rule
 from rnnfix.rules.rnf003.judge import RegionJudge, Verdict
+from rnnfix.rules.rnf006.classes import class_findings
 from rnnfix.rules.rnf006.fix import scope_finding
 
 # ``model.load_state_dict(``, ``torch.load(``, ``load_model(``, ``Net.load_from_checkpoint(``.
@@ -155,10 +157,9 @@ may reach callers rnnfix does not see.
     def check(self, ctx: FileContext) -> Iterator[Finding]:
         if not may_apply(ctx):
             return
-        found = InferenceAnalysis(ctx).inferences()
-        if not found:
-            return
+        analysis = InferenceAnalysis(ctx)
         owned = _Rnf003Regions(ctx)
+        found = analysis.inferences() if _loads_here(ctx) else []
         groups: dict[int, list[Inference]] = {}
         for inf in found:
             inf.forwards = [f for f in inf.forwards if not owned.covers(f.site)]
@@ -166,6 +167,8 @@ may reach callers rnnfix does not see.
                 groups.setdefault(id(inf.load.scope), []).append(inf)
         for group in groups.values():
             yield scope_finding(ctx, group)
+        if class_text(ctx.source):
+            yield from class_findings(ctx, analysis, owned)
 
 
 def may_apply(ctx: FileContext) -> bool:
@@ -177,7 +180,11 @@ def may_apply(ctx: FileContext) -> bool:
     source = ctx.source
     if _trains(source) and _trains_code(ctx.tree):
         return False
-    return _loads(source) or _calls_loader(ctx)
+    return _loads_here(ctx) or class_text(source)
+
+
+def _loads_here(ctx: FileContext) -> bool:
+    return _loads(ctx.source) or _calls_loader(ctx)
 
 
 def _trains_code(tree: ast.Module) -> bool:

@@ -1,0 +1,349 @@
+"""Inference classes (RNF006, issue 24.5): a plain class whose constructor
+holds a model and whose other methods only run it (``Predictor.predict``,
+``FIDEvaluation.calculate_inception_features``, ``encode_sentences``).
+
+The load of such a model is "elsewhere" for the per-scope analysis of
+``rnnfix.analysis.modes.inference``: the constructor binds ``self.<attr>`` and
+the forwards run in other methods. This module finds, per class of the file,
+each ``self.<attr>``
+
+- bound once in the whole class, by a top-level statement of ``__init__``,
+  to a parameter of it (``given``: the caller's model), to an object built
+  from a class or loaded (``owned``: ``InceptionV3(...).to(device)``,
+  ``torch.load(path)``, ``self.model.load_state_dict(...)``), or to
+  ``from_pretrained(...)`` (``pretrained``: its mode is the library's);
+- run by the other methods (``self.<attr>(x)``, ``self.<attr>.forward(x)``,
+  a helper of this file or of the run that runs it) and nothing else: no
+  mode call on it anywhere in the file, not aliased (``model = self.model``),
+  not handed to code that may train it or that rnnfix cannot read, no method
+  named for training run on it.
+
+Precision first: the file trains nothing (``InferenceAnalysis.trains``: no
+training step, optimizer, gradient use or ``train()``), the class is not a
+module (a module's mode is its user's), not a test, defines no mode setters
+of its own (``train``/``eval`` methods: its callers choose), and a ``given``
+object must look like a module (a module method called on it, or results
+read as tensors). What the rule may do with each is decided in
+``rnnfix.rules.rnf006.classes``.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from rnnfix.analysis.grads.gradctx import Handlers
+from rnnfix.analysis.modes.inference import InferenceAnalysis
+from rnnfix.analysis.modes.loads import (
+    LoadFinder,
+    is_checkpoint_load,
+    is_torch_load,
+    state_dict_receiver,
+    unwrap_value,
+)
+from rnnfix.analysis.modes.modeluse import ModelUses
+from rnnfix.analysis.syntax.names import dotted, strip_self_returning
+from rnnfix.analysis.syntax.walks import FUNCTIONS
+from rnnfix.analysis.torch.api import MODULE_METHODS, module_mode_switch
+from rnnfix.source.files import is_test_source
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.context import FileContext
+    from rnnfix.analysis.syntax.scopes import FuncNode
+
+Origin = Literal["given", "owned", "pretrained"]
+
+# ``self.<name> = ...`` and ``self.<name>(``: the text every class inference has.
+_BOUND = re.compile(r"self\.(\w+)\s*(?::[^=\n]*)?=[^=]")
+# Reads of a forward's result that only a tensor (or a tensor container) has.
+_TENSOR_READS = frozenset(
+    {"data", "detach", "cpu", "numpy", "item", "argmax", "softmax", "log_softmax", "topk",
+     "max", "size", "squeeze", "unsqueeze", "view", "tolist"}
+)  # fmt: skip
+
+
+def class_text(source: str) -> bool:
+    """A necessary condition for ``InferenceClasses.find``: a class with an
+    ``__init__`` binds ``self.<name>`` and calls ``self.<name>(`` or passes
+    ``self.<name>`` on (a helper that runs it)."""
+    if "class " not in source or "__init__" not in source:
+        return False
+    for name in set(_BOUND.findall(source)):
+        if f"self.{name}(" in source or f"self.{name}," in source or f"self.{name})" in source:
+            return True
+        if f"self.{name}.forward(" in source:
+            return True
+    return False
+
+
+@dataclass
+class ClassForward:
+    method: FuncNode
+    site: ast.Call
+    needs_grad: bool
+
+
+@dataclass
+class ClassInference:
+    cls: ast.ClassDef
+    attr: str  # "self.model"
+    bind: ast.stmt  # the statement of ``__init__`` that binds it
+    origin: Origin
+    after: ast.stmt  # where an ``eval()`` would go (after the bind or its load)
+    needs_eval: bool
+    forwards: list[ClassForward] = field(default_factory=list)
+
+
+class InferenceClasses:
+    """One per file: ``find()`` lists each model held by an inference class."""
+
+    def __init__(self, ctx: FileContext, analysis: InferenceAnalysis | None = None) -> None:
+        self.ctx = ctx
+        self.analysis = analysis or InferenceAnalysis(ctx)
+        self.uses = ModelUses(ctx)
+
+    @functools.cached_property
+    def handlers(self) -> Handlers:
+        return Handlers(self.ctx)
+
+    @functools.cached_property
+    def finder(self) -> LoadFinder:
+        return LoadFinder(self.ctx)
+
+    def find(self) -> list[ClassInference]:
+        ctx = self.ctx
+        if is_test_source(ctx.path, ctx.source) or not class_text(ctx.source):
+            return []
+        candidates = [c for c in ctx.tree.body if isinstance(c, ast.ClassDef) and self._plain(c)]
+        if not candidates:
+            return []
+        held = [h for c in candidates for h in self._held(c)]
+        if not held or self.analysis.trains():
+            return []
+        out: list[ClassInference] = []
+        for h in held:
+            found = self._forwards(h)
+            if found is not None and found.forwards:
+                out.append(found)
+        return out
+
+    # --- which classes and attributes -------------------------------------
+    def _plain(self, cls: ast.ClassDef) -> bool:
+        """Not a module, a Lightning module or a test class; no mode setters
+        of its own; an ``__init__``."""
+        if cls.name.startswith("Test"):
+            return False
+        classes = self.finder.classes
+        if cls.name in classes.modules or cls.name in classes.lightning:
+            return False
+        names = {s.name for s in cls.body if isinstance(s, FUNCTIONS)}
+        return "__init__" in names and not names & {"forward", "train", "eval"}
+
+    def _held(self, cls: ast.ClassDef) -> list[ClassInference]:
+        init = next(s for s in cls.body if isinstance(s, FUNCTIONS) and s.name == "__init__")
+        binds: dict[str, list[ast.stmt]] = {}
+        for node in ast.walk(cls):
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    for n in ast.walk(t):
+                        text = dotted(n) if isinstance(n, ast.Attribute) else None
+                        if text is not None and text.count(".") == 1 and text.startswith("self."):
+                            binds.setdefault(text, []).append(node)
+        params = {a.arg for a in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)}
+        out: list[ClassInference] = []
+        for attr, stmts in binds.items():
+            # ``self.model = self.model.to(device)`` keeps the object.
+            stmts = [s for s in stmts if not _rebinds_itself(s, attr)]
+            if len(stmts) != 1 or stmts[0] not in init.body:
+                continue
+            bind = stmts[0]
+            if not isinstance(bind, (ast.Assign, ast.AnnAssign)) or bind.value is None:
+                continue
+            if isinstance(bind, ast.Assign) and len(bind.targets) != 1:
+                continue
+            if dotted(bind.targets[0] if isinstance(bind, ast.Assign) else bind.target) != attr:
+                continue  # a tuple target
+            origin = self._origin(bind.value, params)
+            if origin is None:
+                continue
+            after = self._load_after(init, bind, attr)
+            out.append(ClassInference(cls, attr, bind, origin, after, origin != "pretrained"))
+        return out
+
+    def _origin(self, value: ast.expr, params: set[str]) -> Origin | None:
+        if any(isinstance(n, ast.Attribute) and n.attr == "from_pretrained" for n in ast.walk(value)):
+            return "pretrained"
+        inner, picked = unwrap_value(value)
+        qualname = self.ctx.facts.imports.qualname
+        if isinstance(inner, ast.Name) and inner.id in params and not picked:
+            return "given"
+        if is_torch_load(inner, qualname) or is_checkpoint_load(inner):
+            return "owned"
+        if isinstance(inner, ast.Call) and not picked:
+            ref = self.ctx.facts.receivers.table.ref_call(inner)
+            if ref.module is True and ref.stateful:
+                return "owned"
+            if ref.module is None and _class_like(inner.func, qualname):
+                # ``InceptionV3([idx]).to(device)``: a class of a library the
+                # run does not hold; moved to a device, so an object with
+                # module methods (``_module_evidence`` is asked later).
+                return "owned" if stripped_to_device(value) else None
+        return None
+
+    def _load_after(self, init: ast.AST, bind: ast.stmt, attr: str) -> ast.stmt:
+        """The last top-level statement of ``__init__`` after ``bind`` that
+        loads weights into ``attr`` (``self.model.load_state_dict(...)``)."""
+        assert isinstance(init, FUNCTIONS)
+        last = bind
+        for stmt in init.body[init.body.index(bind) + 1 :]:
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                if state_dict_receiver(stmt.value) == attr:
+                    last = stmt
+        return last
+
+    # --- what the other methods do with it ---------------------------------
+    def _forwards(self, h: ClassInference) -> ClassInference | None:
+        attr = h.attr
+        if self.analysis._switched(attr) or self._aliased(h.cls, attr):
+            return None
+        module_evidence = h.origin != "given" or self._module_methods(h.cls, attr)
+        for fn in h.cls.body:
+            if not isinstance(fn, FUNCTIONS) or fn.name == "__init__":
+                continue
+            for call in self.analysis.flow.scope_calls(fn):
+                kind = self.uses.use(call, attr, fn)
+                if kind == "block":
+                    return None
+                if kind is None:
+                    continue
+                grad = self._needs_grad(call, fn)
+                if grad is None:
+                    return None  # a wrapper rnnfix cannot read: it may manage both
+                if grad and kind == "helper":
+                    grad = self.uses.helper_grad(call, attr, fn)
+                if not module_evidence and kind == "direct" and _read_as_tensor(call, fn):
+                    module_evidence = True
+                h.forwards.append(ClassForward(fn, call, grad))
+        return h if module_evidence else None
+
+    def _aliased(self, cls: ast.ClassDef, attr: str) -> bool:
+        """``model = self.model``, ``return self.model``, ``(self.model, x)``:
+        the object is reached under another name, which this analysis does
+        not follow (an argument of a call is ``ModelUses``' business)."""
+        for node in ast.walk(cls):
+            value: ast.expr | None = None
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+                if isinstance(node, ast.Assign) and _rebinds_itself(node, attr):
+                    continue
+                value = node.value
+            elif isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)):
+                value = node.value
+            elif isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+                value = node
+            if value is None:
+                continue
+            value = strip_self_returning(value)
+            elts: list[ast.expr | None] = [value]
+            if isinstance(value, (ast.Tuple, ast.List, ast.Set)):
+                elts = list(value.elts)
+            elif isinstance(value, ast.Dict):
+                elts = list(value.values)
+            if any(e is not None and dotted(_unstar(e)) == attr for e in elts):
+                return True
+        return False
+
+    def _module_methods(self, cls: ast.ClassDef, attr: str) -> bool:
+        for node in ast.walk(cls):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in MODULE_METHODS
+                and dotted(node.func.value) == attr
+            ):
+                return True
+        return False
+
+    def _needs_grad(self, call: ast.Call, fn: FuncNode) -> bool | None:
+        handled: set[str] = set()
+        cur: ast.AST | None = call
+        parents = self.ctx.facts.parents
+        while cur is not None:
+            exprs: list[ast.expr] = []
+            if isinstance(cur, (ast.With, ast.AsyncWith)):
+                exprs = [i.context_expr for i in cur.items]
+            elif isinstance(cur, FUNCTIONS):
+                exprs = list(cur.decorator_list)
+            for expr in exprs:
+                handling = self.handlers.handling(expr)
+                if handling is None:
+                    return None
+                handled |= handling
+            if cur is fn:
+                break
+            cur = parents.get(cur)
+        return (
+            "grad" not in handled
+            and not self.analysis._grad_switched
+            and self.analysis.flow.grad_enabled(call) is not False
+        )
+
+
+def stripped_to_device(value: ast.expr) -> bool:
+    """``X(...).to(device)`` / ``.cuda()``: moved to a device where it is built."""
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in ("to", "cuda")
+    )
+
+
+def _class_like(func: ast.expr, qualname: object) -> bool:
+    """A call of a name that reads as a class (``InceptionV3``), not of a
+    torch tensor constructor (``torch.FloatTensor``)."""
+    text = dotted(func)
+    if text is None:
+        return False
+    last = text.rsplit(".", 1)[-1]
+    q = qualname(func) if callable(qualname) else None  # type: ignore[operator]
+    if isinstance(q, str) and q.startswith("torch.") and not q.startswith("torch.nn."):
+        return False
+    return last[:1].isupper() and not last.isupper()
+
+
+def _rebinds_itself(stmt: ast.stmt, attr: str) -> bool:
+    value = getattr(stmt, "value", None)
+    return (
+        isinstance(stmt, ast.Assign)
+        and value is not None
+        and value is not strip_self_returning(value)
+        and dotted(unwrap_value(value)[0]) == attr
+    )
+
+
+def _unstar(expr: ast.expr) -> ast.expr:
+    return expr.value if isinstance(expr, ast.Starred) else expr
+
+
+def _read_as_tensor(call: ast.Call, fn: FuncNode) -> bool:
+    """The forward's result is read with a tensor method or attribute
+    (``out.data``, ``self.model(x).argmax(-1)``, ``logits[0].max(1)``): the
+    object is a model that returns tensors, not a tokenizer or a callback."""
+    names: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and node.value is call:
+            for t in node.targets:
+                names |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Attribute) and node.attr in _TENSOR_READS:
+            base = node.value
+            while isinstance(base, (ast.Subscript, ast.Attribute, ast.Call)):
+                if base is call:
+                    return True
+                base = base.value if not isinstance(base, ast.Call) else base.func
+            if base is call or (isinstance(base, ast.Name) and base.id in names):
+                return True
+    return False
