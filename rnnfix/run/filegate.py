@@ -55,6 +55,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from rnnfix.analysis.modes.inferclass import class_text
 from rnnfix.analysis.modes.regiontext import may_have_regions
 from rnnfix.analysis.project.importtext import text_bindings
 from rnnfix.analysis.project.index import normalise
@@ -212,7 +213,7 @@ def _may_find(code: str, src: str, settings: Settings, proj: _Project) -> bool:
         # Training text alone no longer rules a file out: RNF006 reads the
         # code for it (a comment may mention ``model.train()``), which needs
         # the tree; the gate keeps only the load part of its pre-condition.
-        return _rnf006._loads(src) or proj.loader_called(src) or _rnf006.class_text(src)
+        return _rnf006._loads(src) or proj.loader_called(src) or class_text(src)
     return True
 
 

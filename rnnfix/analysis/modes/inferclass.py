@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -47,7 +48,7 @@ from rnnfix.analysis.modes.loads import (
 from rnnfix.analysis.modes.modeluse import ModelUses
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.walks import FUNCTIONS
-from rnnfix.analysis.torch.api import MODULE_METHODS, module_mode_switch
+from rnnfix.analysis.torch.api import MODULE_METHODS
 from rnnfix.source.files import is_test_source
 
 if TYPE_CHECKING:
@@ -175,7 +176,9 @@ class InferenceClasses:
         return out
 
     def _origin(self, value: ast.expr, params: set[str]) -> Origin | None:
-        if any(isinstance(n, ast.Attribute) and n.attr == "from_pretrained" for n in ast.walk(value)):
+        if any(
+            isinstance(n, ast.Attribute) and n.attr == "from_pretrained" for n in ast.walk(value)
+        ):
             return "pretrained"
         inner, picked = unwrap_value(value)
         qualname = self.ctx.facts.imports.qualname
@@ -246,7 +249,8 @@ class InferenceClasses:
                 value = node
             if value is None:
                 continue
-            value = strip_self_returning(value)
+            stripped = strip_self_returning(value)
+            value = stripped if isinstance(stripped, ast.expr) else value
             elts: list[ast.expr | None] = [value]
             if isinstance(value, (ast.Tuple, ast.List, ast.Set)):
                 elts = list(value.elts)
@@ -301,15 +305,15 @@ def stripped_to_device(value: ast.expr) -> bool:
     )
 
 
-def _class_like(func: ast.expr, qualname: object) -> bool:
+def _class_like(func: ast.expr, qualname: Callable[[ast.expr], str | None]) -> bool:
     """A call of a name that reads as a class (``InceptionV3``), not of a
     torch tensor constructor (``torch.FloatTensor``)."""
     text = dotted(func)
     if text is None:
         return False
     last = text.rsplit(".", 1)[-1]
-    q = qualname(func) if callable(qualname) else None  # type: ignore[operator]
-    if isinstance(q, str) and q.startswith("torch.") and not q.startswith("torch.nn."):
+    q = qualname(func)
+    if q is not None and q.startswith("torch.") and not q.startswith("torch.nn."):
         return False
     return last[:1].isupper() and not last.isupper()
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from typing import Protocol
 
 from rnnfix.analysis.modes.inferclass import ClassInference, InferenceClasses
 from rnnfix.analysis.modes.inference import InferenceAnalysis
@@ -37,12 +38,16 @@ from rnnfix.source.edits import AddDecorator, AddImport, Edit, InsertStatements
 CODE = "RNF006"
 
 
+class Regions(Protocol):
+    """RNF003's regions (``rule._Rnf003Regions``): a forward in one is RNF003's."""
+
+    def covers(self, site: ast.Call) -> bool: ...
+
+
 def class_findings(
-    ctx: FileContext, analysis: InferenceAnalysis, owned: object
+    ctx: FileContext, analysis: InferenceAnalysis, owned: Regions
 ) -> Iterator[Finding]:
-    """``owned``: RNF003's regions (``rule._Rnf003Regions``): a forward in
-    one of them is RNF003's."""
-    covers = getattr(owned, "covers")
+    covers = owned.covers
     found = InferenceClasses(ctx, analysis).find()
     decorated: set[int] = set()
     for held in found:
@@ -174,5 +179,7 @@ def _grad_finding(ctx: FileContext, method: ast.AST, held: list[ClassInference])
     edits: list[Edit] = [AddDecorator(ctx.pos(method), f"{t}.no_grad()")]
     if torch is None:
         edits.append(AddImport("torch"))
-    fix = Fix(tuple(edits), safe=True, description=f"decorate `{method.name}` with `@{t}.no_grad()`")
+    fix = Fix(
+        tuple(edits), safe=True, description=f"decorate `{method.name}` with `@{t}.no_grad()`"
+    )
     return ctx.finding(CODE, method, message, fix)

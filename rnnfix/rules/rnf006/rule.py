@@ -125,8 +125,24 @@ Left alone:
   nothing;
 - a module's own methods, and tests (`test_*.py`, `test_*` functions,
   `Test*` and `TestCase` classes);
-- a model held on `self` and run from another method (a `Predictor` class):
-  the load and the forwards must be in one function or script.
+- a model the caller passes to an inference class (below): only reported.
+
+Inference classes: a plain class (no `nn.Module`, no mode setters of its
+own) whose `__init__` binds `self.model` once and whose other methods only
+run it (`Predictor.predict`, `FIDEvaluation.calculate_inception_features`,
+`encode_sentences`), in a file that trains nothing. A model the class builds
+or loads itself gets `self.model.eval()` right after it is built (after the
+`load_state_dict` that follows, if any), unless another file of the run
+reads that attribute (it may train the model through the object); safe when
+rnnfix reads the model's class, unsafe otherwise (a library's
+`InceptionV3`). A model given to the constructor is reported without a fix:
+an `eval()` there would switch the caller's object, which the caller may
+still train or which may be a wrapper that is no module. A model from
+`from_pretrained(...)` is not reported for its mode (the library sets it).
+Each method that runs the model with grad enabled gets `@torch.no_grad()`,
+a safe fix, when nothing computed from the forward leaves the method with a
+graph (returned, stored, handed to a callback: detached values such as
+`.item()`, `.data`, `.numpy()` do not count); otherwise it is reported.
 
 ## Fix safety
 The fix is safe: rnnfix adds it only where no training step follows the
