@@ -47,8 +47,9 @@ from rnnfix.analysis.modes.loads import (
 )
 from rnnfix.analysis.modes.modeluse import ModelUses
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
-from rnnfix.analysis.syntax.walks import FUNCTIONS
-from rnnfix.analysis.torch.api import MODULE_METHODS
+from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_tree, words
+from rnnfix.analysis.torch.api import MODULE_METHODS, module_mode_switch
+from rnnfix.analysis.torch.classfacts import MODE_LAYERS
 from rnnfix.source.files import is_test_source
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ _BOUND = re.compile(r"self\.(\w+)\s*(?::[^=\n]*)?=[^=]")
 # Reads of a forward's result that only a tensor (or a tensor container) has.
 _TENSOR_READS = frozenset(
     {"data", "detach", "cpu", "numpy", "item", "argmax", "softmax", "log_softmax", "topk",
-     "max", "size", "squeeze", "unsqueeze", "view", "tolist"}
+     "max", "squeeze", "unsqueeze", "view"}
 )  # fmt: skip
 
 
@@ -141,7 +142,11 @@ class InferenceClasses:
         if cls.name in classes.modules or cls.name in classes.lightning:
             return False
         names = {s.name for s in cls.body if isinstance(s, FUNCTIONS)}
-        return "__init__" in names and not names & {"forward", "train", "eval"}
+        if "__init__" not in names or names & {"forward", "train", "eval"}:
+            return False
+        # An abstract base (``GoalFunction(ABC)``, ``VerificationBase``): its
+        # subclasses, elsewhere, complete what the model is run for.
+        return not _abstract(cls)
 
     def _held(self, cls: ast.ClassDef) -> list[ClassInference]:
         init = next(s for s in cls.body if isinstance(s, FUNCTIONS) and s.name == "__init__")
@@ -172,14 +177,20 @@ class InferenceClasses:
             if origin is None:
                 continue
             after = self._load_after(init, bind, attr)
-            out.append(ClassInference(cls, attr, bind, origin, after, origin != "pretrained"))
+            # A class rnnfix reads with no layer whose forward depends on the
+            # mode (``nn.Linear`` and ``ReLU``): ``eval()`` would change nothing.
+            needs_eval = origin == "given" or (
+                origin == "owned" and self._mode_layers(bind.value) is not False
+            )
+            out.append(ClassInference(cls, attr, bind, origin, after, needs_eval))
         return out
 
     def _origin(self, value: ast.expr, params: set[str]) -> Origin | None:
         if any(
             isinstance(n, ast.Attribute) and n.attr == "from_pretrained" for n in ast.walk(value)
         ):
-            return "pretrained"
+            # ``AutoTokenizer.from_pretrained(...)`` is no model.
+            return None if _names_processor(value) else "pretrained"
         inner, picked = unwrap_value(value)
         qualname = self.ctx.facts.imports.qualname
         if isinstance(inner, ast.Name) and inner.id in params and not picked:
@@ -197,6 +208,35 @@ class InferenceClasses:
                 return "owned" if stripped_to_device(value) else None
         return None
 
+    def _mode_layers(self, value: ast.expr) -> bool | None:
+        """Whether what ``value`` builds has Dropout/BatchNorm or reads
+        ``self.training`` (True), provably none as far as its readable classes
+        show (False), or its class is not readable (None)."""
+        inner, _ = unwrap_value(value)
+        if not isinstance(inner, ast.Call):
+            return None
+        table = self.ctx.facts.receivers.table
+        if table.ref_call(inner).module is not True:
+            return None
+        qualname = self.ctx.facts.imports.qualname
+        view = self.ctx.facts.project
+        for node in ast.walk(inner):
+            if not isinstance(node, ast.Call):
+                continue
+            q = qualname(node.func) or ""
+            if q.startswith("torch.nn.") and q.rsplit(".", 1)[-1] in MODE_LAYERS:
+                return True
+            if isinstance(node.func, ast.Name) and node.func.id in table.classes:
+                if table.mode_layers(node.func.id):
+                    return True
+                continue
+            found = view.lookup_class(node.func) if view is not None else None
+            if found is not None and found.is_module and found.mode_layers:
+                return True
+            if found is None and not q.startswith("torch.nn.") and table.ref(node.func).module:
+                return None  # a module class of a library: not readable
+        return False
+
     def _load_after(self, init: ast.AST, bind: ast.stmt, attr: str) -> ast.stmt:
         """The last top-level statement of ``__init__`` after ``bind`` that
         loads weights into ``attr`` (``self.model.load_state_dict(...)``)."""
@@ -211,9 +251,18 @@ class InferenceClasses:
     # --- what the other methods do with it ---------------------------------
     def _forwards(self, h: ClassInference) -> ClassInference | None:
         attr = h.attr
-        if self.analysis._switched(attr) or self._aliased(h.cls, attr):
+        if self._switched_anywhere(attr) or self._aliased(h.cls, attr):
             return None
-        module_evidence = h.origin != "given" or self._module_methods(h.cls, attr)
+        # A given object must be shown to be a model: a module method called
+        # on it, an annotation, or a model's name and results read as
+        # tensors (``self.transforms(img, target)``, ``self.score_func(out)``
+        # and tokenizers are called too).
+        module_evidence = (
+            h.origin == "owned"
+            or self._module_methods(h.cls, attr)
+            or self._annotated_module(h.cls, attr)
+        )
+        named = _model_name(attr.split(".", 1)[1])
         for fn in h.cls.body:
             if not isinstance(fn, FUNCTIONS) or fn.name == "__init__":
                 continue
@@ -228,10 +277,23 @@ class InferenceClasses:
                     return None  # a wrapper rnnfix cannot read: it may manage both
                 if grad and kind == "helper":
                     grad = self.uses.helper_grad(call, attr, fn)
-                if not module_evidence and kind == "direct" and _read_as_tensor(call, fn):
-                    module_evidence = True
+                if not module_evidence and named and kind == "direct":
+                    module_evidence = _read_as_tensor(call, fn)
                 h.forwards.append(ClassForward(fn, call, grad))
         return h if module_evidence else None
+
+    def _switched_anywhere(self, attr: str) -> bool:
+        """A mode call on ``self.<name>`` or on ``<instance>.<name>`` anywhere
+        in the file (``predictor.model.eval()``): the author sets its mode."""
+        suffix = "." + attr.split(".", 1)[1]
+        for node in walk_tree(self.ctx.tree):
+            if isinstance(node, ast.Call):
+                switch = module_mode_switch(node)
+                if switch is not None:
+                    text = dotted(strip_self_returning(switch.receiver)) or ""
+                    if text == attr or text.endswith(suffix):
+                        return True
+        return self.analysis._switched(attr)
 
     def _aliased(self, cls: ast.ClassDef, attr: str) -> bool:
         """``model = self.model``, ``return self.model``, ``(self.model, x)``:
@@ -259,6 +321,31 @@ class InferenceClasses:
             if any(e is not None and dotted(_unstar(e)) == attr for e in elts):
                 return True
         return False
+
+    def _annotated_module(self, cls: ast.ClassDef, attr: str) -> bool:
+        """``def __init__(self, model: nn.Module)`` bound to ``attr``."""
+        init = next(s for s in cls.body if isinstance(s, FUNCTIONS) and s.name == "__init__")
+        bind = next(
+            (
+                s
+                for s in init.body
+                if isinstance(s, ast.Assign) and [dotted(t) for t in s.targets] == [attr]
+            ),
+            None,
+        )
+        if bind is None:
+            return False
+        inner, _ = unwrap_value(bind.value)
+        if not isinstance(inner, ast.Name):
+            return False
+        args = (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)
+        table = self.ctx.facts.receivers.table
+        return any(
+            a.arg == inner.id
+            and a.annotation is not None
+            and table.ref(a.annotation).module is True
+            for a in args
+        )
 
     def _module_methods(self, cls: ast.ClassDef, attr: str) -> bool:
         for node in ast.walk(cls):
@@ -316,6 +403,42 @@ def _class_like(func: ast.expr, qualname: Callable[[ast.expr], str | None]) -> b
     if q is not None and q.startswith("torch.") and not q.startswith("torch.nn."):
         return False
     return last[:1].isupper() and not last.isupper()
+
+
+# Attribute names that say "a model" (weak evidence, only with results read
+# as tensors): ``model``, ``seq2seq_model``, ``net``, ``encoder``.
+_MODEL_WORDS = frozenset(
+    {"model", "net", "network", "encoder", "decoder", "generator", "discriminator",
+     "classifier", "backbone", "seq2seq", "rnn", "lstm", "gru", "transformer"}
+)  # fmt: skip
+
+
+_PROCESSORS = ("Tokenizer", "TokenizerFast", "Config", "Processor", "FeatureExtractor", "Scheduler")
+
+
+def _names_processor(value: ast.expr) -> bool:
+    for n in ast.walk(value):
+        if isinstance(n, ast.Attribute) and n.attr == "from_pretrained":
+            last = (dotted(n.value) or "").rsplit(".", 1)[-1]
+            return last.endswith(_PROCESSORS) or "token" in last.lower()
+    return False
+
+
+def _model_name(name: str) -> bool:
+    return bool(set(words(name)) & _MODEL_WORDS)
+
+
+def _abstract(cls: ast.ClassDef) -> bool:
+    for base in cls.bases:
+        if (dotted(base) or "").rsplit(".", 1)[-1] in ("ABC", "ABCMeta"):
+            return True
+    if any(k.arg == "metaclass" for k in cls.keywords):
+        return True
+    return any(
+        isinstance(s, FUNCTIONS)
+        and any((dotted(d) or "").endswith("abstractmethod") for d in s.decorator_list)
+        for s in cls.body
+    )
 
 
 def _rebinds_itself(stmt: ast.stmt, attr: str) -> bool:
