@@ -143,3 +143,52 @@ def test_results_that_leave_with_a_graph_get_no_no_grad() -> None:
     assert any("not fixed: what it computes is returned" in m for m in messages)
     fixed = fix_source(source, Settings()).fixed
     assert "no_grad" not in fixed and "self.model.eval()" in fixed
+
+
+def test_wrappers_of_other_frameworks_and_subclasses_stay_out() -> None:
+    # TextAttack's TensorFlowModelWrapper: no torch import, a Keras model's
+    # ``preds.numpy()``; and the same class as a subclass of a wrapper base.
+    keras = """
+    import numpy as np
+
+    class TensorFlowModelWrapper:
+        def __init__(self, model):
+            self.model = model
+
+        def __call__(self, text_input_list):
+            preds = self.model(np.array(text_input_list))
+            return preds.numpy()
+    """
+    assert _rnf006(keras) == []
+    torch_wrapper = keras.replace("import numpy as np", "import numpy as np\n    import torch")
+    assert len(_rnf006(torch_wrapper)) == 2
+    subclass = torch_wrapper.replace(
+        "class TensorFlowModelWrapper:", "class TensorFlowModelWrapper(ModelWrapper):"
+    )
+    assert _rnf006(subclass) == []
+
+
+def test_a_model_the_file_puts_in_eval_before_passing_it_is_not_reported() -> None:
+    # TextAttack's QueryHandler.load_model: ``model.eval()`` then
+    # ``QueryHandler(model, ...)``; the no_grad part stays.
+    source = """
+    import torch
+
+    class QueryHandler:
+        def __init__(self, model, device):
+            self.model = model
+            self.device = device
+
+        def try_query(self, source, hidden):
+            decode, hidden = self.model(source, hidden)
+            return [decode[t].sum().item() for t in range(len(decode))]
+
+        @staticmethod
+        def load_model(path, device):
+            model = RNNModel("GRU", 256, dropout=0.01)
+            model.load_state_dict(torch.load(path))
+            model.eval()
+            return QueryHandler(model, device)
+    """
+    (message,) = _rnf006(source)
+    assert message.startswith("`try_query` runs `self.model` for inference with grad enabled")

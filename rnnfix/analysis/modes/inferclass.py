@@ -67,6 +67,9 @@ _TENSOR_READS = frozenset(
 )  # fmt: skip
 
 
+_TORCH_ONLY_READS = frozenset({"data", "detach"})
+
+
 def class_text(source: str) -> bool:
     """A necessary condition for ``InferenceClasses.find``: a class with an
     ``__init__`` binds ``self.<name>`` and calls ``self.<name>(`` or passes
@@ -119,6 +122,8 @@ class InferenceClasses:
         ctx = self.ctx
         if is_test_source(ctx.path, ctx.source) or not class_text(ctx.source):
             return []
+        if _other_framework(ctx.tree):
+            return []  # a TensorFlow/JAX wrapper's ``self.model(x)`` is no torch forward
         candidates = [c for c in ctx.tree.body if isinstance(c, ast.ClassDef) and self._plain(c)]
         if not candidates:
             return []
@@ -143,6 +148,10 @@ class InferenceClasses:
             return False
         names = {s.name for s in cls.body if isinstance(s, FUNCTIONS)}
         if "__init__" not in names or names & {"forward", "train", "eval"}:
+            return False
+        # A subclass (``TensorFlowModelWrapper(ModelWrapper)``): its bases'
+        # methods, read nowhere here, may set the mode or say what it wraps.
+        if any(dotted(b) not in ("object", "ABC", "abc.ABC") for b in cls.bases):
             return False
         # An abstract base (``GoalFunction(ABC)``, ``VerificationBase``): its
         # subclasses, elsewhere, complete what the model is run for.
@@ -263,6 +272,11 @@ class InferenceClasses:
             or self._annotated_module(h.cls, attr)
         )
         named = _model_name(attr.split(".", 1)[1])
+        # In a file that does not import torch, only reads no other framework
+        # has (a Keras model's wrapper returns ``preds.numpy()``).
+        reads = _TENSOR_READS if self.ctx.facts.torch_name() is not None else _TORCH_ONLY_READS
+        if h.origin == "given" and self._caller_sets_mode(h):
+            h.needs_eval = False
         for fn in h.cls.body:
             if not isinstance(fn, FUNCTIONS) or fn.name == "__init__":
                 continue
@@ -278,9 +292,30 @@ class InferenceClasses:
                 if grad and kind == "helper":
                     grad = self.uses.helper_grad(call, attr, fn)
                 if not module_evidence and named and kind == "direct":
-                    module_evidence = _read_as_tensor(call, fn)
+                    module_evidence = _read_as_tensor(call, fn, reads)
                 h.forwards.append(ClassForward(fn, call, grad))
         return h if module_evidence else None
+
+    def _caller_sets_mode(self, h: ClassInference) -> bool:
+        """A constructor call in this file passes an object whose mode the
+        file sets (``model.eval(); return QueryHandler(model, ...)``)."""
+        init = next(s for s in h.cls.body if isinstance(s, FUNCTIONS) and s.name == "__init__")
+        inner, _ = unwrap_value(getattr(h.bind, "value", None) or ast.Constant(None))
+        if not isinstance(inner, ast.Name):
+            return False
+        params = [a.arg for a in (*init.args.posonlyargs, *init.args.args)]
+        if inner.id not in params:
+            return False
+        index = params.index(inner.id) - 1  # ``self`` is not passed
+        for node in walk_tree(self.ctx.tree):
+            if not isinstance(node, ast.Call) or dotted(node.func) not in (h.cls.name, "cls"):
+                continue
+            arg: ast.expr | None = node.args[index] if 0 <= index < len(node.args) else None
+            arg = next((k.value for k in node.keywords if k.arg == inner.id), arg)
+            text = dotted(unwrap_value(arg)[0]) if arg is not None else None
+            if text is not None and self.analysis._switched(text):
+                return True
+        return False
 
     def _switched_anywhere(self, attr: str) -> bool:
         """A mode call on ``self.<name>`` or on ``<instance>.<name>`` anywhere
@@ -428,6 +463,22 @@ def _model_name(name: str) -> bool:
     return bool(set(words(name)) & _MODEL_WORDS)
 
 
+_OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "paddle", "mxnet", "sklearn")
+
+
+def _other_framework(tree: ast.Module) -> bool:
+    for node in walk_tree(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+        else:
+            continue
+        if any(n.split(".")[0] in _OTHER_FRAMEWORKS for n in names):
+            return True
+    return False
+
+
 def _abstract(cls: ast.ClassDef) -> bool:
     for base in cls.bases:
         if (dotted(base) or "").rsplit(".", 1)[-1] in ("ABC", "ABCMeta"):
@@ -455,7 +506,7 @@ def _unstar(expr: ast.expr) -> ast.expr:
     return expr.value if isinstance(expr, ast.Starred) else expr
 
 
-def _read_as_tensor(call: ast.Call, fn: FuncNode) -> bool:
+def _read_as_tensor(call: ast.Call, fn: FuncNode, reads: frozenset[str]) -> bool:
     """The forward's result is read with a tensor method or attribute
     (``out.data``, ``self.model(x).argmax(-1)``, ``logits[0].max(1)``): the
     object is a model that returns tensors, not a tokenizer or a callback."""
@@ -465,7 +516,7 @@ def _read_as_tensor(call: ast.Call, fn: FuncNode) -> bool:
             for t in node.targets:
                 names |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
     for node in ast.walk(fn):
-        if isinstance(node, ast.Attribute) and node.attr in _TENSOR_READS:
+        if isinstance(node, ast.Attribute) and node.attr in reads:
             base = node.value
             while isinstance(base, (ast.Subscript, ast.Attribute, ast.Call)):
                 if base is call:
