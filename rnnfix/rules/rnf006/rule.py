@@ -143,6 +143,18 @@ Each method that runs the model with grad enabled gets `@torch.no_grad()`,
 a safe fix, when nothing computed from the forward leaves the method with a
 graph (returned, stored, handed to a callback: detached values such as
 `.item()`, `.data`, `.numpy()` do not count); otherwise it is reported.
+An object the class is given or gets from `from_pretrained` must look like
+a model: a module method called on it (`.to(device)`, `.parameters()`), an
+`nn.Module` annotation, or a model's name (`model`, `encoder`, `net`) with
+its results read as tensors (`out.data`, `.argmax()`; in a file that does not
+import torch, only `.data`/`.detach()`): transforms, tokenizers, score
+functions are called too. Left alone: subclasses of other classes and
+abstract bases (what they run the model for is decided elsewhere), files
+that import TensorFlow, Keras or JAX, a model whose mode the file sets
+anywhere (`predictor.model.eval()`, `model.eval()` before it is passed to
+the constructor: the eval() part only), and, for the eval() part, a model
+of a readable class with no Dropout, BatchNorm or `self.training` in it
+(`eval()` would change nothing).
 
 ## Fix safety
 The fix is safe: rnnfix adds it only where no training step follows the
