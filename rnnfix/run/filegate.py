@@ -28,8 +28,9 @@ pre-conditions; this module restates only their text and import parts):
   the file writes that reaches, in another file of the run, a function that
   sets eval;
 - RNF005: ``rnf005.may_apply`` (a zero assigned to ``cudnn.enabled``);
-- RNF006 (``rnf006.may_apply``): loading text or a
-  call of a loader function of the run (``ProjectView.loader_called``).
+- RNF006 (``rnf006.may_apply``): loading text, a
+  call of a loader function of the run (``ProjectView.loader_called``), or
+  a class that binds ``self.<name>`` and runs it (``inferclass.class_text``).
 
 A rule this module does not know passes (the file is parsed).
 
@@ -54,6 +55,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from rnnfix.analysis.modes.inferclass import class_text
 from rnnfix.analysis.modes.regiontext import may_have_regions
 from rnnfix.analysis.project.importtext import text_bindings
 from rnnfix.analysis.project.index import normalise
@@ -211,7 +213,7 @@ def _may_find(code: str, src: str, settings: Settings, proj: _Project) -> bool:
         # Training text alone no longer rules a file out: RNF006 reads the
         # code for it (a comment may mention ``model.train()``), which needs
         # the tree; the gate keeps only the load part of its pre-condition.
-        return _rnf006._loads(src) or proj.loader_called(src)
+        return _rnf006._loads(src) or proj.loader_called(src) or class_text(src)
     return True
 
 

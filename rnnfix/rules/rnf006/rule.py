@@ -6,11 +6,13 @@ import ast
 import re
 from collections.abc import Iterator
 
+from rnnfix.analysis.modes.inferclass import class_text
 from rnnfix.analysis.modes.inference import Inference, InferenceAnalysis
 from rnnfix.analysis.modes.regions import find_regions
 from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_tree
 from rnnfix.rules.base import FileContext, Finding, Rule
 from rnnfix.rules.rnf003.judge import RegionJudge, Verdict
+from rnnfix.rules.rnf006.classes import class_findings
 from rnnfix.rules.rnf006.fix import scope_finding
 
 # ``model.load_state_dict(``, ``torch.load(``, ``load_model(``, ``Net.load_from_checkpoint(``.
@@ -123,8 +125,36 @@ Left alone:
   nothing;
 - a module's own methods, and tests (`test_*.py`, `test_*` functions,
   `Test*` and `TestCase` classes);
-- a model held on `self` and run from another method (a `Predictor` class):
-  the load and the forwards must be in one function or script.
+- a model the caller passes to an inference class (below): only reported.
+
+Inference classes: a plain class (no `nn.Module`, no mode setters of its
+own) whose `__init__` binds `self.model` once and whose other methods only
+run it (`Predictor.predict`, `FIDEvaluation.calculate_inception_features`,
+`encode_sentences`), in a file that trains nothing. A model the class builds
+or loads itself gets `self.model.eval()` right after it is built (after the
+`load_state_dict` that follows, if any), unless another file of the run
+reads that attribute (it may train the model through the object); safe when
+rnnfix reads the model's class, unsafe otherwise (a library's
+`InceptionV3`). A model given to the constructor is reported without a fix:
+an `eval()` there would switch the caller's object, which the caller may
+still train or which may be a wrapper that is no module. A model from
+`from_pretrained(...)` is not reported for its mode (the library sets it).
+Each method that runs the model with grad enabled gets `@torch.no_grad()`,
+a safe fix, when nothing computed from the forward leaves the method with a
+graph (returned, stored, handed to a callback: detached values such as
+`.item()`, `.data`, `.numpy()` do not count); otherwise it is reported.
+An object the class is given or gets from `from_pretrained` must look like
+a model: a module method called on it (`.to(device)`, `.parameters()`), an
+`nn.Module` annotation, or a model's name (`model`, `encoder`, `net`) with
+its results read as tensors (`out.data`, `.argmax()`; in a file that does not
+import torch, only `.data`/`.detach()`): transforms, tokenizers, score
+functions are called too. Left alone: subclasses of other classes and
+abstract bases (what they run the model for is decided elsewhere), files
+that import TensorFlow, Keras or JAX, a model whose mode the file sets
+anywhere (`predictor.model.eval()`, `model.eval()` before it is passed to
+the constructor: the eval() part only), and, for the eval() part, a model
+of a readable class with no Dropout, BatchNorm or `self.training` in it
+(`eval()` would change nothing).
 
 ## Fix safety
 The fix is safe: rnnfix adds it only where no training step follows the
@@ -155,10 +185,9 @@ may reach callers rnnfix does not see.
     def check(self, ctx: FileContext) -> Iterator[Finding]:
         if not may_apply(ctx):
             return
-        found = InferenceAnalysis(ctx).inferences()
-        if not found:
-            return
+        analysis = InferenceAnalysis(ctx)
         owned = _Rnf003Regions(ctx)
+        found = analysis.inferences() if _loads_here(ctx) else []
         groups: dict[int, list[Inference]] = {}
         for inf in found:
             inf.forwards = [f for f in inf.forwards if not owned.covers(f.site)]
@@ -166,6 +195,8 @@ may reach callers rnnfix does not see.
                 groups.setdefault(id(inf.load.scope), []).append(inf)
         for group in groups.values():
             yield scope_finding(ctx, group)
+        if class_text(ctx.source):
+            yield from class_findings(ctx, analysis, owned)
 
 
 def may_apply(ctx: FileContext) -> bool:
@@ -177,7 +208,11 @@ def may_apply(ctx: FileContext) -> bool:
     source = ctx.source
     if _trains(source) and _trains_code(ctx.tree):
         return False
-    return _loads(source) or _calls_loader(ctx)
+    return _loads_here(ctx) or class_text(source)
+
+
+def _loads_here(ctx: FileContext) -> bool:
+    return _loads(ctx.source) or _calls_loader(ctx)
 
 
 def _trains_code(tree: ast.Module) -> bool:
