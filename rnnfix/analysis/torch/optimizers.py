@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from rnnfix.analysis.syntax.aliases import canonical
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import FuncNode
-from rnnfix.analysis.torch.passthrough import prepared_as_itself
+from rnnfix.analysis.torch.passthrough import passed_back
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modes.modeflow import ModeFlow
@@ -95,14 +95,9 @@ class Optimizers:
         if not isinstance(node, ast.Assign) or len(node.targets) != 1 or node.value is None:
             return False
         target = node.targets[0]
-        if isinstance(target, (ast.Tuple, ast.List)) and elt in target.elts:
-            position: int | None = target.elts.index(elt)
-        elif elt is target:
-            position = None
-        else:
-            return False
-        flow = self.flow
-        return prepared_as_itself(node.value, position, text, flow.tree, flow.imports)
+        if isinstance(target, (ast.Tuple, ast.List)) and any(e is elt for e in target.elts):
+            return passed_back(node.value, text, _same, (target.elts, elt))
+        return elt is target and passed_back(node.value, text, _same)
 
     def _built_from(self, built: ast.expr, scope: FuncNode | None) -> set[str] | None:
         value = strip_self_returning(built)
@@ -214,6 +209,10 @@ class Optimizers:
             if cls is not None and attr in self.class_optimizers.get(cls, set()):
                 return frozenset({self.flow.canonical(owner, scope)})
         return None
+
+
+def _same(text: str) -> str:
+    return text
 
 
 def _texts(targets: list[ast.expr]) -> list[tuple[ast.expr, str]]:
