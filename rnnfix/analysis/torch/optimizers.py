@@ -110,7 +110,7 @@ class Optimizers:
         params = next((k.value for k in value.keywords if k.arg == "params"), None)
         if params is None and value.args:
             params = value.args[0]
-        owners = _parameter_owners(params) if params is not None else None
+        owners = parameter_owners(params) if params is not None else None
         if owners == set() and params is not None:
             # ``Adam([image])``, ``Adam([self.log_alpha])``: tensors optimised
             # directly; an element such as ``model.weight`` is part of ``model``.
@@ -249,7 +249,7 @@ def _tensor_list_texts(params: ast.AST) -> set[str] | None:
     return None
 
 
-def _parameter_owners(params: ast.AST) -> set[str] | None:
+def parameter_owners(params: ast.AST) -> set[str] | None:
     """``model.parameters()``, ``chain(a.parameters(), b.parameters())``,
     ``[{"params": net.head.parameters()}]`` -> owners; None when some part of
     it is not a dotted path."""
