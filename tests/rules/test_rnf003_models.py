@@ -21,3 +21,83 @@ def test_a_builtin_from_elsewhere_is_not_a_model() -> None:
 def test_a_builtin_the_file_rebinds_may_be_a_model() -> None:
     source = "import torch\n\nint = torch.nn.Linear(2, 2)\nint.eval()\n"
     assert "int" in _index(source, {"int"}).models
+
+
+_WRAPPERS = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+    def predict(self, x):
+        return self.forward(x).argmax(-1)
+
+    def encode(self, x):
+        return self.fc(x)
+
+    def decode(self, x):
+        return self.encode(x)
+
+
+class Trainer:
+    def __init__(self):
+        self.model = Net()
+
+    def infer(self, x):
+        return self.model(x)
+
+    def step(self, x, opt):
+        loss = self.model(x).sum()
+        loss.backward()
+        opt.step()
+
+    def switch(self, x):
+        self.model.eval()
+        return self.model(x)
+
+    def run(self, x, opt):
+        return self.infer(x), self.step(x, opt), self.switch(x), self.model.predict(x)
+
+
+model = Net()
+model.eval()
+out = model.predict(torch.ones(1, 4)), model.encode(torch.ones(1, 4))
+"""
+
+
+def _wrapped(call_text: str) -> tuple[str, ...]:
+    index = _index(_WRAPPERS, set())
+    tree = index.ctx.tree
+    call = next(
+        n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n) == call_text
+    )
+    return index.wrapped_models(call)
+
+
+def test_a_method_that_runs_the_objects_model_runs_it() -> None:
+    """skorch's ``self.infer(x)`` -> ``self.module_(x)`` (issue 24.2)."""
+    assert _wrapped("self.infer(x)") == ("self.model",)
+
+
+def test_a_method_that_trains_or_switches_modes_is_not_a_wrapper() -> None:
+    assert _wrapped("self.step(x, opt)") == ()
+    assert _wrapped("self.switch(x)") == ()
+
+
+def test_a_model_method_that_runs_its_forward_runs_the_model() -> None:
+    assert _wrapped("model.predict(torch.ones(1, 4))") == ("model",)
+    # a method that runs a submodule only is not read as the model's forward
+    assert _wrapped("model.encode(torch.ones(1, 4))") == ()
+
+
+def test_a_modules_own_methods_run_parts_of_self() -> None:
+    """Inside a module class, ``self.decode(x)`` runs parts of ``self``: its
+    mode is the caller's, as for ``self.fc(x)`` written inline."""
+    assert _wrapped("self.encode(x)") == ()
