@@ -31,8 +31,12 @@ transformers calls `eval()` at the end of the load. It is fixed by default only 
 optimizer is built over that model's parameters (or a model holding it), the file calls
 no `train()` on it anywhere (the author's conditional `train()` is the specification),
 and nothing freezes it or a part of it (`requires_grad_(False)`, `p.requires_grad =
-False`); otherwise its mode counts as unknown. Other libraries' `from_pretrained` is
-not assumed to return eval mode.
+False`); otherwise its mode counts as unknown. When the optimizer holds the model only
+under a flag of the author's (`params = chain(unet.parameters(), text_encoder.parameters())
+if args.train_text_encoder else unet.parameters()`) and it is frozen only when the flag is
+false (`if not args.train_text_encoder: text_encoder.requires_grad_(False)`), the fix
+repeats that flag: `if args.train_text_encoder: text_encoder.train()`. Other libraries'
+`from_pretrained` is not assumed to return eval mode.
 
 ## Why is this bad?
 In eval mode dropout is off and BatchNorm uses (and stops updating) its running
