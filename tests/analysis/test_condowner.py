@@ -65,6 +65,11 @@ def test_no_freeze_at_all() -> None:
     assert _condition(freeze="pass") == "args.train_text_encoder"
 
 
+def test_the_optimizer_handed_back_by_prepare_is_the_same() -> None:
+    found = _condition(extra="optimizer = accelerator.prepare(optimizer)")
+    assert found == "args.train_text_encoder"
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [

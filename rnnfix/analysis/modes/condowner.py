@@ -135,7 +135,8 @@ def _single_binding(flow: ModeFlow, scope: FuncNode, name: str) -> ast.expr | No
             continue
         for target in node.targets:
             if dotted(target) == name:
-                found.append(node.value)
+                if not passed_back(node.value, name, _same):
+                    found.append(node.value)  # not ``optimizer = accelerator.prepare(optimizer)``
             elif isinstance(target, (ast.Tuple, ast.List)):
                 elts = target.elts
                 elt = next((e for e in elts if dotted(e) == name), None)
