@@ -101,3 +101,25 @@ def test_a_modules_own_methods_run_parts_of_self() -> None:
     """Inside a module class, ``self.decode(x)`` runs parts of ``self``: its
     mode is the caller's, as for ``self.fc(x)`` written inline."""
     assert _wrapped("self.encode(x)") == ()
+
+
+def test_a_method_that_decides_grad_itself_is_not_a_wrapper() -> None:
+    """IBM pytorch-seq2seq seq2seq/evaluator/predictor.py: ``get_decoder_features``
+    runs ``self.model`` under its own ``torch.no_grad()``; ``predict`` calling
+    it does not run the model with grad (it got a wrong ``@torch.no_grad()``
+    and ``self.model.eval()``)."""
+    source = (
+        "import torch\n\n\nclass Predictor:\n"
+        "    def __init__(self, model):\n        self.model = model\n        self.model.eval()\n\n"
+        "    def features(self, x):\n        with torch.no_grad():\n"
+        "            return self.model(x)\n\n"
+        "    @torch.no_grad()\n    def decorated(self, x):\n        return self.model(x)\n\n"
+        "    def predict(self, x):\n        return self.features(x), self.decorated(x)\n"
+    )
+    index = _index(source, set())
+    calls = [
+        n
+        for n in ast.walk(index.ctx.tree)
+        if isinstance(n, ast.Call) and ast.unparse(n) in ("self.features(x)", "self.decorated(x)")
+    ]
+    assert len(calls) == 2 and all(index.wrapped_models(c) == () for c in calls)

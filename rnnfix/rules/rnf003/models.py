@@ -35,6 +35,22 @@ _MODULE_ONLY_METHODS = frozenset(
 
 _BUILTINS = frozenset(dir(builtins))
 
+def _grad_context(node: ast.AST) -> bool:
+    """A ``with`` whose context names a grad switch (``torch.no_grad()``,
+    ``inference_mode``, ``set_grad_enabled``, ``enable_grad``), read by name."""
+    if not isinstance(node, (ast.With, ast.AsyncWith)):
+        return False
+    for item in node.items:
+        expr = item.context_expr
+        func = expr.func if isinstance(expr, ast.Call) else expr
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name in _GRAD_SWITCHES:
+            return True
+    return False
+
+
+_GRAD_SWITCHES = frozenset({"no_grad", "inference_mode", "set_grad_enabled", "enable_grad"})
+
 # Calls that make a method more than a forward wrapper.
 _TRAINING_CALLS = frozenset({"backward", "step", "zero_grad"})
 
@@ -254,8 +270,16 @@ class ModelIndex:
         if found is not None:
             return found
         runs: set[str] = set()
+        if method.decorator_list:
+            # ``@torch.no_grad()``, ``@staticmethod``...: not a plain forward
+            # whose grad and mode are its caller's
+            self._wrappers[method] = frozenset()
+            return frozenset()
         for n in walk_local(method):
-            if module_mode_switch(n) is not None:
+            if module_mode_switch(n) is not None or _grad_context(n):
+                # ``with torch.no_grad(): self.model(x)`` (IBM seq2seq's
+                # ``Predictor.get_decoder_features``): the wrapper decides
+                # grad itself; its callers do not run the model with grad
                 runs = set()
                 break
             if not isinstance(n, ast.Call):
