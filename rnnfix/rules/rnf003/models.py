@@ -35,6 +35,7 @@ _MODULE_ONLY_METHODS = frozenset(
 
 _BUILTINS = frozenset(dir(builtins))
 
+
 def _grad_context(node: ast.AST) -> bool:
     """A ``with`` whose context names a grad switch (``torch.no_grad()``,
     ``inference_mode``, ``set_grad_enabled``, ``enable_grad``), read by name."""
