@@ -123,3 +123,32 @@ def test_a_method_that_decides_grad_itself_is_not_a_wrapper() -> None:
         if isinstance(n, ast.Call) and ast.unparse(n) in ("self.features(x)", "self.decorated(x)")
     ]
     assert len(calls) == 2 and all(index.wrapped_models(c) == () for c in calls)
+
+
+def test_a_framework_subclass_is_left_to_its_framework() -> None:
+    """speechbrain recipes: ``class HifiGanBrain(sb.Brain)`` overrides
+    ``evaluate_batch`` and runs ``self.modules.generator`` through
+    ``self.compute_forward``; ``Brain._fit_valid`` calls it under
+    ``torch.no_grad()``, which this file does not show (it got a redundant
+    ``@torch.no_grad()``)."""
+    source = (
+        "import speechbrain as sb\n\n\nclass HifiGanBrain(sb.Brain):\n"
+        "    def compute_forward(self, batch, stage):\n"
+        "        return self.modules.generator(batch)\n\n"
+        "    def evaluate_batch(self, batch, stage):\n"
+        "        out = self.compute_forward(batch, stage=stage)\n"
+        "        return out.detach().cpu()\n\n"
+        "    def on_stage_start(self):\n        self.modules.generator.eval()\n\n\n"
+        "class Base:\n    pass\n\n\nclass Local(Base):\n"
+        "    def infer(self, x):\n        return self.modules.generator(x)\n\n"
+        "    def run(self, x):\n        self.modules.generator.eval()\n"
+        "        return self.infer(x)\n"
+    )
+    index = _index(source, set())
+    calls = {
+        ast.unparse(n): n
+        for n in ast.walk(index.ctx.tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+    }
+    assert index.wrapped_models(calls["self.compute_forward(batch, stage=stage)"]) == ()
+    assert index.wrapped_models(calls["self.infer(x)"]) == ("self.modules.generator",)

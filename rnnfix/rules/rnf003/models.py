@@ -244,6 +244,12 @@ class ModelIndex:
                 # A module's own method runs parts of ``self``, whose mode is
                 # its caller's (the judge leaves ``self`` alone, as inline).
                 return ()
+            if any(not self._local_base(b) for b in cls.bases):
+                # A subclass of a framework class (speechbrain's ``sb.Brain``,
+                # skorch's ``NeuralNet``): the framework calls its steps, under
+                # guards this file does not show (``Brain._fit_valid`` runs
+                # ``evaluate_batch`` under ``torch.no_grad()``).
+                return ()
             return tuple(m for m in self._runs(method) if m.startswith("self."))
         owner = dotted(func.value)
         if owner is None or owner not in self.models:
@@ -254,6 +260,15 @@ class ModelIndex:
         if method is None or "self" not in self._runs(method):
             return ()
         return (owner,)
+
+    def _local_base(self, base: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
+        """``object``, or a class of this file whose own bases are too."""
+        if isinstance(base, ast.Name) and base.id == "object":
+            return True
+        if not isinstance(base, ast.Name) or base.id in seen:
+            return False
+        cls = self._classes.get(base.id)
+        return cls is not None and all(self._local_base(b, seen | {base.id}) for b in cls.bases)
 
     @functools.cached_property
     def _local(self) -> LocalFunctions:
