@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from rnnfix.analysis.modes.condowner import owned_only_when
 from rnnfix.analysis.modes.modeapi import has_mode_setter
 from rnnfix.analysis.modes.modeflow import Mode, ModeFact, ModeFlow, TrainingStep
 from rnnfix.analysis.modes.placement import anchor_for, container
@@ -30,8 +31,12 @@ transformers calls `eval()` at the end of the load. It is fixed by default only 
 optimizer is built over that model's parameters (or a model holding it), the file calls
 no `train()` on it anywhere (the author's conditional `train()` is the specification),
 and nothing freezes it or a part of it (`requires_grad_(False)`, `p.requires_grad =
-False`); otherwise its mode counts as unknown. Other libraries' `from_pretrained` is
-not assumed to return eval mode.
+False`); otherwise its mode counts as unknown. When the optimizer holds the model only
+under a flag of the author's (`params = chain(unet.parameters(), text_encoder.parameters())
+if args.train_text_encoder else unet.parameters()`) and it is frozen only when the flag is
+false (`if not args.train_text_encoder: text_encoder.requires_grad_(False)`), the fix
+repeats that flag: `if args.train_text_encoder: text_encoder.train()`. Other libraries'
+`from_pretrained` is not assumed to return eval mode.
 
 ## Why is this bad?
 In eval mode dropout is off and BatchNorm uses (and stops updating) its running
@@ -141,6 +146,9 @@ class _Group:
     steps: list[TrainingStep] = field(default_factory=list)
     models: dict[str, list[ModeFact]] = field(default_factory=dict)
     blocked: str | None = None  # why no ``train()`` may be inserted (an override)
+    # ``if <condition>: model.train()``: the author's condition of the
+    # optimizer's ownership (``condowner``), for the models that have one
+    conditions: dict[str, ast.expr] = field(default_factory=dict)
 
 
 class TrainStepInEvalMode(Rule):
@@ -168,9 +176,12 @@ class TrainStepInEvalMode(Rule):
                     continue  # a loss, an activation, a plain object: its mode is not the bug
                 if flow.is_target_network(model, step.function):
                     continue  # refreshed by copy/Polyak/EMA: kept in eval on purpose
-                if flow.freezing.frozen(flow.canonical(model, step.function)):
+                before = flow.mode_before(step.node, model)
+                # ``params = chain(unet..., text_encoder...) if c else unet...``
+                condition = _owner_condition(flow, step, model, before)
+                if condition is None and flow.freezing.frozen(flow.canonical(model, step.function)):
                     continue  # ``requires_grad_(False)``: no optimizer changes it
-                state = _judge_pretrained(flow, step, model, flow.mode_before(step.node, model))
+                state = _judge_pretrained(flow, step, model, before, condition is not None)
                 anchor = None  # the head of the loop/function, unless a case says otherwise
                 # Frozen-BatchNorm fine-tuning: an eval() whose only successor
                 # is training is the author's choice, even with --strict.
@@ -219,21 +230,34 @@ class TrainStepInEvalMode(Rule):
                 if intent is not None and not safe:
                     continue  # only a guess about the mode, and the author's code says no
                 blocked = receiver.reason if receiver.override else intent
-                _add(groups, ctx, anchor, step, model, facts, safe, blocked)
+                _add(groups, ctx, anchor, step, model, facts, safe, blocked, condition)
         for group in groups.values():
             yield _finding(ctx, flow, group)
 
 
-def _judge_pretrained(
+def _owner_condition(
     flow: ModeFlow, step: TrainingStep, model: str, state: ModeState
+) -> ast.expr | None:
+    """The author's condition of the optimizer's ownership of ``model``
+    (``condowner``), for a model a transformers load left in eval: the
+    evidence for ``if <condition>: model.train()``."""
+    if not any(eval_origin(f, flow.imports) is not None for f in state.facts):
+        return None
+    return owned_only_when(flow, step, model)
+
+
+def _judge_pretrained(
+    flow: ModeFlow, step: TrainingStep, model: str, state: ModeState, conditional: bool
 ) -> ModeState:
     """The eval mode a transformers ``from_pretrained`` left ``model`` in is a
     bug only with the evidence ``pretrained.unsupported`` asks for; without it
     the mode counts as unknown (``--strict``'s business), as it did before
-    rnnfix knew that load's mode."""
+    rnnfix knew that load's mode. ``conditional``: the optimizer holds the
+    model under the author's condition, and freezes are on the other side of
+    it (``condowner``): that is the ownership and freezing evidence."""
     imports = flow.imports
     loaded = [f for f in state.facts if eval_origin(f, imports) is not None]
-    if not loaded or not unsupported(flow, step, model, state.may_train):
+    if not loaded or not unsupported(flow, step, model, state.may_train, conditional):
         return state
     unknown = {ModeFact(Mode.UNKNOWN, f.origin, f.cause, f.guard) for f in loaded}
     return ModeState(frozenset((state.facts - set(loaded)) | unknown))
@@ -248,6 +272,7 @@ def _add(
     facts: list[ModeFact],
     safe: bool,
     blocked: str | None,
+    condition: ast.expr | None = None,
 ) -> None:
     if anchor is not None and not _anchorable(ctx, anchor):
         anchor = None
@@ -263,6 +288,8 @@ def _add(
     if step not in group.steps:
         group.steps.append(step)
     group.models.setdefault(model, []).extend(facts)
+    if condition is not None:
+        group.conditions[model] = condition
     if blocked is not None and group.blocked is None:
         group.blocked = blocked  # an override of ``train`` the call cannot go through
 
@@ -640,18 +667,34 @@ def _finding(ctx: FileContext, flow: ModeFlow, group: _Group) -> Finding:
             f"the mode of {names} is unknown at this training step "
             f"({_describe_unknown(ctx, facts[0])}); nothing shows it is in train mode"
         )
+    for model, condition in group.conditions.items():
+        message += (
+            f"; the optimizer holds `{model}`'s parameters only when "
+            f"`{ast.unparse(condition)}`, so its `train()` runs under that condition"
+        )
     fix = None
     if group.blocked is not None:
         message += f"; not fixed: {group.blocked}"
     elif group.anchor is not None:
-        code = tuple(f"{flow.spelling(m, group.anchor)}.train()" for m in models)
+        code = tuple(_train_code(ctx, flow, group, m) for m in models)
         where = _where(flow, group.anchor)
         fix = Fix(
             edits=(InsertStatements(anchor=_pos(ctx, group.anchor), code=code, where="before"),),
             safe=group.safe,
-            description=f"Insert {_join_names([c for c in code])} {where}",
+            description=f"Insert {_join_names([' '.join(c.split()) for c in code])} {where}",
         )
     return ctx.finding("RNF001", step.node, message, fix)
+
+
+def _train_code(ctx: FileContext, flow: ModeFlow, group: _Group, model: str) -> str:
+    """``model.train()``, or under the author's condition of the optimizer's
+    ownership: ``if args.train_text_encoder:\\n    text_encoder.train()``."""
+    assert group.anchor is not None
+    call = f"{flow.spelling(model, group.anchor)}.train()"
+    condition = group.conditions.get(model)
+    if condition is None:
+        return call
+    return f"if {ast.unparse(condition)}:\n    {call}"
 
 
 def _pos(ctx: FileContext, stmt: ast.stmt) -> Pos:

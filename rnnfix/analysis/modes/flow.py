@@ -27,7 +27,7 @@ from rnnfix.analysis.syntax.walks import child_nodes
 from rnnfix.analysis.torch.api import mode_switch, module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.models import assignment_pairs, built_class, mode_receiver, unwrap_built
-from rnnfix.analysis.torch.passthrough import prepared_as_itself
+from rnnfix.analysis.torch.passthrough import passed_back
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modes.modeflow import ModeFlow
@@ -80,46 +80,6 @@ def _own_method_result(value: ast.expr, key: str, canonical: Callable[[str], str
         return False
     recv = dotted(value.func.value)
     return recv is not None and canonical(recv) == key
-
-
-# Calls that hand back the objects they are given, wrapped at most, in the
-# mode they had: accelerate's ``Accelerator.prepare(*objs)`` (in order) and
-# ``unwrap_model(model)`` (a method of ``Accelerator``, or the one-line local
-# helper the Hugging Face example scripts define around it), and peft's
-# ``get_peft_model(model, config)`` (a wrapper whose forward runs ``model``'s
-# modules in the mode they have). Without this, every ``model =
-# accelerator.prepare(model)`` made the mode unknown and ``--strict`` put
-# ``train()`` after the author's own ``model.train()``.
-_PASS_BACK = frozenset({"prepare", "unwrap_model", "get_peft_model"})
-
-
-def _passed_back(
-    value: ast.expr,
-    target: ast.expr | None,
-    elt: ast.expr | None,
-    key: str,
-    canonical: Callable[[str], str],
-) -> bool:
-    """``key`` is bound to the very object it was before: ``model =
-    accelerator.prepare(model)``, or element ``i`` of ``a, b =
-    accelerator.prepare(a, b)``."""
-    if not isinstance(value, ast.Call) or not value.args:
-        return False
-    func = value.func
-    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-    if name not in _PASS_BACK or any(isinstance(a, ast.Starred) for a in value.args):
-        return False
-    if isinstance(target, (ast.Tuple, ast.List)):
-        elts = target.elts
-        if name != "prepare" or len(elts) != len(value.args) or elt not in elts:
-            return False
-        arg = value.args[elts.index(elt)]
-    elif name != "prepare" or len(value.args) == 1:
-        arg = value.args[0]  # the model is the first argument
-    else:
-        return False
-    text = dotted(arg)
-    return text is not None and canonical(text) == key
 
 
 def chained_mode(value: ast.AST) -> Mode | None:
@@ -321,29 +281,19 @@ class ScopeRun:
         if isinstance(s, ast.AugAssign) or s.value is None:
             return f
         for target, value in assignment_pairs(s):
-            for elt in target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]:
+            elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else None
+            for elt in elts if elts is not None else [target]:
                 key = dotted(elt)
                 if key is None or not self.flow.is_model(key):
                     continue
                 key = self.key(key)
-                if elt is target:
+                if elts is None:
                     self._assign_model(key, value, s, f)
-                elif self._prepared(value, target, elt, key):
+                elif passed_back(value, key, self.key, (elts, elt)):
                     continue  # ``model, opt = accelerator.prepare(model, opt)``: as it was
-                elif _passed_back(value, target, elt, key, self.key):
-                    continue  # ``unwrap_model(model)``, ``get_peft_model(model)``: same modules
                 else:  # unpacked from something we do not follow
                     f.set(key, frozenset({ModeFact(Mode.UNKNOWN, s)}))
         return f
-
-    def _prepared(self, value: ast.expr, target: ast.expr, elt: ast.expr, key: str) -> bool:
-        position = None if elt is target else target.elts.index(elt)  # type: ignore[attr-defined]
-        text = dotted(elt)
-        if text is None or "prepare" not in self.flow.ctx.source:
-            return False
-        return prepared_as_itself(value, position, text, self.flow.tree, self.flow.imports) and (
-            self.key(text) == key
-        )
 
     def _assign_model(self, key: str, value: ast.expr, s: ast.stmt, f: Frame) -> None:
         imports = self.flow.imports
@@ -357,14 +307,14 @@ class ScopeRun:
         if (
             inner == key
             or _own_method_result(value, key, self.key)
-            or _passed_back(value, None, None, key, self.key)
+            or passed_back(value, key, self.key)
         ):
-            return  # ``model = model.to(device)``, ``model = model.merge_and_unload()``
+            # ``model = model.to(device)``, ``model = model.merge_and_unload()``,
+            # ``model = accelerator.prepare(model)``: the same modules, the same mode
+            return
         if inner is not None and self.flow.is_model(inner):
             f.set(key, f.lookup(inner))  # an alias or a wrapper: same modules
             return
-        if isinstance(s, ast.Assign) and self._prepared(value, s.targets[0], s.targets[0], key):
-            return  # ``model = accelerator.prepare(model)``: the same modules, the same mode
         if transformers_load(value, imports) is not None:
             # ``AutoModelForCausalLM.from_pretrained(...)`` returns the model in
             # eval mode (``rnnfix.analysis.modes.pretrained``); a chained

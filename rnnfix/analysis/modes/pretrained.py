@@ -90,14 +90,21 @@ def eval_origin(fact: ModeFact, imports: ImportMap) -> ast.Assign | ast.AnnAssig
     return None
 
 
-def unsupported(flow: ModeFlow, step: TrainingStep, model: str, may_train: bool) -> bool:
+def unsupported(
+    flow: ModeFlow, step: TrainingStep, model: str, may_train: bool, conditional: bool = False
+) -> bool:
     """An eval fact from a transformers load of ``model`` reaches ``step``, and
     the file lacks the evidence that putting ``model`` in train mode there is
     the fix (module docstring). ``may_train``: another path reaches the step
-    in train mode (the author's own, conditional ``train()``)."""
-    if may_train or _author_trains(flow, model) or _frozen(flow, model):
+    in train mode (the author's own, conditional ``train()``). ``conditional``:
+    ``condowner`` showed that the optimizer holds ``model`` under a condition
+    whose other side is the only one that freezes it (the fix then repeats
+    that condition)."""
+    if may_train or _author_trains(flow, model):
         return True
-    return not _optimized(flow, step, model)
+    if conditional:
+        return False
+    return _frozen(flow, model) or not _optimized(flow, step, model)
 
 
 def _author_trains(flow: ModeFlow, model: str) -> bool:

@@ -27,6 +27,7 @@ from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import FileIndex, FuncNode
 from rnnfix.analysis.syntax.walks import walk_subtree, walk_tree
 from rnnfix.analysis.torch.api import MODULE_METHODS, WRAPPERS, mode_switch
+from rnnfix.analysis.torch.passthrough import unwrapped
 from rnnfix.analysis.torch.rnns import RNN_CLASSES
 
 if TYPE_CHECKING:
@@ -133,15 +134,20 @@ def mode_receiver(call: ast.Call, imports: ImportMap) -> str | None:
 
 
 def unwrap_built(value: ast.AST, imports: ImportMap) -> ast.AST:
-    """``nn.DataParallel(Net()).to(dev)`` -> ``Net()``; ``model.to(dev)`` -> ``model``."""
+    """``nn.DataParallel(Net()).to(dev)`` -> ``Net()``; ``model.to(dev)`` -> ``model``;
+    ``accelerator.unwrap_model(model)`` -> ``model`` (so ``unwrap_model(model).eval()``
+    is a mode call on ``model``: it switches every layer ``model``'s forward runs)."""
     while True:
         stripped = strip_self_returning(value)
+        inner = unwrapped(value)
         if stripped is not value:
             value = stripped
         elif (
             isinstance(value, ast.Call) and value.args and imports.qualname(value.func) in WRAPPERS
         ):
             value = value.args[0]
+        elif inner is not None:
+            value = inner
         else:
             return value
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from rnnfix.analysis.syntax.aliases import canonical
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import FuncNode
-from rnnfix.analysis.torch.passthrough import prepared_as_itself
+from rnnfix.analysis.torch.passthrough import passed_back
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modes.modeflow import ModeFlow
@@ -95,14 +95,9 @@ class Optimizers:
         if not isinstance(node, ast.Assign) or len(node.targets) != 1 or node.value is None:
             return False
         target = node.targets[0]
-        if isinstance(target, (ast.Tuple, ast.List)) and elt in target.elts:
-            position: int | None = target.elts.index(elt)
-        elif elt is target:
-            position = None
-        else:
-            return False
-        flow = self.flow
-        return prepared_as_itself(node.value, position, text, flow.tree, flow.imports)
+        if isinstance(target, (ast.Tuple, ast.List)) and any(e is elt for e in target.elts):
+            return passed_back(node.value, text, _same, (target.elts, elt))
+        return elt is target and passed_back(node.value, text, _same)
 
     def _built_from(self, built: ast.expr, scope: FuncNode | None) -> set[str] | None:
         value = strip_self_returning(built)
@@ -115,7 +110,7 @@ class Optimizers:
         params = next((k.value for k in value.keywords if k.arg == "params"), None)
         if params is None and value.args:
             params = value.args[0]
-        owners = _parameter_owners(params) if params is not None else None
+        owners = parameter_owners(params) if params is not None else None
         if owners == set() and params is not None:
             # ``Adam([image])``, ``Adam([self.log_alpha])``: tensors optimised
             # directly; an element such as ``model.weight`` is part of ``model``.
@@ -216,6 +211,10 @@ class Optimizers:
         return None
 
 
+def _same(text: str) -> str:
+    return text
+
+
 def _texts(targets: list[ast.expr]) -> list[tuple[ast.expr, str]]:
     """Dotted paths a binding target writes; tuple elements one by one."""
     out: list[tuple[ast.expr, str]] = []
@@ -250,7 +249,7 @@ def _tensor_list_texts(params: ast.AST) -> set[str] | None:
     return None
 
 
-def _parameter_owners(params: ast.AST) -> set[str] | None:
+def parameter_owners(params: ast.AST) -> set[str] | None:
     """``model.parameters()``, ``chain(a.parameters(), b.parameters())``,
     ``[{"params": net.head.parameters()}]`` -> owners; None when some part of
     it is not a dotted path."""

@@ -1,61 +1,102 @@
-"""Calls that hand a model back as it was: accelerate's ``Accelerator.prepare``.
+"""Calls that hand a model back as it was: accelerate's ``Accelerator.prepare``,
+``unwrap_model`` and peft's ``get_peft_model``.
 
 ``model, optimizer, loader = accelerator.prepare(model, optimizer, loader)``
 returns its arguments in order, a model wrapped for the device setup (DDP,
 FSDP, or the model itself); ``Module.train``/``eval`` reach through those
-wrappers, and ``prepare`` switches no mode. So a model bound again to its own
-name by ``prepare`` keeps the mode it had: the flow must not forget that a
-``from_pretrained`` model is in eval (issue 24.6), nor that a built one trains.
-Only a receiver the file builds from ``accelerate.Accelerator``.
+wrappers, and ``prepare`` switches no mode. ``unwrap_model(model)`` (a method
+of ``Accelerator``, or the one-line local helper the Hugging Face example
+scripts define around it) returns the wrapped module, and ``get_peft_model(model,
+config)`` a wrapper whose forward runs ``model``'s modules in the mode they
+have. So a model bound again to its own name by one of them keeps the mode it
+had: the flow must not forget that a ``from_pretrained`` model is in eval
+(issue 24.6), nor that a built one trains; and the optimizer a ``prepare``
+hands back updates the parameters it was built over.
+
+The one reading of these calls, shared by the mode flow and the optimizer
+index. Any receiver counts (``self.accelerator`` of a trainer class, an
+accelerator passed as a parameter, OpenRLHF's ``strategy.prepare``): the name
+and the positions are what is read.
 """
 
 from __future__ import annotations
 
 import ast
-import weakref
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from rnnfix.analysis.syntax.names import dotted
 
-if TYPE_CHECKING:
-    from rnnfix.analysis.syntax.imports import ImportMap
-
-_ACCELERATORS = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
-_known: weakref.WeakKeyDictionary[ast.Module, frozenset[str]] = weakref.WeakKeyDictionary()
-
-
-def accelerators(tree: ast.Module, imports: ImportMap) -> frozenset[str]:
-    """The names (``accelerator``, ``self.accelerator``) the file binds to an
-    ``Accelerator(...)``."""
-    found = _known.get(tree)
-    if found is None:
-        names: set[str] = set()
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Assign)
-                and isinstance(node.value, ast.Call)
-                and imports.qualname(node.value.func) in _ACCELERATORS
-            ):
-                names.update(t for t in map(dotted, node.targets) if t is not None)
-        found = _known[tree] = frozenset(names)
-    return found
+# ``unwrap_model(model)`` and the local ``_unwrap_model`` helpers around it:
+# the module inside the wrapper, the same object the flow tracks as ``model``.
+UNWRAPPERS = frozenset({"unwrap_model", "_unwrap_model"})
+_PASS_BACK = frozenset({"prepare", "get_peft_model", *UNWRAPPERS})
 
 
-def prepared_as_itself(
-    value: ast.expr, position: int | None, key: str, tree: ast.Module, imports: ImportMap
-) -> bool:
-    """``value`` is ``<accelerator>.prepare(...)`` whose argument at
-    ``position`` (None: the only one) is ``key`` itself, the name it is bound to."""
-    if not (
+def _name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else None
+
+
+def unwrapped(value: ast.AST) -> ast.expr | None:
+    """The model of ``X.unwrap_model(model)`` / ``_unwrap_model(model)``: the
+    module a mode call on the result switches (``unwrap_model(model).eval()``
+    is ``model``'s eval for every layer the forward runs)."""
+    if (
         isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr == "prepare"
-        and not value.keywords
-        and not any(isinstance(a, ast.Starred) for a in value.args)
+        and _name(value.func) in UNWRAPPERS
+        and len(value.args) == 1
+        and not isinstance(value.args[0], ast.Starred)
     ):
+        return value.args[0]
+    return None
+
+
+def passed_back(
+    value: ast.expr,
+    key: str,
+    canonical: Callable[[str], str],
+    unpacked: tuple[list[ast.expr], ast.expr] | None = None,
+) -> bool:
+    """What ``value`` binds (with ``unpacked``, ``(elements, element)``: the
+    element of a tuple target) is the very object ``key`` was before: ``model =
+    accelerator.prepare(model)``, element ``i`` of ``a, b =
+    accelerator.prepare(a, b)``, ``model, *rest = accelerator.prepare(model,
+    opt, loader)`` (elements after the star count from the end), ``model =
+    unwrap_model(model)``. ``canonical`` maps the argument's text to the path
+    the caller tracks (must-aliases resolved)."""
+    if not isinstance(value, ast.Call) or not value.args:
         return False
-    if dotted(value.func.value) not in accelerators(tree, imports):
+    name = _name(value.func)
+    args = value.args
+    if name not in _PASS_BACK or any(isinstance(a, ast.Starred) for a in args):
         return False
+    if unpacked is not None:
+        elts, elt = unpacked
+        if name != "prepare" or isinstance(elt, ast.Starred):
+            return False
+        index = _argument_index(elts, elt, len(args))
+        if index is None:
+            return False
+        arg = args[index]
+    elif name != "prepare" or len(args) == 1:
+        arg = args[0]  # the model is the first argument
+    else:
+        return False
+    text = dotted(arg)
+    return text is not None and canonical(text) == key
+
+
+def _argument_index(elts: list[ast.expr], elt: ast.expr, count: int) -> int | None:
+    """The position among ``count`` returned values that unpacking binds to
+    ``elt``; None when the shapes do not match."""
+    position = next((i for i, e in enumerate(elts) if e is elt), None)
     if position is None:
-        return len(value.args) == 1 and dotted(value.args[0]) == key
-    return position < len(value.args) and dotted(value.args[position]) == key
+        return None
+    stars = [i for i, e in enumerate(elts) if isinstance(e, ast.Starred)]
+    if not stars:
+        return position if len(elts) == count else None
+    if len(stars) > 1 or count < len(elts) - 1:
+        return None  # not valid Python, or a ValueError at run time
+    star = stars[0]
+    return position if position < star else count - (len(elts) - position)

@@ -81,6 +81,9 @@ class ModelEvidence:
         self.pending: dict[str, list[ast.expr]] = {}
         self.sources: dict[str, set[str]] = {}  # path -> paths a model may flow from
         self._instances: dict[str, list[ast.Call]] = {}  # path -> calls it was assigned
+        # Methods of the file's classes by name: ``self.infer(x)`` and
+        # ``model.infer(x)`` may run a model through one (forward wrappers).
+        self._methods: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
         self_attrs: set[str] = set()
         imports: dict[str, set[str]] = {}  # local name -> absolute qualified names
         classes: set[str] = set()
@@ -121,6 +124,9 @@ class ModelEvidence:
                 annotated.append(node)  # ``ModelIndex._own`` reads every one
             elif isinstance(node, ast.ClassDef):
                 classes.add(node.name)
+                for stmt in node.body:
+                    if isinstance(stmt, FUNCTIONS):
+                        self._methods.setdefault(stmt.name, []).append(stmt)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 _bind_imports(node, imports)
         self.self_attrs = frozenset(self_attrs)
@@ -280,6 +286,25 @@ class ModelEvidence:
         return False
 
     def _forward_keys(self, call: ast.Call) -> list[str]:
+        """The paths ``called_model`` (or ``ModelIndex.wrapped_models``) may
+        answer for ``call``."""
+        keys = self._direct_keys(call)
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr != "forward"):
+            return keys
+        methods = self._methods.get(func.attr, [])
+        owner = dotted(func.value)
+        if methods and owner == "self":
+            # ``self.infer(x)``: what the method's own body runs (one level)
+            for method in methods:
+                for n in walk_local(method):
+                    if isinstance(n, ast.Call) and n is not call:
+                        keys.extend(self._direct_keys(n))
+        elif methods and owner is not None and owner not in keys:
+            keys.append(owner)  # ``model.infer(x)``: a method of a class of this file
+        return keys
+
+    def _direct_keys(self, call: ast.Call) -> list[str]:
         """The paths ``called_model`` may answer for ``call``."""
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr == "forward":

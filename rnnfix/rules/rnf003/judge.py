@@ -241,7 +241,7 @@ class RegionJudge:
         return None
 
     def _is_forward(self, call: ast.Call) -> bool:
-        if self.index.called_model(call) is not None:
+        if self.index.called_model(call) is not None or self.index.wrapped_models(call):
             return True
         # A local helper that runs a model: ``self._forward(x)``.
         return any(self.index.model_calls(t.body) for t in self.local.targets(call))

@@ -17,6 +17,7 @@ import functools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from rnnfix.analysis.grads.gradctx import LocalFunctions
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.walks import walk_local, walk_tree
@@ -33,6 +34,54 @@ _MODULE_ONLY_METHODS = frozenset(
 
 
 _BUILTINS = frozenset(dir(builtins))
+
+
+def _grad_context(node: ast.AST) -> bool:
+    """A ``with`` whose context names a grad switch (``torch.no_grad()``,
+    ``inference_mode``, ``set_grad_enabled``, ``enable_grad``), read by name."""
+    if not isinstance(node, (ast.With, ast.AsyncWith)):
+        return False
+    for item in node.items:
+        expr = item.context_expr
+        func = expr.func if isinstance(expr, ast.Call) else expr
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name in _GRAD_SWITCHES:
+            return True
+    return False
+
+
+_GRAD_SWITCHES = frozenset({"no_grad", "inference_mode", "set_grad_enabled", "enable_grad"})
+
+# Calls that make a method more than a forward wrapper.
+_TRAINING_CALLS = frozenset({"backward", "step", "zero_grad"})
+
+
+def _module_like(cls: ast.ClassDef, modules: Iterable[str]) -> bool:
+    """A module class of this file, or a class that reads as one though its
+    base is imported (flair's ``flair.nn.Model`` subclasses): it defines
+    ``forward``/``forward_loss``, or calls a module's own method on ``self``
+    (``self.eval()``, ``self.parameters()``, ``self.to(device)``)."""
+    if cls.name in modules:
+        return True
+    for n in walk_tree(cls):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in _MODULE_DEFS:
+            return True
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in _SELF_MODULE_CALLS
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id == "self"
+        ):
+            return True
+    return False
+
+
+_MODULE_DEFS = frozenset({"forward", "forward_loss"})
+_SELF_MODULE_CALLS = frozenset(
+    {"eval", "train", "parameters", "named_parameters", "modules", "children", "state_dict",
+     "load_state_dict", "to", "cuda", "zero_grad", "register_buffer", "add_module"}
+)  # fmt: skip
 
 
 class ModelIndex:
@@ -171,6 +220,103 @@ class ModelIndex:
             for n in walk_local(root):
                 if isinstance(n, ast.Call):
                     m = self.called_model(n)
-                    if m is not None:
-                        out.setdefault(m, []).append(n)
+                    for model in (m,) if m is not None else self.wrapped_models(n):
+                        out.setdefault(model, []).append(n)
         return out
+
+    def wrapped_models(self, call: ast.Call) -> tuple[str, ...]:
+        """The models a call of a forward wrapper of this file runs (issue
+        24.2): ``self.infer(x)``, a method of the calling class whose body runs
+        ``self.model(x)`` (skorch's ``self.infer`` -> ``self.module_(x)``), runs
+        ``self.model``; ``model.infer(x)``, a method of ``model``'s class in
+        this file whose body runs ``self(x)``/``self.forward(x)``, runs
+        ``model``. A wrapper is a method that only runs the model: one that
+        switches a mode or trains (``backward``, ``step``) is not."""
+        func = call.func
+        if not isinstance(func, ast.Attribute):
+            return ()
+        if isinstance(func.value, ast.Name) and func.value.id == "self":
+            method = next(iter(self._local.targets(call)), None)
+            cls = self.ctx.facts.parents.get(method) if method is not None else None
+            if method is None or not isinstance(cls, ast.ClassDef):
+                return ()
+            if func.attr == "forward" or _module_like(cls, self.ctx.facts.modes.classes.modules):
+                # A module's own method runs parts of ``self``, whose mode is
+                # its caller's (the judge leaves ``self`` alone, as inline).
+                return ()
+            if any(not self._local_base(b) for b in cls.bases):
+                # A subclass of a framework class (speechbrain's ``sb.Brain``,
+                # skorch's ``NeuralNet``): the framework calls its steps, under
+                # guards this file does not show (``Brain._fit_valid`` runs
+                # ``evaluate_batch`` under ``torch.no_grad()``).
+                return ()
+            return tuple(m for m in self._runs(method) if m.startswith("self."))
+        owner = dotted(func.value)
+        if owner is None or owner not in self.models:
+            return ()
+        info = self.ctx.facts.modes.model_info(owner)
+        cls = self._classes.get(info.class_name) if info is not None and info.class_name else None
+        method = self._local.methods.get((cls, func.attr)) if cls is not None else None
+        if method is None or "self" not in self._runs(method):
+            return ()
+        return (owner,)
+
+    def _local_base(self, base: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
+        """``object``, or a class of this file whose own bases are too."""
+        if isinstance(base, ast.Name) and base.id == "object":
+            return True
+        if not isinstance(base, ast.Name) or base.id in seen:
+            return False
+        cls = self._classes.get(base.id)
+        return cls is not None and all(self._local_base(b, seen | {base.id}) for b in cls.bases)
+
+    @functools.cached_property
+    def _local(self) -> LocalFunctions:
+        return LocalFunctions(self.ctx)
+
+    @functools.cached_property
+    def _classes(self) -> dict[str, ast.ClassDef]:
+        return {n.name: n for n in self.ctx.tree.body if isinstance(n, ast.ClassDef)}
+
+    def _runs(self, method: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+        """What ``method``'s own body runs directly: model paths, and "self"
+        for ``self(x)``/``self.forward(x)``; empty when it is not a forward
+        wrapper (a mode switch, a backward or an optimizer step in it)."""
+        found = self._wrappers.get(method)
+        if found is not None:
+            return found
+        runs: set[str] = set()
+        if method.decorator_list:
+            # ``@torch.no_grad()``, ``@staticmethod``...: not a plain forward
+            # whose grad and mode are its caller's
+            self._wrappers[method] = frozenset()
+            return frozenset()
+        for n in walk_local(method):
+            if module_mode_switch(n) is not None or _grad_context(n):
+                # ``with torch.no_grad(): self.model(x)`` (IBM seq2seq's
+                # ``Predictor.get_decoder_features``): the wrapper decides
+                # grad itself; its callers do not run the model with grad
+                runs = set()
+                break
+            if not isinstance(n, ast.Call):
+                continue
+            func = n.func
+            if isinstance(func, ast.Attribute) and func.attr in _TRAINING_CALLS:
+                runs = set()
+                break
+            if dotted(func) == "self" or (
+                isinstance(func, ast.Attribute)
+                and func.attr == "forward"
+                and dotted(func.value) == "self"
+            ):
+                runs.add("self")
+                continue
+            model = self.called_model(n)
+            if model is not None:
+                runs.add(model)
+        found = self._wrappers[method] = frozenset(runs)
+        return found
+
+    @functools.cached_property
+    def _wrappers(self) -> dict[ast.AST, frozenset[str]]:
+        return {}
