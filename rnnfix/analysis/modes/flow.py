@@ -15,6 +15,7 @@ reached, the join of all states it was reached with.
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -138,11 +139,19 @@ def chained_mode(value: ast.AST) -> Mode | None:
 
 
 def _guard_key(test: ast.expr) -> tuple[str, bool]:
-    """``not x`` is ``x`` with the branches swapped."""
-    polarity = True
-    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        test, polarity = test.operand, not polarity
-    return ast.dump(test), polarity
+    """``not x`` is ``x`` with the branches swapped. Once per test node (a
+    loop's body is interpreted several times, and every summary again)."""
+    found = _GUARD_KEYS.get(test)
+    if found is None:
+        node, polarity = test, True
+        while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            node, polarity = node.operand, not polarity
+        found = _GUARD_KEYS[test] = (ast.dump(node), polarity)
+    return found
+
+
+# Dropped with the tree (trees are never changed after parsing).
+_GUARD_KEYS: weakref.WeakKeyDictionary[ast.expr, tuple[str, bool]] = weakref.WeakKeyDictionary()
 
 
 def calls_in(node: ast.AST | None) -> list[ast.Call]:

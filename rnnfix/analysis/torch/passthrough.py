@@ -16,6 +16,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.walks import walk_tree
 
 if TYPE_CHECKING:
     from rnnfix.analysis.syntax.imports import ImportMap
@@ -30,9 +31,13 @@ def accelerators(tree: ast.Module, imports: ImportMap) -> frozenset[str]:
     found = _known.get(tree)
     if found is None:
         names: set[str] = set()
-        for node in ast.walk(tree):
+        # ``qualname`` gives an ``accelerate.`` name only through an import of
+        # accelerate: without one the walk can find nothing (most files).
+        imported = any(q == "accelerate" or q.startswith("accelerate.") for q in imports.names.values())
+        for node in walk_tree(tree) if imported else ():
             if (
-                isinstance(node, ast.Assign)
+                node.__class__ is ast.Assign
+                and isinstance(node, ast.Assign)
                 and isinstance(node.value, ast.Call)
                 and imports.qualname(node.value.func) in _ACCELERATORS
             ):
