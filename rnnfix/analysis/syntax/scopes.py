@@ -134,6 +134,7 @@ class FileIndex:
         self.classes: dict[str, ast.ClassDef] = {}
         self._nested: dict[FuncNode, dict[str, FunctionInfo]] = {}
         self._scope_nodes: dict[FuncNode | None, list[ast.AST]] = {}
+        self._resolved: dict[tuple[ast.Call, FuncNode | None, str | None], Resolved | None] = {}
         self._index(tree.body, cls=None, parent=None)
         # dotted text -> local class it was built from (``trainer = Trainer()``)
         self.instance_types: dict[str, str] = {}
@@ -224,7 +225,20 @@ class FileIndex:
         self, call: ast.Call, scope: FuncNode | None, target: str | None = None
     ) -> Resolved | None:
         """The local function ``call`` runs, if any. ``target`` is the name a
-        constructor's result is assigned to (it becomes ``self``)."""
+        constructor's result is assigned to (it becomes ``self``). Once per
+        call, scope and target: the index does not change after it is built,
+        and the mode flow asks again at every pass over a loop and in every
+        summary (do not modify the answer)."""
+        key = (call, scope, target)
+        try:
+            return self._resolved[key]
+        except KeyError:
+            found = self._resolved[key] = self._resolve(call, scope, target)
+            return found
+
+    def _resolve(
+        self, call: ast.Call, scope: FuncNode | None, target: str | None
+    ) -> Resolved | None:
         func = call.func
         callee: FunctionInfo | None = None
         receiver: str | None = None
