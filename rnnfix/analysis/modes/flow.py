@@ -24,7 +24,7 @@ from rnnfix.analysis.modes.pretrained import transformers_load
 from rnnfix.analysis.modes.state import Facts, Frame, ModeFact, join
 from rnnfix.analysis.syntax.names import SELF_RETURNING, dotted
 from rnnfix.analysis.syntax.scopes import FuncNode, Resolved
-from rnnfix.analysis.syntax.walks import child_nodes
+from rnnfix.analysis.syntax.walks import CONTEXTS, child_nodes
 from rnnfix.analysis.torch.api import mode_switch, module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.models import assignment_pairs, built_class, mode_receiver, unwrap_built
@@ -160,17 +160,28 @@ def calls_in(node: ast.AST | None) -> list[ast.Call]:
     out: list[ast.Call] = []
     if node is None:
         return out
-
-    def visit(n: ast.AST) -> None:
-        if isinstance(n, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            return
-        for child in child_nodes(n):
-            visit(child)
+    # A post-order walk on a stack (a recursive one cost a Python call per
+    # node): a call goes below its children, popped once they are done.
+    stack: list[tuple[ast.AST, bool]] = [(node, False)]
+    pop, push = stack.pop, stack.append
+    contexts = CONTEXTS
+    while stack:
+        n, done = pop()
+        if done:
+            out.append(n)  # type: ignore[arg-type]  # only calls are pushed done
+            continue
+        if isinstance(n, _OWN_SCOPES):
+            continue
         if isinstance(n, ast.Call):
-            out.append(n)
-
-    visit(node)
+            push((n, True))
+        children = child_nodes(n)
+        for child in reversed(children):
+            if child.__class__ not in contexts:  # ``Load``/``Store``: no calls below
+                push((child, False))
     return out
+
+
+_OWN_SCOPES = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 class ScopeRun:

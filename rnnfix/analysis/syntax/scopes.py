@@ -99,28 +99,34 @@ def _scope_list(body: list[ast.stmt]) -> list[ast.AST]:
     append = out.append
     stack: list[ast.AST] = list(reversed(body))
     pop = stack.pop
+    push = stack.append
     AST = ast.AST
-    known = NODE_FIELDS
+    backwards = _REVERSED_FIELDS
     contexts = CONTEXTS
     while stack:
         node = pop()
         append(node)
         if isinstance(node, _OWN_SCOPE):
             continue
-        children: list[ast.AST] = []
-        fields = known.get(node.__class__)
+        fields = backwards.get(node.__class__)
         if fields is None:
-            fields = node_fields(node.__class__)
+            fields = backwards[node.__class__] = node_fields(node.__class__)[::-1]
+        # Children pushed last first (fields and lists backwards), so that the
+        # first child is popped first, as when listed in order and reversed.
         for name in fields:
             value = getattr(node, name, None)
             if isinstance(value, AST):
                 if value.__class__ not in contexts:
-                    children.append(value)
+                    push(value)
             elif isinstance(value, list):
-                children.extend([item for item in value if isinstance(item, AST)])
-        children.reverse()
-        stack.extend(children)
+                for item in reversed(value):
+                    if isinstance(item, AST):
+                        push(item)
     return out
+
+
+# ``node_fields`` backwards, by node class (filled by ``_scope_list``).
+_REVERSED_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 class FileIndex:
