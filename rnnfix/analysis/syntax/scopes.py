@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from rnnfix.analysis.syntax.imports import ImportMap
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
-from rnnfix.analysis.syntax.walks import CONTEXTS, NODE_FIELDS, node_fields, walk_tree
+from rnnfix.analysis.syntax.walks import CONTEXTS, node_fields, walk_tree
 
 FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
 ScopeNode = FuncNode | ast.Module

@@ -33,7 +33,7 @@ def accelerators(tree: ast.Module, imports: ImportMap) -> frozenset[str]:
         names: set[str] = set()
         # ``qualname`` gives an ``accelerate.`` name only through an import of
         # accelerate: without one the walk can find nothing (most files).
-        imported = any(q == "accelerate" or q.startswith("accelerate.") for q in imports.names.values())
+        imported = any(q.split(".")[0] == "accelerate" for q in imports.names.values())
         for node in walk_tree(tree) if imported else ():
             if (
                 node.__class__ is ast.Assign
