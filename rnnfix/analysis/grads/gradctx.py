@@ -293,6 +293,10 @@ def definition_handling(node: ast.AST, imports: ImportMap) -> Handling:
             switch = module_mode_switch(n, lenient=True)
             if switch is not None and switch.mode.value != "train":
                 found.add("eval")
+        else:
+            continue
+        if len(found) == 2:
+            break  # both found: nothing can be added
     return frozenset(found)
 
 

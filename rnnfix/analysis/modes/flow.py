@@ -15,6 +15,7 @@ reached, the join of all states it was reached with.
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -23,7 +24,7 @@ from rnnfix.analysis.modes.pretrained import transformers_load
 from rnnfix.analysis.modes.state import Facts, Frame, ModeFact, join
 from rnnfix.analysis.syntax.names import SELF_RETURNING, dotted
 from rnnfix.analysis.syntax.scopes import FuncNode, Resolved
-from rnnfix.analysis.syntax.walks import child_nodes
+from rnnfix.analysis.syntax.walks import CONTEXTS, child_nodes
 from rnnfix.analysis.torch.api import mode_switch, module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.models import assignment_pairs, built_class, mode_receiver, unwrap_built
@@ -98,11 +99,19 @@ def chained_mode(value: ast.AST) -> Mode | None:
 
 
 def _guard_key(test: ast.expr) -> tuple[str, bool]:
-    """``not x`` is ``x`` with the branches swapped."""
-    polarity = True
-    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        test, polarity = test.operand, not polarity
-    return ast.dump(test), polarity
+    """``not x`` is ``x`` with the branches swapped. Once per test node (a
+    loop's body is interpreted several times, and every summary again)."""
+    found = _GUARD_KEYS.get(test)
+    if found is None:
+        node, polarity = test, True
+        while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            node, polarity = node.operand, not polarity
+        found = _GUARD_KEYS[test] = (ast.dump(node), polarity)
+    return found
+
+
+# Dropped with the tree (trees are never changed after parsing).
+_GUARD_KEYS: weakref.WeakKeyDictionary[ast.expr, tuple[str, bool]] = weakref.WeakKeyDictionary()
 
 
 def calls_in(node: ast.AST | None) -> list[ast.Call]:
@@ -111,17 +120,28 @@ def calls_in(node: ast.AST | None) -> list[ast.Call]:
     out: list[ast.Call] = []
     if node is None:
         return out
-
-    def visit(n: ast.AST) -> None:
-        if isinstance(n, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            return
-        for child in child_nodes(n):
-            visit(child)
+    # A post-order walk on a stack (a recursive one cost a Python call per
+    # node): a call goes below its children, popped once they are done.
+    stack: list[tuple[ast.AST, bool]] = [(node, False)]
+    pop, push = stack.pop, stack.append
+    contexts = CONTEXTS
+    while stack:
+        n, done = pop()
+        if done:
+            out.append(n)  # type: ignore[arg-type]  # only calls are pushed done
+            continue
+        if isinstance(n, _OWN_SCOPES):
+            continue
         if isinstance(n, ast.Call):
-            out.append(n)
-
-    visit(node)
+            push((n, True))
+        children = child_nodes(n)
+        for child in reversed(children):
+            if child.__class__ not in contexts:  # ``Load``/``Store``: no calls below
+                push((child, False))
     return out
+
+
+_OWN_SCOPES = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 class ScopeRun:

@@ -49,7 +49,7 @@ from rnnfix.analysis.modes.state import Facts, ModeFact, ModeState, is_prefix
 from rnnfix.analysis.syntax.aliases import canonical, function_aliases
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import LOOPS, FileIndex, FuncNode, FunctionInfo, Resolved
-from rnnfix.analysis.syntax.walks import walk_local, walk_tree
+from rnnfix.analysis.syntax.walks import walk_local, walk_subtree, walk_tree
 from rnnfix.analysis.torch.api import DATA_PARALLEL, MODULE_METHODS, module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.models import (
@@ -355,13 +355,18 @@ class ModeFlow:
         return tuple(reversed(out))
 
     def contains(self, outer: ast.AST) -> Callable[[ast.AST], bool]:
-        """A membership test for the nodes inside ``outer`` (cached)."""
-        ids = self._contents.get(id(outer))
-        if ids is None:
-            ids = frozenset(id(n) for n in ast.walk(outer))
-            self._contents[id(outer)] = ids
-        found = ids
-        return lambda node: id(node) in found
+        """A membership test for the nodes inside ``outer`` (cached). The set
+        is built at the first question: a loop's pass asks only about guarded
+        facts, which most loops have none of."""
+        contents = self._contents
+
+        def inside(node: ast.AST) -> bool:
+            ids = contents.get(id(outer))
+            if ids is None:
+                ids = contents[id(outer)] = frozenset(map(id, walk_subtree(outer)))
+            return id(node) in ids
+
+        return inside
 
     def function_info(self, fn: FuncNode) -> FunctionInfo | None:
         return self.index.functions.get(fn)

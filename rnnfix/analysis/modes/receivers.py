@@ -81,6 +81,8 @@ class ClassRef:
 
 
 _UNKNOWN = ClassRef("?", None)
+# The nodes ``Receivers`` reads: bindings, annotations and mode calls.
+_READ = frozenset({ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.arg, ast.Call})
 
 
 class ClassTable:
@@ -300,6 +302,8 @@ class Receivers:
         self._annotated: dict[str, list[ast.expr]] = {}
         self._switched: set[str] = set()
         for node in walk_tree(ctx.tree):
+            if node.__class__ not in _READ:
+                continue  # most nodes (parsed trees hold no subclasses of these)
             if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:

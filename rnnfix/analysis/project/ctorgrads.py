@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from rnnfix.analysis.syntax.names import strip_self_returning
 from rnnfix.analysis.syntax.scopes import bind_arguments
+from rnnfix.analysis.syntax.walks import walk_subtree
 
 if TYPE_CHECKING:
     from rnnfix.analysis.project.summaries import FunctionSummary
@@ -76,11 +77,20 @@ def constructor(name: str, classes: dict[str, ast.ClassDef]) -> Constructor | No
     if not params:
         return None
     this = params[0]
+    # Each method's nodes in ``ast.walk`` order, listed once for the two walks below.
+    nodes: dict[ast.AST, list[ast.AST]] = {}
+
+    def walked(method: ast.AST) -> list[ast.AST]:
+        found = nodes.get(method)
+        if found is None:
+            found = nodes[method] = walk_subtree(method)
+        return found
+
     # Every ``self.<attr> = ...`` of the class chain: attr -> values.
     assigned: dict[str, list[tuple[ast.AST, ast.expr | None]]] = {}
     for cls in chain:
         for method in (s for s in cls.body if isinstance(s, _FUNCS)):
-            for node in ast.walk(method):
+            for node in walked(method):
                 for target, value in _assignments(node):
                     if (
                         isinstance(target, ast.Attribute)
@@ -102,7 +112,7 @@ def constructor(name: str, classes: dict[str, ast.ClassDef]) -> Constructor | No
                 continue
             self_calls[method.name] = frozenset(
                 n.func.attr
-                for n in ast.walk(method)
+                for n in walked(method)
                 if isinstance(n, ast.Call)
                 and isinstance(n.func, ast.Attribute)
                 and isinstance(n.func.value, ast.Name)
@@ -111,7 +121,7 @@ def constructor(name: str, classes: dict[str, ast.ClassDef]) -> Constructor | No
     switched = frozenset(
         held
         for cls in chain
-        for n in ast.walk(cls)
+        for n in walk_subtree(cls)
         if isinstance(n, ast.Call)
         and isinstance(n.func, ast.Attribute)
         and n.func.attr in ("train", "eval", "requires_grad_")

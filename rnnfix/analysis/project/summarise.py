@@ -25,6 +25,7 @@ from rnnfix.analysis.project.summaries import (
     FunctionSummary,
     ModuleSummary,
 )
+from rnnfix.analysis.syntax.walks import walk_subtree
 from rnnfix.source.lines import line_texts
 
 if TYPE_CHECKING:
@@ -247,10 +248,14 @@ def _calls_parameter(fn: FuncNode) -> bool:
     params -= {"self", "cls"}
     if not params:
         return False
-    return any(
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in params
+    call = ast.Call
+    return any(  # ``walk_subtree``: ``ast.walk``'s nodes in one loop, without its generators
+        n.__class__ is call
+        and isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and n.func.id in params
         for stmt in fn.body
-        for n in ast.walk(stmt)
+        for n in walk_subtree(stmt)
     )
 
 

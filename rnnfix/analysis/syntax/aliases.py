@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.scopes import FileIndex, FuncNode
+from rnnfix.analysis.syntax.walks import walk_subtree
 
 
 def function_aliases(
@@ -51,12 +52,12 @@ def function_aliases(
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
-                for sub in ast.walk(t):
+                for sub in walk_subtree(t):  # ``ast.walk``'s nodes, in one loop
                     text = dotted(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
                     if text is not None:
                         bound[text] += 1
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.NamedExpr)):
-            for sub in ast.walk(node.target if hasattr(node, "target") else node):
+            for sub in walk_subtree(node.target if hasattr(node, "target") else node):
                 if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
                     bound[sub.id] += 1
     out: dict[str, tuple[str, ast.stmt]] = {}

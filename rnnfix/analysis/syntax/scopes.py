@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from rnnfix.analysis.syntax.imports import ImportMap
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
-from rnnfix.analysis.syntax.walks import CONTEXTS, NODE_FIELDS, node_fields, walk_tree
+from rnnfix.analysis.syntax.walks import CONTEXTS, node_fields, walk_tree
 
 FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
 ScopeNode = FuncNode | ast.Module
@@ -99,28 +99,34 @@ def _scope_list(body: list[ast.stmt]) -> list[ast.AST]:
     append = out.append
     stack: list[ast.AST] = list(reversed(body))
     pop = stack.pop
+    push = stack.append
     AST = ast.AST
-    known = NODE_FIELDS
+    backwards = _REVERSED_FIELDS
     contexts = CONTEXTS
     while stack:
         node = pop()
         append(node)
         if isinstance(node, _OWN_SCOPE):
             continue
-        children: list[ast.AST] = []
-        fields = known.get(node.__class__)
+        fields = backwards.get(node.__class__)
         if fields is None:
-            fields = node_fields(node.__class__)
+            fields = backwards[node.__class__] = node_fields(node.__class__)[::-1]
+        # Children pushed last first (fields and lists backwards), so that the
+        # first child is popped first, as when listed in order and reversed.
         for name in fields:
             value = getattr(node, name, None)
             if isinstance(value, AST):
                 if value.__class__ not in contexts:
-                    children.append(value)
+                    push(value)
             elif isinstance(value, list):
-                children.extend([item for item in value if isinstance(item, AST)])
-        children.reverse()
-        stack.extend(children)
+                for item in reversed(value):
+                    if isinstance(item, AST):
+                        push(item)
     return out
+
+
+# ``node_fields`` backwards, by node class (filled by ``_scope_list``).
+_REVERSED_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 class FileIndex:
@@ -134,6 +140,7 @@ class FileIndex:
         self.classes: dict[str, ast.ClassDef] = {}
         self._nested: dict[FuncNode, dict[str, FunctionInfo]] = {}
         self._scope_nodes: dict[FuncNode | None, list[ast.AST]] = {}
+        self._resolved: dict[tuple[ast.Call, FuncNode | None, str | None], Resolved | None] = {}
         self._index(tree.body, cls=None, parent=None)
         # dotted text -> local class it was built from (``trainer = Trainer()``)
         self.instance_types: dict[str, str] = {}
@@ -224,7 +231,20 @@ class FileIndex:
         self, call: ast.Call, scope: FuncNode | None, target: str | None = None
     ) -> Resolved | None:
         """The local function ``call`` runs, if any. ``target`` is the name a
-        constructor's result is assigned to (it becomes ``self``)."""
+        constructor's result is assigned to (it becomes ``self``). Once per
+        call, scope and target: the index does not change after it is built,
+        and the mode flow asks again at every pass over a loop and in every
+        summary (do not modify the answer)."""
+        key = (call, scope, target)
+        try:
+            return self._resolved[key]
+        except KeyError:
+            found = self._resolved[key] = self._resolve(call, scope, target)
+            return found
+
+    def _resolve(
+        self, call: ast.Call, scope: FuncNode | None, target: str | None
+    ) -> Resolved | None:
         func = call.func
         callee: FunctionInfo | None = None
         receiver: str | None = None

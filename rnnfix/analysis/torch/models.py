@@ -18,6 +18,7 @@ bound to imported non-torch modules are never models.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -71,7 +72,8 @@ class ModuleClasses:
         self.project = project
         self.modules: set[str] = set()
         self.lightning: set[str] = set()
-        self.with_rnn: set[str] = set()
+        self._index = index
+        self._imports = imports
         changed = True
         while changed:
             changed = False
@@ -99,24 +101,33 @@ class ModuleClasses:
                 for s in cls.body
             ):
                 self.lightning.add(name)
+
+    @functools.cached_property
+    def with_rnn(self) -> set[str]:
+        """The classes holding an RNN: computed at the first question (only a
+        construction of a local module class asks), since it reads every call
+        of every class and looks names up in the other files of the run."""
+        index, imports = self._index, self._imports
+        with_rnn: set[str] = set()
         # Each class's calls in ``ast.walk`` order, found once for every round.
         calls: dict[str, list[ast.Call]] = {}
         changed = True
         while changed:
             changed = False
             for name, cls in index.classes.items():
-                if name in self.with_rnn:
+                if name in with_rnn:
                     continue
                 if name not in calls:
                     calls[name] = [n for n in walk_subtree(cls) if isinstance(n, ast.Call)]
                 for node in calls[name]:
                     q = imports.qualname(node.func) or ""
-                    local = isinstance(node.func, ast.Name) and node.func.id in self.with_rnn
+                    local = isinstance(node.func, ast.Name) and node.func.id in with_rnn
                     imported = self.imported(node.func)
                     if q in RNN_CLASSES or local or (imported is not None and imported.rnns):
-                        self.with_rnn.add(name)
+                        with_rnn.add(name)
                         changed = True
                         break
+        return with_rnn
 
     def imported(self, expr: ast.expr) -> ClassSummary | None:
         """The ``nn.Module`` class of another file of the run ``expr`` names."""
