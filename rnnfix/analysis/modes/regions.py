@@ -249,6 +249,18 @@ def flag_parameter(ctx: FileContext, func: ast.AST) -> str | None:
     return None
 
 
+def flag_of(func: ast.FunctionDef) -> tuple[str, bool, int | None] | None:
+    """(name, default, position among a call's positional arguments) of the
+    function's flag parameter (``FLAG_NAMES`` with a boolean default)."""
+    return _bool_parameter(func)
+
+
+def passes_false(call: ast.Call, name: str, position: int | None, default: bool) -> bool:
+    """``call`` passes the flag False: a ``False`` constant, or no argument
+    and a False default."""
+    return _passes_false(call, name, position, default)
+
+
 def _bool_parameter(func: ast.FunctionDef) -> tuple[str, bool, int | None] | None:
     """(name, default, position among the caller's positional arguments; None
     for keyword-only) of a ``FLAG_NAMES`` parameter with a True/False default."""
