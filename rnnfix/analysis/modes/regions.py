@@ -103,6 +103,13 @@ def data_is_eval(iterable: ast.AST) -> bool:
     return any(_eval_word(w) for w in found)
 
 
+def is_eval_name(identifier: str) -> bool:
+    """A name of evaluation data (``test_x``, ``val_batch``, ``testloader``),
+    not of training data (``train_val_split``)."""
+    ws = words(identifier)
+    return not any(w in _TRAINING_WORDS for w in ws) and any(_eval_word(w) for w in ws)
+
+
 def function_is_eval(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Named like an evaluator, and not a pytest test, a mode-switch override
     (``def eval(self)``) or a Lightning hook (the framework sets the mode)."""

@@ -14,6 +14,8 @@ from rnnfix.analysis.syntax.walks import FUNCTIONS, body_without_docstring
 from rnnfix.rules.base import FileContext, Finding, Rule
 from rnnfix.rules.rnf003.gate import ModelEvidence
 from rnnfix.rules.rnf003.judge import RegionJudge, Verdict
+from rnnfix.rules.rnf003.models import ModelIndex
+from rnnfix.rules.rnf003.periodic import may_have_periodic, periodic_findings
 
 _PREFILTER = re.compile(r"val|test|eval|predict|infer|dev|holdout", re.IGNORECASE)
 
@@ -239,7 +241,11 @@ computes.
 """
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
-        if not (_PREFILTER.search(ctx.source) and may_have_regions(ctx.source)):
+        if not _PREFILTER.search(ctx.source):
+            return
+        if may_have_periodic(ctx.source):
+            yield from periodic_findings(ctx, ModelIndex(ctx, extra=ctx.facts.modes.models))
+        if not may_have_regions(ctx.source):
             return
         regions = find_regions(ctx)
         if not regions:
