@@ -42,6 +42,17 @@ and it calls a model (a name or attribute path that has `.eval()`/`.train()`
 called on it in the file, is built from an `nn.Module` class, or is a
 parameter annotated as one) and runs no training step.
 
+A test batch run every N steps inside the training loop (`if step % 50 ==
+0:` whose forward reads evaluation data such as `test_x` or `next(iter(
+val_loader))`, and that prints or logs what it computes) is evaluation too,
+though it runs in the iteration of a training step: its forward gets
+`with torch.no_grad():` when grad is on there, nothing it computes is stored
+on an attribute or in a subscript, returned, or used by a gradient later, and
+it calls no training step. A model there that the file shows to hold Dropout
+or BatchNorm, in train mode before the block, is reported as running in
+train mode (`model.eval()` at the block's start and `model.train()` at its
+end would fix it), without a fix.
+
 A function shared by training and evaluation through a boolean parameter
 (`def iteration(self, epoch, loader, train=True)`) whose training step runs
 only under `if train:`, that is called with `train=False` in the file and
