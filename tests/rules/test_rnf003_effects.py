@@ -55,6 +55,11 @@ def _effects(body: str, model: str = "model") -> str:
             _UNSURE,
         ),
         ("model = nn.LSTM(8, 8, num_layers=2, dropout=0.3)\n", _UNSURE),
+        # pytorch-tutorial's logistic regression: every layer read, none mode-dependent
+        (
+            "model = nn.Linear(784, 10)\n",
+            "it builds no Dropout or BatchNorm layer, so only its mode flag differs",
+        ),
     ],
 )
 def test_effects_name_what_the_model_builds(body: str, expected: str) -> None:

@@ -51,8 +51,12 @@ def train_mode_effects(ctx: FileContext, models: Iterable[str]) -> str:
     kinds: set[str] = set()
     for model in models:
         kinds |= _model_kinds(ctx, model)
-    if _UNKNOWN in kinds or not kinds:
+    if _UNKNOWN in kinds:
         return "any Dropout or BatchNorm layer it has works as in training"
+    if not kinds:
+        # Every layer is readable and none depends on the mode: say so, not
+        # "dropout on" for a model without dropout.
+        return "it builds no Dropout or BatchNorm layer, so only its mode flag differs"
     parts = [p for k, p in (("dropout", "dropout on"), ("bn", "BatchNorm statistics updated"))
              if k in kinds]  # fmt: skip
     return ", ".join(parts)

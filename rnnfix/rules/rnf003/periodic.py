@@ -176,8 +176,8 @@ def _needs_eval(ctx: FileContext, index: ModelIndex, block: ast.If, model: str) 
     before the block, takes a mode call, and the block sets no mode of it."""
     if not index.is_known_module(model):
         return False
-    if train_mode_effects(ctx, [model]).startswith("any "):
-        return False  # its layers are not readable here: eval() might change nothing
+    if not train_mode_effects(ctx, [model]).startswith(("dropout", "BatchNorm")):
+        return False  # no mode-dependent layer shown: eval() might change nothing
     if not ctx.facts.receivers.check(model, "eval", at=block).provable:
         return False
     flow = ctx.facts.modes
