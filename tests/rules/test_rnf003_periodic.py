@@ -52,6 +52,9 @@ def test_the_periodic_test_batch_is_fixed() -> None:
         # training data, not evaluation data
         "        if step % 50 == 0:\n            out = net(x)\n"
         "            print(out.sum().item())\n",
+        # a method of the model that is not its forward (learn2learn-style adaptation)
+        "        if step % 50 == 0:\n            net.adapt(test_y)\n"
+        "            print(net(test_x).sum().item())\n",
         # nothing reported
         "        if step % 50 == 0:\n            out = net(test_x)\n",
         # not every N steps

@@ -21,6 +21,8 @@ this block is judged on evidence of its own, all of it required:
   reads a name like ``test_x``/``val_batch``, or a name the block binds from
   ``next(...)`` of such data;
 - it reports what it computes (``print``, a logger, a summary writer);
+- it calls no method of a model other than its forward (``learner.adapt``,
+  ``maml.clone()``: code that may differentiate);
 - it runs no training step and no gradient code, stores nothing on an
   attribute or a subscript, and nothing it writes reaches a gradient use
   later in its scope or leaves its function.
@@ -92,6 +94,8 @@ def _judge(ctx: FileContext, index: ModelIndex, block: ast.If) -> Finding | None
         return None
     if not _reports(block):
         return None
+    if _other_model_methods(index, block):
+        return None  # ``learner = maml.clone(); learner.adapt(loss)``: may need gradients
     if _stores(block):
         return None  # ``self.best = out``, ``hist[k] = out``: may reach a loss rnnfix does not see
     scope = scope_of(parents, block)
@@ -160,6 +164,29 @@ def _reports(block: ast.If) -> bool:
                 name = n.func.id if isinstance(n.func, ast.Name) else getattr(n.func, "attr", "")
                 if name in _REPORTS:
                     return True
+    return False
+
+
+# Methods of a model that run no code needing gradients.
+_PLAIN_METHODS = frozenset(
+    {"parameters", "named_parameters", "state_dict", "to", "cpu", "cuda", "float", "half",
+     "double", "eval", "train", "modules", "children", "named_modules"}
+)  # fmt: skip
+
+
+def _other_model_methods(index: ModelIndex, block: ast.If) -> bool:
+    """The block calls a method of a model that is not its forward (``clone``,
+    ``adapt``, ``finetune``, ``generate``): code rnnfix does not read, which may
+    differentiate (test-time adaptation, meta-learning) under a ``no_grad``."""
+    for s in block.body:
+        for n in ast.walk(s):
+            if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)):
+                continue
+            if n.func.attr in _PLAIN_METHODS or index.called_model(n) is not None:
+                continue
+            base = dotted(n.func.value)
+            if base is not None and any(is_prefix(m, base) for m in index.models):
+                return True
     return False
 
 
