@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from rnnfix.analysis.modes.condowner import owned_only_when
+from rnnfix.analysis.modes.flagpaths import reaching_through_flag
 from rnnfix.analysis.modes.modeapi import has_mode_setter
 from rnnfix.analysis.modes.modeflow import Mode, ModeFact, ModeFlow, TrainingStep
 from rnnfix.analysis.modes.placement import anchor_for, container
@@ -190,6 +191,13 @@ class TrainStepInEvalMode(Rule):
                     for f in state.facts
                     if f.mode is Mode.EVAL and not flow.deliberate_eval(f, step.node, model)
                 ]
+                if facts:
+                    # ``test(): model.eval(); iteration(train=False)``: the
+                    # eval mode of a call that passes the step's flag False
+                    # never reaches the step.
+                    facts = reaching_through_flag(
+                        flow, step, model, facts, _called_elsewhere(ctx, step)
+                    )
                 intent: str | None = None  # why the author's code says not to edit
                 if facts:
                     if step.kind == "backward" and _trains_before_stepping(flow, step, model):
@@ -233,6 +241,13 @@ class TrainStepInEvalMode(Rule):
                 _add(groups, ctx, anchor, step, model, facts, safe, blocked, condition)
         for group in groups.values():
             yield _finding(ctx, flow, group)
+
+
+def _called_elsewhere(ctx: FileContext, step: TrainingStep) -> bool:
+    from rnnfix.analysis.project.index import called_elsewhere
+
+    fn = step.function
+    return fn is not None and called_elsewhere(ctx.project, ctx.path, fn.name)
 
 
 def _owner_condition(

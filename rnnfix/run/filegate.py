@@ -20,7 +20,8 @@ pre-conditions; this module restates only their text and import parts):
   ``parameters``, ``optim`` or ``backward`` in the text, or a call of a
   function of the run that trains or steps: ``ProjectView.reaches``);
 - RNF002: ``rnf002.may_apply`` (``<owner>.module.train/eval`` in the text);
-- RNF003: its ``_PREFILTER`` words and ``regiontext.may_have_regions``;
+- RNF003: its ``_PREFILTER`` words and ``regiontext.may_have_regions`` (or
+  ``periodic.may_have_periodic``: a remainder and a training step);
 - RNF004 (``rnf004.may_apply``): an RNN (``LSTM``/``GRU``/``RNN``, or an
   imported RNN class of the run) *and* gradient code (``backward``,
   ``autograd``, ``captum``, or an imported gradient helper of the run) *and*
@@ -64,6 +65,7 @@ from rnnfix.analysis.ruletext import EVAL_REACH, STEP_REACH, may_switch_mode
 from rnnfix.rules import rnf002_wrapper_mode_via_module as _rnf002
 from rnnfix.rules import rnf005_global_cudnn_switch as _rnf005
 from rnnfix.rules.rnf001_train_step_in_eval_mode import eval_text as _rnf001_eval_text
+from rnnfix.rules.rnf003.periodic import may_have_periodic
 from rnnfix.rules.rnf003.rule import _PREFILTER as _RNF003_WORDS
 from rnnfix.rules.rnf004_backward_in_eval_through_rnn import _sets_eval
 from rnnfix.rules.rnf006 import rule as _rnf006
@@ -204,7 +206,9 @@ def _may_find(code: str, src: str, settings: Settings, proj: _Project) -> bool:
     if code == "RNF002":
         return _rnf002.may_apply(src)
     if code == "RNF003":
-        return _RNF003_WORDS.search(src) is not None and may_have_regions(src)
+        return _RNF003_WORDS.search(src) is not None and (
+            may_have_regions(src) or may_have_periodic(src)
+        )
     if code == "RNF004":
         return _rnf004(src, proj)
     if code == "RNF005":

@@ -103,6 +103,13 @@ def data_is_eval(iterable: ast.AST) -> bool:
     return any(_eval_word(w) for w in found)
 
 
+def is_eval_name(identifier: str) -> bool:
+    """A name of evaluation data (``test_x``, ``val_batch``, ``testloader``),
+    not of training data (``train_val_split``)."""
+    ws = words(identifier)
+    return not any(w in _TRAINING_WORDS for w in ws) and any(_eval_word(w) for w in ws)
+
+
 def function_is_eval(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Named like an evaluator, and not a pytest test, a mode-switch override
     (``def eval(self)``) or a Lightning hook (the framework sets the mode)."""
@@ -247,6 +254,18 @@ def flag_parameter(ctx: FileContext, func: ast.AST) -> str | None:
             if _passes_false(n, name, position, default):
                 return name
     return None
+
+
+def flag_of(func: ast.FunctionDef) -> tuple[str, bool, int | None] | None:
+    """(name, default, position among a call's positional arguments) of the
+    function's flag parameter (``FLAG_NAMES`` with a boolean default)."""
+    return _bool_parameter(func)
+
+
+def passes_false(call: ast.Call, name: str, position: int | None, default: bool) -> bool:
+    """``call`` passes the flag False: a ``False`` constant, or no argument
+    and a False default."""
+    return _passes_false(call, name, position, default)
 
 
 def _bool_parameter(func: ast.FunctionDef) -> tuple[str, bool, int | None] | None:

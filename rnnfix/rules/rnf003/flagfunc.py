@@ -30,6 +30,7 @@ from rnnfix.analysis.syntax.walks import body_without_docstring, enclosing_stmt,
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.models import built_class, mode_receiver
 from rnnfix.rules.base import FileContext, Finding, Fix
+from rnnfix.rules.rnf003.effects import train_mode_effects
 from rnnfix.rules.rnf003.models import ModelIndex
 from rnnfix.source.edits import AddImport, Edit, InsertStatements, WrapInWith
 
@@ -54,8 +55,8 @@ def flag_function_finding(
     names = ", ".join(f"`{m}`" for m in models)
     message = (
         f"`{func.name}` trains {names} only when `{flag}` is true, but never sets the mode "
-        f"from it: called with `{flag}=False` it evaluates with dropout on and BatchNorm "
-        f"statistics updated, and builds a graph for every batch; call "
+        f"from it: called with `{flag}=False` it evaluates in train mode "
+        f"({train_mode_effects(ctx, models)}) and builds a graph for every batch; call "
         f"`{models[0]}.train({flag})` first"
     )
     edits: list[Edit] = [

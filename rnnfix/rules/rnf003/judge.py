@@ -35,6 +35,7 @@ from rnnfix.analysis.syntax.walks import (
 from rnnfix.analysis.torch.api import mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.rules.base import FileContext, Finding, Fix
+from rnnfix.rules.rnf003.effects import train_mode_effects
 from rnnfix.rules.rnf003.escape import Escape, escapes, no_caller_reason
 from rnnfix.rules.rnf003.flagfunc import flag_function_finding
 from rnnfix.rules.rnf003.models import ModelIndex
@@ -600,8 +601,8 @@ class RegionJudge:
             )
         elif need.eval_models:
             message = (
-                f"{what} may run {names} in train mode (dropout on, BatchNorm "
-                f"statistics updated); call {evals} first"
+                f"{what} may run {names} in train mode "
+                f"({train_mode_effects(ctx, need.eval_models)}); call {evals} first"
             )
         else:
             message = (
@@ -611,8 +612,8 @@ class RegionJudge:
         if need.leftover:
             # ``train()`` left in evaluation code: a message of its own.
             message = (
-                f"{what} switches {switched} to train mode before running it: dropout "
-                f"stays on and BatchNorm statistics are updated from evaluation data; "
+                f"{what} switches {switched} to train mode before running it on "
+                f"evaluation data ({train_mode_effects(ctx, need.leftover)}); "
                 f"call `eval()` there instead"
             )
             if need.grad:

@@ -20,6 +20,7 @@ from rnnfix.analysis.syntax.walks import FUNCTIONS, enclosing_stmt, scope_of, wo
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.rules.base import FileContext, Finding, Fix
+from rnnfix.rules.rnf003.effects import train_mode_effects
 from rnnfix.rules.rnf003.models import ModelIndex
 from rnnfix.source.edits import AddImport, Edit, ReplaceExpression, WrapInWith
 
@@ -281,7 +282,7 @@ def phase_loop_finding(ctx: FileContext, index: ModelIndex, loop: ast.stmt) -> F
     names = ", ".join(f"`{m}`" for m in models)
     message = (
         f"Loop over phases puts {names} in train mode for every phase: the evaluation "
-        f"phase runs with dropout on and updates BatchNorm statistics from its data; "
+        f"phase runs its data in train mode ({train_mode_effects(ctx, models)}); "
         f"use `train({var} == {train_text})`"
     )
     steps = list(training_steps(ctx, loop))

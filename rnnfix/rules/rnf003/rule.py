@@ -14,6 +14,8 @@ from rnnfix.analysis.syntax.walks import FUNCTIONS, body_without_docstring
 from rnnfix.rules.base import FileContext, Finding, Rule
 from rnnfix.rules.rnf003.gate import ModelEvidence
 from rnnfix.rules.rnf003.judge import RegionJudge, Verdict
+from rnnfix.rules.rnf003.models import ModelIndex
+from rnnfix.rules.rnf003.periodic import may_have_periodic, periodic_findings
 
 _PREFILTER = re.compile(r"val|test|eval|predict|infer|dev|holdout", re.IGNORECASE)
 
@@ -39,6 +41,17 @@ A region is evaluation by intent when it is
 and it calls a model (a name or attribute path that has `.eval()`/`.train()`
 called on it in the file, is built from an `nn.Module` class, or is a
 parameter annotated as one) and runs no training step.
+
+A test batch run every N steps inside the training loop (`if step % 50 ==
+0:` whose forward reads evaluation data such as `test_x` or `next(iter(
+val_loader))`, and that prints or logs what it computes) is evaluation too,
+though it runs in the iteration of a training step: its forward gets
+`with torch.no_grad():` when grad is on there, nothing it computes is stored
+on an attribute or in a subscript, returned, or used by a gradient later, and
+it calls no training step. A model there that the file shows to hold Dropout
+or BatchNorm, in train mode before the block, is reported as running in
+train mode (`model.eval()` at the block's start and `model.train()` at its
+end would fix it), without a fix.
 
 A function shared by training and evaluation through a boolean parameter
 (`def iteration(self, epoch, loader, train=True)`) whose training step runs
@@ -239,7 +252,11 @@ computes.
 """
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
-        if not (_PREFILTER.search(ctx.source) and may_have_regions(ctx.source)):
+        if not _PREFILTER.search(ctx.source):
+            return
+        if may_have_periodic(ctx.source):
+            yield from periodic_findings(ctx, ModelIndex(ctx, extra=ctx.facts.modes.models))
+        if not may_have_regions(ctx.source):
             return
         regions = find_regions(ctx)
         if not regions:

@@ -1,0 +1,78 @@
+"""Which modes can reach a training step that runs only when a flag is true.
+
+``def iteration(self, epoch, loader, train=True)`` runs its training step
+only under ``if train:``; ``test()`` calls it with ``train=False`` after
+``self.model.eval()``, ``train()`` with the flag left true after
+``self.model.train()``. The mode flow joins every caller's mode into the
+function's entry, so the eval mode of the test pass seems to reach the step.
+It cannot: a call that passes the flag False never runs the step. Dropping
+the modes that arrive only through such calls keeps RNF001 from reporting
+(or, once the callers stop setting modes, fixing) a step that is right.
+
+Only the in-file callers are read: when a function of that name is called
+from another file of the run, nothing is dropped (what runs before those
+calls is unknown).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from rnnfix.analysis.modes.modeflow import ModeFact, ModeFlow, TrainingStep
+from rnnfix.analysis.modes.regions import flag_of, passes_false
+from rnnfix.analysis.syntax.walks import FUNCTIONS
+
+
+def reaching_through_flag(
+    flow: ModeFlow, step: TrainingStep, model: str, facts: list[ModeFact], elsewhere: bool
+) -> list[ModeFact]:
+    """``facts`` (modes of ``model`` at ``step``) without the entry facts
+    that only calls passing the step's guarding flag False bring in.
+    ``elsewhere``: a function of the step function's name is called from
+    another file of the run (then every fact stays)."""
+    fn = step.function
+    if elsewhere or not isinstance(fn, ast.FunctionDef):
+        return facts
+    flag = flag_of(fn)
+    if flag is None or not _only_when_true(flow, step.node, fn, flag[0]):
+        return facts
+    name, default, position = flag
+    live: set[ast.AST] = set()
+    dead: set[ast.AST] = set()
+    for call, state in flow.entry_states(fn, model):
+        causes = dead if passes_false(call, name, position, default) else live
+        causes.update(_cause(f) for f in state.facts)
+    return [
+        f
+        for f in facts
+        if f.origin is not fn or f.cause is None or f.cause not in dead or f.cause in live
+    ]
+
+
+def _cause(fact: ModeFact) -> ast.AST:
+    """What set the mode, as an entry fact of the callee names it
+    (``ModeFlow._entry``): the caller's own origin, or the cause it carries
+    when it is itself an entry fact."""
+    if isinstance(fact.origin, (*FUNCTIONS, ast.Module)) and fact.cause is not None:
+        return fact.cause
+    return fact.origin
+
+
+def _only_when_true(flow: ModeFlow, node: ast.AST, fn: ast.AST, name: str) -> bool:
+    """``node`` runs only in the body of an ``if`` whose test is ``name``
+    itself, or an ``and`` with ``name`` as one operand."""
+    child: ast.AST = node
+    cur = flow.parents.get(node)
+    while cur is not None and cur is not fn:
+        if isinstance(cur, ast.If) and child in cur.body and _true_test(cur.test, name):
+            return True
+        child, cur = cur, flow.parents.get(cur)
+    return False
+
+
+def _true_test(test: ast.expr, name: str) -> bool:
+    if isinstance(test, ast.Name):
+        return test.id == name
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_true_test(v, name) for v in test.values)
+    return False
