@@ -338,7 +338,9 @@ class ScopeRun:
         bound to (only on the paths that bound it: the old facts stay)."""
         root, dot, rest = key.partition(".")
         for a in f.aliases.get(root, ()):
-            moved = frozenset(ModeFact(x.mode, x.origin, x.cause, a.guard or x.guard) for x in facts)
+            moved = frozenset(
+                ModeFact(x.mode, x.origin, x.cause, a.guard or x.guard) for x in facts
+            )
             f.through(root, self.flow.mode_target(a.target + dot + rest), moved, replace)
 
     def _assign_model(self, key: str, value: ast.expr, s: ast.stmt, f: Frame) -> None:
