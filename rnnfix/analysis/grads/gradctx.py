@@ -9,9 +9,10 @@ Everything here errs towards "grad may be handled": a context we cannot read
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Literal
 
+from rnnfix.analysis.grads.falseparams import false_parameters
 from rnnfix.analysis.syntax.imports import ImportMap
 from rnnfix.analysis.syntax.names import method_call
 from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_local, walk_subtree, walk_tree
@@ -143,20 +144,28 @@ def _is_training_step(ctx: FileContext, call: ast.Call) -> bool:
     return ctx.facts.modes.step_kind(call) is not None
 
 
-def gradient_uses(ctx: FileContext, root: ast.AST) -> Iterator[ast.AST]:
+def gradient_uses(
+    ctx: FileContext, root: ast.AST, false_names: frozenset[str] = frozenset()
+) -> Iterator[ast.AST]:
     """Code under ``root`` that needs grad enabled: training steps,
     ``autograd.grad`` and friends, ``requires_grad_()``, ``requires_grad=True``,
-    ``x.requires_grad = True``, ``enable_grad`` / ``set_grad_enabled(True)``."""
+    ``x.requires_grad = True``, ``enable_grad`` / ``set_grad_enabled(True)``.
+    ``false_names`` are names known to hold ``False`` (parameters of a helper
+    at one call of it, see ``falseparams``)."""
+
+    def is_false(expr: ast.AST) -> bool:
+        return _is_false(expr) or (isinstance(expr, ast.Name) and expr.id in false_names)
+
     for n in walk_local(root):
         if isinstance(n, ast.Call):
             if _is_training_step(ctx, n) or ctx.facts.imports.qualname(n.func) in _GRAD_FUNCTIONS:
                 yield n
                 continue
             mc = method_call(n)
-            if mc is not None and mc[1] == "requires_grad_" and not _false_arg(n):
+            if mc is not None and mc[1] == "requires_grad_" and not _false_arg(n, is_false):
                 yield n
                 continue
-            if any(k.arg == "requires_grad" and not _is_false(k.value) for k in n.keywords):
+            if any(k.arg == "requires_grad" and not is_false(k.value) for k in n.keywords):
                 yield n
                 continue
             if classify_context(ctx, n) == "on":
@@ -164,13 +173,13 @@ def gradient_uses(ctx: FileContext, root: ast.AST) -> Iterator[ast.AST]:
         elif isinstance(n, ast.Assign):
             if any(
                 isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in n.targets
-            ) and not _is_false(n.value):
+            ) and not is_false(n.value):
                 yield n
 
 
-def _false_arg(call: ast.Call) -> bool:
+def _false_arg(call: ast.Call, is_false: Callable[[ast.AST], bool]) -> bool:
     args = [*call.args, *(k.value for k in call.keywords)]
-    return bool(args) and _is_false(args[0])
+    return bool(args) and is_false(args[0])
 
 
 def _is_false(expr: ast.AST) -> bool:
@@ -186,7 +195,7 @@ class LocalFunctions:
         self.ctx = ctx
         self.functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
         self.methods: dict[tuple[ast.ClassDef, str], ast.FunctionDef | ast.AsyncFunctionDef] = {}
-        self._memo: dict[ast.AST, bool] = {}
+        self._memo: dict[tuple[ast.AST, frozenset[str]], bool] = {}
         self._sites: dict[ast.AST, list[ast.Call]] | None = None
         parents = ctx.facts.parents
         for n in walk_tree(ctx.tree):
@@ -229,24 +238,34 @@ class LocalFunctions:
         for n in walk_local(root):
             if isinstance(n, ast.Call):
                 for f in self.targets(n):
-                    if self._needs_grad(f):
+                    if self._needs_grad(f, false_parameters(f, n)):
                         return f.name
         return None
 
-    def _needs_grad(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-        if func not in self._memo:
-            self._memo[func] = self._needs_grad_walk(func, frozenset())
-        return self._memo[func]
+    def _needs_grad(
+        self, func: ast.FunctionDef | ast.AsyncFunctionDef, false_names: frozenset[str]
+    ) -> bool:
+        """Whether ``func`` needs gradients when called with ``false_names``
+        (its parameters that are ``False`` at the call)."""
+        key = (func, false_names)
+        if key not in self._memo:
+            self._memo[key] = self._needs_grad_walk(func, false_names, frozenset())
+        return self._memo[key]
 
     def _needs_grad_walk(
-        self, func: ast.FunctionDef | ast.AsyncFunctionDef, seen: frozenset[ast.AST]
+        self,
+        func: ast.FunctionDef | ast.AsyncFunctionDef,
+        false_names: frozenset[str],
+        seen: frozenset[ast.AST],
     ) -> bool:
-        if any(True for _ in gradient_uses(self.ctx, func)):
+        if any(True for _ in gradient_uses(self.ctx, func, false_names)):
             return True
         for n in walk_local(func):
             if isinstance(n, ast.Call):
                 for f in self.targets(n):
-                    if f not in seen and self._needs_grad_walk(f, seen | {func}):
+                    if f not in seen and self._needs_grad_walk(
+                        f, false_parameters(f, n), seen | {func}
+                    ):
                         return True
         return False
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from rnnfix.analysis.modes.mayalias import Alias, plain_names
 from rnnfix.analysis.modes.pretrained import transformers_load
 from rnnfix.analysis.modes.state import Facts, Frame, ModeFact, join
 from rnnfix.analysis.syntax.names import SELF_RETURNING, dotted
@@ -164,6 +165,8 @@ class ScopeRun:
         self.returns: list[Frame] = []
         self.loops: list[Loop] = []
         self.guards: list[tuple[str, bool]] = []  # enclosing ``if`` tests
+        body = getattr(scope_node, "body", None)
+        self.plain = plain_names(body) if isinstance(body, list) else frozenset()
 
     def key(self, text: str) -> str:
         """The path the flow tracks ``text`` under here (must-aliases resolved)."""
@@ -295,6 +298,8 @@ class ScopeRun:
         for t in targets:
             for name in _bound(t):
                 f.saved.pop(name, None)
+                f.drop_aliases(name)
+        self._bind_alias(s, f)
         saved = _mode_read(self, s.value)
         if saved is not None and single is not None:
             f.saved[single] = (saved, f.lookup(saved))  # ``was = model.training``
@@ -314,6 +319,29 @@ class ScopeRun:
                 else:  # unpacked from something we do not follow
                     f.set(key, frozenset({ModeFact(Mode.UNKNOWN, s)}))
         return f
+
+    def _bind_alias(self, s: ast.Assign | ast.AnnAssign | ast.AugAssign, f: Frame) -> None:
+        """``test_model = model``: on this path the name is the model
+        (``rnnfix.analysis.modes.mayalias``)."""
+        if not (isinstance(s, ast.Assign) and len(s.targets) == 1):
+            return
+        target, value = s.targets[0], dotted(s.value)
+        if not isinstance(target, ast.Name) or target.id not in self.plain or value is None:
+            return
+        if self.key(target.id) != target.id or not self.flow.is_model(self.key(value)):
+            return  # a must-alias is read as one; only models matter
+        guard = self.guards[-1] if self.guards else None
+        f.aliases[target.id] = frozenset({Alias(self.key(value), s, guard)})
+
+    def _through_aliases(self, key: str, facts: Facts, f: Frame, replace: bool) -> None:
+        """A mode change of ``key`` also reaches the models its root may be
+        bound to (only on the paths that bound it: the old facts stay)."""
+        root, dot, rest = key.partition(".")
+        for a in f.aliases.get(root, ()):
+            moved = frozenset(
+                ModeFact(x.mode, x.origin, x.cause, a.guard or x.guard) for x in facts
+            )
+            f.through(root, self.flow.mode_target(a.target + dot + rest), moved, replace)
 
     def _assign_model(self, key: str, value: ast.expr, s: ast.stmt, f: Frame) -> None:
         imports = self.flow.imports
@@ -357,12 +385,15 @@ class ScopeRun:
                 f.set(
                     self.flow.mode_target(self.key(recv)), restored
                 )  # ``model.train(was)``: the mode it was saved in
+                self._through_aliases(self.key(recv), restored, f, replace=True)
                 return
         switch = module_mode_switch(call)
         if switch is not None:
             recv = mode_receiver(call, self.flow.imports)
             if recv is not None and self.flow.tracks(recv):
-                f.set(self.flow.mode_target(self.key(recv)), self.fact(switch.mode, call))
+                facts = self.fact(switch.mode, call)
+                f.set(self.flow.mode_target(self.key(recv)), facts)
+                self._through_aliases(self.key(recv), facts, f, replace=True)
             return
         res = self.flow.resolve(call, self.scope, ctor_target)
         if res is None:
@@ -394,6 +425,7 @@ class ScopeRun:
                 f.add(mine, facts)
             else:
                 f.set(mine, facts)
+            self._through_aliases(mine, facts, f, replace=not eff.passthrough)
 
 
 # --- facts about the mode read from the program -----------------------------

@@ -19,6 +19,7 @@ import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from rnnfix.analysis.modes.mayalias import Alias
 from rnnfix.analysis.torch.mode import Mode
 
 
@@ -85,22 +86,33 @@ def is_prefix(prefix: str, key: str) -> bool:
 class Frame:
     """Mutable-by-copy mapping of model keys to facts for one program point."""
 
-    __slots__ = ("entry", "saved", "values")
+    __slots__ = ("aliases", "entry", "saved", "values", "via")
 
     def __init__(
         self,
         entry: EntryLookup,
         values: dict[str, Facts] | None = None,
         saved: dict[str, tuple[str, Facts]] | None = None,
+        aliases: dict[str, frozenset[Alias]] | None = None,
+        via: dict[tuple[str, str], Facts] | None = None,
     ) -> None:
         self.entry = entry
         self.values: dict[str, Facts] = values if values is not None else {}
         # Saved modes: ``was = model.training`` maps ``was`` to (``model``, the
         # facts it had there), so that ``model.train(was)`` restores them.
         self.saved: dict[str, tuple[str, Facts]] = saved if saved is not None else {}
+        # May-aliases (``rnnfix.analysis.modes.mayalias``): a local name -> the
+        # models it may be bound to here (``test_model = model`` in an ``else``).
+        self.aliases: dict[str, frozenset[Alias]] = aliases if aliases is not None else {}
+        # (name, model) -> the facts a mode change through the may-alias
+        # ``name`` added to ``model``: a later change through the same name
+        # replaces them (``net.eval()`` ... ``net.train()`` leaves no eval).
+        self.via: dict[tuple[str, str], Facts] = via if via is not None else {}
 
     def copy(self) -> Frame:
-        return Frame(self.entry, dict(self.values), dict(self.saved))
+        return Frame(
+            self.entry, dict(self.values), dict(self.saved), dict(self.aliases), dict(self.via)
+        )
 
     def lookup(self, key: str) -> Facts:
         probe = key
@@ -123,6 +135,24 @@ class Frame:
             self.values[k] = self.values[k] | facts
         self.values[key] = self.lookup(key) | facts
 
+    def through(self, name: str, key: str, facts: Facts, replace: bool) -> None:
+        """A mode change reaching ``key`` through the may-alias ``name``: on
+        the other paths ``key`` keeps its facts, so they are kept; with
+        ``replace`` the facts an earlier change through ``name`` added go."""
+        old = self.via.get((name, key), frozenset()) if replace else frozenset()
+        for k in [k for k in self.values if k.startswith(key + ".")]:
+            self.values[k] = (self.values[k] - old) | facts
+        self.values[key] = (self.lookup(key) - old) | facts
+        self.via[(name, key)] = (self.via.get((name, key), frozenset()) - old) | facts
+
+    def drop_aliases(self, bound: str) -> None:
+        """``bound`` is rebound: it is no longer an alias, nor what one names."""
+        self.aliases.pop(bound, None)
+        for name, aliases in list(self.aliases.items()):
+            live = frozenset(a for a in aliases if not is_prefix(bound, a.target))
+            if live != aliases:
+                self.aliases[name] = live
+
     def assume(self, guard: tuple[str, bool]) -> None:
         """Entering a branch where ``guard`` holds: facts set under the
         opposite branch of the same test cannot be live here."""
@@ -131,6 +161,10 @@ class Frame:
             kept = frozenset(f for f in facts if f.guard != (test, not value))
             if kept != facts:
                 self.values[k] = kept
+        for name, bound in list(self.aliases.items()):
+            live = frozenset(a for a in bound if a.guard != (test, not value))
+            if live != bound:
+                self.aliases[name] = live
 
     def unguarded(self, inside: Callable[[ast.AST], bool]) -> Frame:
         """A copy in which facts set ``inside`` a loop forget their guards: on
@@ -141,10 +175,24 @@ class Frame:
                 ModeFact(f.mode, f.origin, f.cause) if f.guard and inside(f.origin) else f
                 for f in facts
             )
+        for name, bound in self.aliases.items():
+            out.aliases[name] = frozenset(
+                Alias(a.target, a.origin) if a.guard and inside(a.origin) else a for a in bound
+            )
+        for pair, facts in self.via.items():
+            out.via[pair] = frozenset(
+                ModeFact(f.mode, f.origin, f.cause) if f.guard and inside(f.origin) else f
+                for f in facts
+            )
         return out
 
     def same_as(self, other: Frame) -> bool:
-        return self.values == other.values and self.saved == other.saved
+        return (
+            self.values == other.values
+            and self.saved == other.saved
+            and self.aliases == other.aliases
+            and self.via == other.via
+        )
 
 
 def join(frames: Iterable[Frame | None]) -> Frame | None:
@@ -163,6 +211,13 @@ def join(frames: Iterable[Frame | None]) -> Frame | None:
         for f in live:
             merged |= f.lookup(k)
         out.values[k] = merged
+    # A may-alias of any path is one of the join (a name bound on no path to a
+    # model has none).
+    for f in live:
+        for name, bound in f.aliases.items():
+            out.aliases[name] = out.aliases.get(name, frozenset()) | bound
+        for pair, facts in f.via.items():
+            out.via[pair] = out.via.get(pair, frozenset()) | facts
     # A saved mode survives a join only where every path saved it from the same model.
     for var, (model, facts) in live[0].saved.items():
         others = [f.saved.get(var) for f in live[1:]]
