@@ -41,6 +41,7 @@ from rnnfix.rules.rnf003.flagfunc import flag_function_finding
 from rnnfix.rules.rnf003.models import ModelIndex
 from rnnfix.rules.rnf003.modes import (
     DELIBERATE,
+    constructor_evals,
     evaluation_evals_before,
     in_module_method,
     is_mode_free,
@@ -416,6 +417,8 @@ class RegionJudge:
                 continue
             if isinstance(func, FUNCTIONS) and has_mode_setter(flow, func, model, Mode.EVAL):
                 continue  # its class's own ``eval()`` is how its callers evaluate
+            if constructor_evals(self.ctx, func, model):
+                continue  # held in eval since ``__init__``: nothing switches it back
             if any(is_prefix(p, model) and p != model for p in calls):
                 continue  # the outermost model called here: its eval() covers this one
             if not all(self._eval_at(self._at(site, node), model) for site in sites):

@@ -331,3 +331,36 @@ def _guarded_by(ctx: FileContext, node: ast.AST, loop: ast.stmt, var: str) -> bo
             return True
         cur = ctx.facts.parents.get(cur)
     return False
+
+
+def constructor_evals(ctx: FileContext, func: ast.AST, model: str) -> bool:
+    """``model`` is ``self.<attr>`` of a method whose class's ``__init__``
+    puts it in eval as a statement of its own body (``self.model =
+    model; self.model.eval()``: IBM pytorch-seq2seq's ``Predictor`` after its
+    fix), and no code of the file ever switches an ``<x>.<attr>`` to another
+    mode: the object holds it in eval, so an ``eval()`` in the method would
+    repeat the author's (a ``no_grad`` may still be missing)."""
+    if not isinstance(func, FUNCTIONS):
+        return False
+    flow = ctx.facts.modes
+    info = flow.function_info(func)
+    if info is None or info.cls is None or not info.is_method or not info.params:
+        return False
+    this, _, attr = model.partition(".")
+    if this != info.params[0] or not attr:
+        return False
+    init = next(
+        (s for s in info.cls.body if isinstance(s, FUNCTIONS) and s.name == "__init__"), None
+    )
+    init_info = flow.function_info(init) if init is not None else None
+    if init is None or init_info is None or not init_info.params:
+        return False
+    mine = f"{init_info.params[0]}.{attr}"
+    evals = False
+    for call in flow.mode_calls:
+        if call.model == mine and call.function is init and call.mode is Mode.EVAL:
+            stmt = ctx.facts.parents.get(call.node)
+            evals = evals or (isinstance(stmt, ast.Expr) and any(stmt is s for s in init.body))
+        elif call.mode is not Mode.EVAL and (call.model == attr or call.model.endswith("." + attr)):
+            return False  # switched back somewhere: the held mode is not settled
+    return evals
