@@ -35,6 +35,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from rnnfix.analysis.modes.pretrained import fed_optimizer_steps
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.torch.optimizers import parameter_owners
@@ -66,19 +67,7 @@ def owned_only_when(flow: ModeFlow, step: TrainingStep, model: str) -> ast.expr 
 
 def _stepped(flow: ModeFlow, step: TrainingStep) -> list[str]:
     """The optimizers (dotted receivers) whose ``step()`` this training step feeds."""
-    if step.kind == "optimizer_step":
-        nodes = [step.node]
-    elif step.kind == "backward":
-        start = (step.node.lineno, step.node.col_offset)
-        nodes = [
-            s.node
-            for s in flow.training_steps
-            if s.kind == "optimizer_step"
-            and s.function is step.function
-            and (s.node.lineno, s.node.col_offset) > start
-        ]
-    else:
-        return []
+    nodes = fed_optimizer_steps(flow, step) or []
     out: list[str] = []
     for node in nodes:
         func = node.func

@@ -171,22 +171,30 @@ def _sets_requires_grad(node: ast.AST) -> bool:
     )
 
 
-def _optimized(flow: ModeFlow, step: TrainingStep, model: str) -> bool:
-    """An optimizer step that ``step`` feeds updates ``model``'s parameters,
-    taken from ``model`` itself or a model holding it: an optimizer over a
-    part only (a head, adapters) is a probe whose other parts stay as loaded."""
+def fed_optimizer_steps(flow: ModeFlow, step: TrainingStep) -> list[ast.Call] | None:
+    """The ``optimizer.step()`` calls ``step`` feeds: itself, or for a
+    ``backward()`` the steps after it in its function; None when the step is
+    another kind (a trainer's own ``fit``: the optimizer is not in this file)."""
     if step.kind == "optimizer_step":
-        steps = [step.node]
-    elif step.kind == "backward":
+        return [step.node]
+    if step.kind == "backward":
         start = (step.node.lineno, step.node.col_offset)
-        steps = [
+        return [
             s.node
             for s in flow.training_steps
             if s.kind == "optimizer_step"
             and s.function is step.function
             and (s.node.lineno, s.node.col_offset) > start
         ]
-    else:
+    return None
+
+
+def _optimized(flow: ModeFlow, step: TrainingStep, model: str) -> bool:
+    """An optimizer step that ``step`` feeds updates ``model``'s parameters,
+    taken from ``model`` itself or a model holding it: an optimizer over a
+    part only (a head, adapters) is a probe whose other parts stay as loaded."""
+    steps = fed_optimizer_steps(flow, step)
+    if steps is None:
         return False  # the optimizer is in another file: nothing to read
     scope = flow.scope_of(step.node)
     for node in steps:
