@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from rnnfix.analysis.grads.gradctx import Handlers
-from rnnfix.analysis.modes.inference import InferenceAnalysis
+from rnnfix.analysis.modes.inference import InferenceAnalysis, handled_around
 from rnnfix.analysis.modes.loads import (
     LoadFinder,
     is_checkpoint_load,
@@ -394,23 +394,9 @@ class InferenceClasses:
         return False
 
     def _needs_grad(self, call: ast.Call, fn: FuncNode) -> bool | None:
-        handled: set[str] = set()
-        cur: ast.AST | None = call
-        parents = self.ctx.facts.parents
-        while cur is not None:
-            exprs: list[ast.expr] = []
-            if isinstance(cur, (ast.With, ast.AsyncWith)):
-                exprs = [i.context_expr for i in cur.items]
-            elif isinstance(cur, FUNCTIONS):
-                exprs = list(cur.decorator_list)
-            for expr in exprs:
-                handling = self.handlers.handling(expr)
-                if handling is None:
-                    return None
-                handled |= handling
-            if cur is fn:
-                break
-            cur = parents.get(cur)
+        handled = handled_around(self.handlers, self.ctx.facts.parents, call, fn)
+        if handled is None:
+            return None
         return (
             "grad" not in handled
             and not self.analysis._grad_switched

@@ -289,22 +289,9 @@ class InferenceAnalysis:
     ) -> tuple[bool, bool] | None:
         """(needs ``eval()``, needs ``no_grad``) at ``call``; None when a
         wrapper around it cannot be read."""
-        handled: set[str] = set()
-        cur: ast.AST | None = call
-        while cur is not None:
-            exprs: list[ast.expr] = []
-            if isinstance(cur, (ast.With, ast.AsyncWith)):
-                exprs = [i.context_expr for i in cur.items]
-            elif isinstance(cur, FUNCTIONS):
-                exprs = list(cur.decorator_list)
-            for expr in exprs:
-                handling = self.handlers.handling(expr)
-                if handling is None:
-                    return None
-                handled |= handling
-            if cur is scope or isinstance(cur, ast.Module):
-                break
-            cur = self.parents.get(cur)
+        handled = handled_around(self.handlers, self.parents, call, scope)
+        if handled is None:
+            return None
         # A global read in a function: its mode is whatever the script left it
         # in when the function is called; any ``eval()`` of it says the author
         # set it (``trains`` rules out ``train()``).
@@ -422,3 +409,28 @@ def _targets(node: ast.AST) -> list[str]:
                 if text is not None:
                     out.append(text)
     return out
+
+
+def handled_around(
+    handlers: Handlers, parents: dict[ast.AST, ast.AST], call: ast.AST, scope: ast.AST | None
+) -> set[str] | None:
+    """What the ``with`` blocks and decorators around ``call``, up to
+    ``scope`` (or the module), already handle (``"eval"``, ``"grad"``); None
+    when one of them cannot be read."""
+    handled: set[str] = set()
+    cur: ast.AST | None = call
+    while cur is not None:
+        exprs: list[ast.expr] = []
+        if isinstance(cur, (ast.With, ast.AsyncWith)):
+            exprs = [i.context_expr for i in cur.items]
+        elif isinstance(cur, FUNCTIONS):
+            exprs = list(cur.decorator_list)
+        for expr in exprs:
+            handling = handlers.handling(expr)
+            if handling is None:
+                return None
+            handled |= handling
+        if cur is scope or isinstance(cur, ast.Module):
+            break
+        cur = parents.get(cur)
+    return handled
