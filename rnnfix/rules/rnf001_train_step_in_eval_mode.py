@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 
 from rnnfix.analysis.modes.condowner import owned_only_when
 from rnnfix.analysis.modes.flagpaths import reaching_through_flag
@@ -196,7 +197,7 @@ class TrainStepInEvalMode(Rule):
                     # eval mode of a call that passes the step's flag False
                     # never reaches the step.
                     facts = reaching_through_flag(
-                        flow, step, model, facts, _called_elsewhere(ctx, step)
+                        flow, step, model, facts, partial(_called_elsewhere, ctx, step)
                     )
                 intent: str | None = None  # why the author's code says not to edit
                 if facts:
@@ -244,10 +245,10 @@ class TrainStepInEvalMode(Rule):
 
 
 def _called_elsewhere(ctx: FileContext, step: TrainingStep) -> bool:
-    from rnnfix.analysis.project.index import called_elsewhere
+    from rnnfix.analysis.project.index import called_from_other_files
 
     fn = step.function
-    return fn is not None and called_elsewhere(ctx.project, ctx.path, fn.name)
+    return fn is not None and called_from_other_files(ctx, fn.name)
 
 
 def _owner_condition(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from rnnfix.analysis.project.index import called_elsewhere
+from rnnfix.analysis.project.index import called_from_other_files
 from rnnfix.analysis.ruletext import may_call_module_mode
 from rnnfix.analysis.syntax.names import dotted, method_call
 from rnnfix.analysis.syntax.scopes import bind_arguments
@@ -204,7 +204,7 @@ class _Scopes:
         for n in walk_tree(self.ctx.tree):
             if isinstance(n, ast.Name) and n.id == fn.name and id(n) not in called:
                 return False  # passed on as a value, or rebound
-        if not sites or called_elsewhere(self.ctx.project, self.ctx.path, fn.name):
+        if not sites or called_from_other_files(self.ctx, fn.name):
             return False
         for site in sites:
             arg = bind_arguments(params, kwonly, False, site).get(owner)

@@ -17,6 +17,7 @@ calls is unknown).
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from rnnfix.analysis.modes.modeflow import ModeFact, ModeFlow, TrainingStep
 from rnnfix.analysis.modes.regions import flag_of, passes_false
@@ -24,17 +25,22 @@ from rnnfix.analysis.syntax.walks import FUNCTIONS
 
 
 def reaching_through_flag(
-    flow: ModeFlow, step: TrainingStep, model: str, facts: list[ModeFact], elsewhere: bool
+    flow: ModeFlow,
+    step: TrainingStep,
+    model: str,
+    facts: list[ModeFact],
+    elsewhere: Callable[[], bool],
 ) -> list[ModeFact]:
     """``facts`` (modes of ``model`` at ``step``) without the entry facts
     that only calls passing the step's guarding flag False bring in.
-    ``elsewhere``: a function of the step function's name is called from
-    another file of the run (then every fact stays)."""
+    ``elsewhere()``: a function of the step function's name is called from
+    another file of the run (then every fact stays); asked last, since it
+    reads the other files."""
     fn = step.function
-    if elsewhere or not isinstance(fn, ast.FunctionDef):
+    if not isinstance(fn, ast.FunctionDef):
         return facts
     flag = flag_of(fn)
-    if flag is None or not _only_when_true(flow, step.node, fn, flag[0]):
+    if flag is None or not _only_when_true(flow, step.node, fn, flag[0]) or elsewhere():
         return facts
     name, default, position = flag
     live: set[ast.AST] = set()

@@ -165,8 +165,18 @@ class ScopeRun:
         self.returns: list[Frame] = []
         self.loops: list[Loop] = []
         self.guards: list[tuple[str, bool]] = []  # enclosing ``if`` tests
-        body = getattr(scope_node, "body", None)
-        self.plain = plain_names(body) if isinstance(body, list) else frozenset()
+
+    @property
+    def plain(self) -> frozenset[str]:
+        """``mayalias.plain_names`` of this scope: computed once per scope of
+        the flow (a scope is run many times: per caller, per summary)."""
+        memo = self.flow._plain_names
+        found = memo.get(self.scope_node)
+        if found is None:
+            body = getattr(self.scope_node, "body", None)
+            found = plain_names(body) if isinstance(body, list) else frozenset()
+            memo[self.scope_node] = found
+        return found
 
     def key(self, text: str) -> str:
         """The path the flow tracks ``text`` under here (must-aliases resolved)."""
@@ -326,7 +336,7 @@ class ScopeRun:
         if not (isinstance(s, ast.Assign) and len(s.targets) == 1):
             return
         target, value = s.targets[0], dotted(s.value)
-        if not isinstance(target, ast.Name) or target.id not in self.plain or value is None:
+        if not isinstance(target, ast.Name) or value is None or target.id not in self.plain:
             return
         if self.key(target.id) != target.id or not self.flow.is_model(self.key(value)):
             return  # a must-alias is read as one; only models matter

@@ -70,11 +70,21 @@ _TENSOR_READS = frozenset(
 _TORCH_ONLY_READS = frozenset({"data", "detach"})
 
 
+# A class statement with no base but ``object``/``ABC`` (``InferenceClasses._plain``
+# asks for one), comments and continued lines allowed inside its parentheses.
+_PLAIN_CLASS = re.compile(
+    r"\bclass[ \t\f\\\r\n]+\w+[ \t\f\\\r\n]*"
+    r"(?:\((?:[\s\\,]|#[^\n]*|object|abc[ \t\f]*\.[ \t\f]*ABC|ABC)*\))?[ \t\f\\\r\n]*:"
+)
+
+
 def class_text(source: str) -> bool:
-    """A necessary condition for ``InferenceClasses.find``: a class with an
-    ``__init__`` binds ``self.<name>`` and calls ``self.<name>(`` or passes
-    ``self.<name>`` on (a helper that runs it)."""
+    """A necessary condition for ``InferenceClasses.find``: a class with no
+    base but ``object`` and an ``__init__`` binds ``self.<name>`` and calls
+    ``self.<name>(`` or passes ``self.<name>`` on (a helper that runs it)."""
     if "class " not in source or "__init__" not in source:
+        return False
+    if _PLAIN_CLASS.search(source) is None:
         return False
     for name in set(_BOUND.findall(source)):
         if f"self.{name}(" in source or f"self.{name}," in source or f"self.{name})" in source:
@@ -141,10 +151,8 @@ class InferenceClasses:
     def _plain(self, cls: ast.ClassDef) -> bool:
         """Not a module, a Lightning module or a test class; no mode setters
         of its own; an ``__init__``."""
+        # The syntactic tests first: the module tables read other files.
         if cls.name.startswith("Test"):
-            return False
-        classes = self.finder.classes
-        if cls.name in classes.modules or cls.name in classes.lightning:
             return False
         names = {s.name for s in cls.body if isinstance(s, FUNCTIONS)}
         if "__init__" not in names or names & {"forward", "train", "eval"}:
@@ -155,7 +163,10 @@ class InferenceClasses:
             return False
         # An abstract base (``GoalFunction(ABC)``, ``VerificationBase``): its
         # subclasses, elsewhere, complete what the model is run for.
-        return not _abstract(cls)
+        if _abstract(cls):
+            return False
+        classes = self.finder.classes
+        return cls.name not in classes.modules and cls.name not in classes.lightning
 
     def _held(self, cls: ast.ClassDef) -> list[ClassInference]:
         init = next(s for s in cls.body if isinstance(s, FUNCTIONS) and s.name == "__init__")

@@ -161,6 +161,7 @@ class ModeFlow:
         self._params: dict[FuncNode | None, frozenset[str]] = {}
         self._module_attributes: dict[ast.ClassDef, frozenset[str]] = {}
         self._calls_cache: dict[int, list[ast.Call]] = {}
+        self._plain_names: dict[ast.AST, frozenset[str]] = {}  # ``ScopeRun.plain``
         self._contents: dict[int, frozenset[int]] = {}
         self._scope_calls: dict[FuncNode | None, list[ast.Call]] = {}
         self.models: dict[str, ModelInfo] = find_models(

@@ -54,7 +54,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rnnfix.analysis.project.bindings import Binding, import_bindings
+from rnnfix.analysis.project.bindings import Binding, import_bindings, statements
 from rnnfix.analysis.project.summaries import (
     ClassSummary,
     FunctionSummary,
@@ -65,6 +65,7 @@ from rnnfix.analysis.project.texts import DEFINED_NAME, IMPORT_LINE, LOAD_CODE, 
 from rnnfix.analysis.project.view import ProjectView
 
 if TYPE_CHECKING:
+    from rnnfix.analysis.context import FileContext
     from rnnfix.analysis.modes.objectuse import Order
 
 
@@ -149,6 +150,43 @@ class LazySummaries(Mapping[str, "ModuleSummary | None"]):
         names: tuple[frozenset[str], frozenset[str]] | None = memo[key]
         return names is None or name in names[0] or (classes and name in names[1])
 
+    def may_call(self, key: str, name: str) -> bool:
+        """Whether ``name`` may be in the file's ``ModuleSummary.called``,
+        read without summarising it: ``called`` holds the names its text
+        shows called (``name(``) less the functions it defines. True when the
+        file is not read from disk, is unreadable, or for a name other than
+        ASCII."""
+        if key in self._known or key not in self._paths or not name.isascii():
+            return True
+        data = _read(self._paths[key])
+        if data is None:
+            return True
+        word = re.escape(name.encode())
+        # ``\s`` of ``str`` patterns: ASCII whitespace, \x1c-\x1f, and non-ASCII.
+        if re.search(rb"\b" + word + rb"(?:[\s\x1c-\x1f]|[\x80-\xff])*\(", data) is None:
+            return False
+        if re.search(rb"\bdef[ \t\f\\\r\n]+" + word + rb"\b", data) is None:
+            return True  # defines no function of that name
+        return name not in self._functions_defined(key, data)
+
+    def _functions_defined(self, key: str, data: bytes) -> frozenset[str]:
+        """The names of every function the file defines, at any depth (the
+        ``defined`` that ``summarise`` takes from ``called``)."""
+        memo = self.__dict__.setdefault("_functions", {})
+        if key not in memo:
+            try:
+                tree = ast.parse(data)
+            except (SyntaxError, ValueError, RecursionError):
+                memo[key] = frozenset()  # summarise gives such a file no summary
+            else:
+                memo[key] = frozenset(
+                    n.name
+                    for n in statements(tree.body)
+                    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                )
+        found: frozenset[str] = memo[key]
+        return found
+
     def bindings(self, key: str, name: str) -> dict[str, Binding] | None:
         """The import bindings of a file, for following the re-export of
         ``name``: from its summary when there is one, else parsed (never
@@ -230,21 +268,37 @@ def files_mention(files: Mapping[str, ModuleSummary | None], key: str, name: str
         return True
 
 
-def called_elsewhere(project: ProjectIndex | None, path: str, name: str) -> bool:
+def called_elsewhere(
+    project: ProjectIndex | None, path: str, name: str, consulted: set[str] | None = None
+) -> bool:
     """Whether a file of the run other than ``path`` calls a function named
-    ``name`` (``ModuleSummary.called``; a file whose text does not name it
-    is never summarised)."""
+    ``name`` (``ModuleSummary.called``). A file whose text cannot put ``name``
+    in ``called`` (no ``name(`` in it, or a ``def name`` of its own) is never
+    summarised. The answer rests on every other file's text: they all go into
+    ``consulted`` (an edit of any of them re-checks the asking file)."""
     if project is None:
         return False
     me = normalise(path)
     files = project.files
-    for key in files:
-        if key == me or not files_mention(files, key, name):
+    others = [key for key in files if key != me]
+    if consulted is not None:
+        consulted.update(others)
+    for key in others:
+        if isinstance(files, LazySummaries) and not files.may_call(key, name):
             continue
         module = files[key]
         if module is not None and name in module.called:
             return True
     return False
+
+
+def called_from_other_files(ctx: FileContext, name: str) -> bool:
+    """``called_elsewhere`` for the file ``ctx`` checks, the files read
+    recorded as consulted by its result."""
+    view = ctx.facts.project
+    return called_elsewhere(
+        ctx.project, ctx.path, name, view.consulted if view is not None else None
+    )
 
 
 def _returns_of_file(key: str) -> ReturnSummary | None:

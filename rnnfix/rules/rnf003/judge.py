@@ -274,9 +274,9 @@ class RegionJudge:
         return None
 
     def _called_elsewhere(self, name: str) -> bool:
-        from rnnfix.analysis.project.index import called_elsewhere
+        from rnnfix.analysis.project.index import called_from_other_files
 
-        return called_elsewhere(self.ctx.project, self.ctx.path, name)
+        return called_from_other_files(self.ctx, name)
 
     def _callers_pass_on(self, func: Func, depth: int = 0) -> bool:
         """A caller returns or stores what ``func`` returns, to its own

@@ -299,19 +299,9 @@ def _escape(
 
 
 def _called_elsewhere(ctx: FileContext, name: str) -> bool:
-    project = ctx.project
-    if project is None:
-        return False
-    from rnnfix.analysis.project.index import files_mention, normalise
+    from rnnfix.analysis.project.index import called_from_other_files
 
-    me = normalise(ctx.path)
-    for path in project.files:
-        if path == me or not files_mention(project.files, path, name):
-            continue
-        module = project.files[path]
-        if module is not None and name in module.called:
-            return True
-    return False
+    return called_from_other_files(ctx, name)
 
 
 def _wraps(
