@@ -345,7 +345,7 @@ class _FixLoop:
         a name that is not bound where it is read (and was not before)."""
         from rnnfix.source.rewrite import apply_edits  # libcst: only when there is a fix
 
-        new = apply_edits(self.current, edits)
+        new = apply_edits(self.current, edits, self.tree)
         tree = ast.parse(new)
         before = self._problems()
         if before is not None:

@@ -5,6 +5,7 @@ costs about 0.35 s to import, and most runs have nothing to rewrite."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Sequence
 
 import libcst as cst
@@ -21,14 +22,28 @@ from rnnfix.source.edits import (
     ReplaceExpression,
     WrapInWith,
 )
+from rnnfix.source.span import Span, edit_span, shift
+
+_DEFAULT_INDENT = "    "  # libcst's, when no line is indented
 
 
-def apply_edits(source: str, edits: Sequence[Edit]) -> str:
+def apply_edits(source: str, edits: Sequence[Edit], tree: ast.Module | None = None) -> str:
     """Apply ``edits`` to ``source`` and return the new source.
 
     Raises ``EditError`` when an edit's anchor is not found, or
-    ``libcst.ParserSyntaxError`` when ``source`` does not parse.
+    ``libcst.ParserSyntaxError`` when ``source`` does not parse. ``tree``:
+    ``source``'s ``ast``, when the caller has it; libcst then sees only the
+    top-level statements the edits touch (``rnnfix.source.span``), with the
+    same result byte for byte, and the whole file on any doubt or failure.
     """
+    span = edit_span(source, tree, edits) if tree is not None else None
+    if span is not None:
+        try:
+            new = _apply_snippet(source[span.start : span.end], shift(edits, span.first - 1), span)
+        except Exception:  # noqa: BLE001 - the whole file says what went wrong
+            new = None
+        if new is not None:
+            return source[: span.start] + new + source[span.end :]
     module = cst.parse_module(source)
     if module.code != source:
         # libcst does not round-trip every file (a form feed in indentation,
@@ -36,6 +51,20 @@ def apply_edits(source: str, edits: Sequence[Edit]) -> str:
         raise EditError(
             "the file cannot be rewritten byte for byte (form feed or CR-only newlines)"
         )
+    return _transform(module, edits).code
+
+
+def _apply_snippet(snippet: str, edits: Sequence[Edit], span: Span) -> str | None:
+    """The snippet with ``edits``, or None when libcst reads it otherwise
+    than as part of the file: it does not round-trip, or its indentation
+    unit (libcst's first INDENT) is not the file's."""
+    module = cst.parse_module(snippet)
+    if module.code != snippet or module.default_indent != (span.indent or _DEFAULT_INDENT):
+        return None
+    return _transform(module, edits).code
+
+
+def _transform(module: cst.Module, edits: Sequence[Edit]) -> cst.Module:
     located = [e for e in edits if not isinstance(e, AddImport)]
     imports = [e for e in edits if isinstance(e, AddImport)]
     if located:
@@ -46,7 +75,7 @@ def apply_edits(source: str, edits: Sequence[Edit]) -> str:
             raise EditError(f"could not locate edit target(s): {missing}")
     if imports:
         module = _add_imports(module, imports)
-    return module.code
+    return module
 
 
 def _add_imports(module: cst.Module, imports: Sequence[AddImport]) -> cst.Module:
