@@ -1,25 +1,27 @@
 """``apply_edits`` on a snippet of top-level statements (``rnnfix.source.span``)
 against the whole file: byte for byte the same result, or the same error.
 
-Three sources of edits: every fix the engine tries on every single-file
-fixture (each ``apply_edits`` call of its fix loop is made both ways), edits
+Three sources of edits: every fix of every single-file fixture (alone and
+all together; ``bench/snippet_check.py`` makes every ``apply_edits`` call of
+the engine's fix loop both ways, on the fixtures or any tree), edits
 put at random places of generated programs (the property tests' training
 script shapes and ``hypothesmith``'s any-Python programs), and the shapes
 the span must refuse or cut around (comments, footers, tabs, ``;``, ``\\``,
-form feeds, deep nesting outside the span)."""
+form feeds, deep nesting outside the span). The reference is the whole file
+with a transformer that visits every node, as before issue 28."""
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
 from pathlib import Path
+from unittest import mock
 
 import hypothesmith
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rnnfix.run import engine
 from rnnfix.source import rewrite
 from rnnfix.source.edits import (
     AddDecorator,
@@ -31,7 +33,7 @@ from rnnfix.source.edits import (
     WrapInWith,
 )
 from rnnfix.source.span import edit_span
-from tests.fixture_args import settings_for, single_file_fixtures
+from tests.fixture_args import fixed, single_file_fixtures
 from tests.test_properties import FUZZ, training_scripts
 
 
@@ -43,7 +45,10 @@ def _outcome(source: str, edits: Sequence[Edit], tree: ast.Module | None) -> str
 
 
 def _reference(source: str, edits: Sequence[Edit]) -> str:
-    return _outcome(source, edits, None)
+    """What the whole file gives with a transformer that visits every node
+    (``rewrite._EditTransformer.on_visit`` skips the subtrees without an edit)."""
+    with mock.patch.object(rewrite._EditTransformer, "on_visit", lambda self, node: True):
+        return _outcome(source, edits, None)
 
 
 def assert_same(source: str, edits: Sequence[Edit]) -> None:
@@ -54,23 +59,19 @@ def assert_same(source: str, edits: Sequence[Edit]) -> None:
 
 
 @pytest.mark.parametrize("path", single_file_fixtures(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_every_fix_the_engine_tries(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    source = path.read_bytes().decode("utf-8")
-    calls: list[int] = []
-    real = rewrite.apply_edits
-
-    def both(text: str, edits: Sequence[Edit], tree: ast.Module | None = None) -> str:
-        calls.append(1)
-        whole = _reference(text, edits)
-        assert _outcome(text, edits, tree) == whole
-        assert _outcome(text, edits, None) == whole
-        return real(text, edits)
-
-    monkeypatch.setattr(rewrite, "apply_edits", both)
-    try:
-        engine.fix_source(source, settings_for(source), path.name)
-    except SyntaxError:
-        pytest.skip("the fixture does not parse")
+def test_every_fix_of_the_fixtures(path: Path) -> None:
+    """Each fix of the fixture alone, then all of them together (as the
+    engine's first pass tries them), on the fixture's source. The engine's
+    whole fix loop made both ways (every ``apply_edits`` call of every
+    pass) is ``bench/snippet_check.py``: too slow for the suite."""
+    result = fixed(path)
+    fixes = [f.fix.edits for f in result.initial if f.fix is not None]
+    if not fixes:
+        return
+    source = result.original
+    for edits in fixes:
+        assert_same(source, edits)
+    assert_same(source, [e for edits in fixes for e in edits])
 
 
 def test_the_fixtures_use_the_snippet() -> None:
@@ -78,16 +79,13 @@ def test_the_fixtures_use_the_snippet() -> None:
     whole file: most fixes of the fixtures must be given a span."""
     spans = tried = 0
     for path in single_file_fixtures():
-        source = path.read_bytes().decode("utf-8")
-        try:
-            tree = ast.parse(source)
-            findings = engine.check_source(source, settings_for(source), path.name)
-        except SyntaxError:
-            continue
-        for f in findings:
-            if f.fix is not None:
-                tried += 1
-                spans += edit_span(source, tree, f.fix.edits) is not None
+        result = fixed(path)
+        fixes = [f.fix.edits for f in result.initial if f.fix is not None]
+        tree = ast.parse(result.original) if fixes else None
+        for edits in fixes:
+            assert tree is not None
+            tried += 1
+            spans += edit_span(result.original, tree, edits) is not None
     assert tried > 100
     assert spans > tried // 2
 

@@ -6,6 +6,7 @@ costs about 0.35 s to import, and most runs have nothing to rewrite."""
 from __future__ import annotations
 
 import ast
+import bisect
 from collections.abc import Callable, Sequence
 
 import libcst as cst
@@ -194,6 +195,18 @@ class _EditTransformer(cst.CSTTransformer):
             elif isinstance(e, RemoveStatement):
                 self._remove.add(e.anchor)
 
+        # Where the edits are: a node whose range holds none of them is not
+        # descended into (its subtree comes back as it was, unvisited).
+        self._at = sorted({p for e in self._edits for p in _positions(e)})
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        r = self.get_metadata(PositionProvider, node, None)
+        if r is None or isinstance(node, cst.Module):
+            return True
+        start, end = Pos(r.start.line, r.start.column), Pos(r.end.line, r.end.column)
+        i = bisect.bisect_left(self._at, start)
+        return i < len(self._at) and self._at[i] <= end
+
     def unapplied(self) -> list[Edit]:
         return [e for e in self._edits if e not in self._done]
 
@@ -319,6 +332,18 @@ class _EditTransformer(cst.CSTTransformer):
         elif carried:  # the removed statement was the last: keep its comments
             return updated.with_changes(body=new_body, footer=[*carried, *updated.footer])
         return updated.with_changes(body=new_body)
+
+
+def _positions(e: Edit) -> tuple[Pos, ...]:
+    if isinstance(e, (InsertStatements, RemoveStatement)):
+        return (e.anchor,)
+    if isinstance(e, WrapInWith):
+        return (e.first, e.last)
+    if isinstance(e, ReplaceExpression):
+        return (e.start, e.end)
+    if isinstance(e, AddDecorator):
+        return (e.function,)
+    return ()
 
 
 def _parse_statements(code: Sequence[str]) -> list[cst.BaseStatement]:
