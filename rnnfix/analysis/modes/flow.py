@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rnnfix.analysis.modes.mayalias import Alias, plain_names
+from rnnfix.analysis.modes.mayalias import Alias, module_plain_names, plain_names
 from rnnfix.analysis.modes.pretrained import transformers_load
 from rnnfix.analysis.modes.state import Facts, Frame, ModeFact, join
 from rnnfix.analysis.syntax.names import SELF_RETURNING, dotted
@@ -174,7 +174,10 @@ class ScopeRun:
         found = memo.get(self.scope_node)
         if found is None:
             body = getattr(self.scope_node, "body", None)
-            found = plain_names(body) if isinstance(body, list) else frozenset()
+            if isinstance(self.scope_node, ast.Module):
+                found = module_plain_names(self.scope_node)
+            else:
+                found = plain_names(body) if isinstance(body, list) else frozenset()
             memo[self.scope_node] = found
         return found
 
