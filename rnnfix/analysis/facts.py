@@ -64,6 +64,12 @@ class FileFacts:
         return "lightning" in self.ctx.source.lower()
 
     @functools.cached_property
+    def step_loops(self) -> dict[ast.AST, set[ast.AST | None]]:
+        """``regions.in_training_iteration``'s memo: per loop or scope, the
+        innermost loops of the training steps in its own code."""
+        return {}
+
+    @functools.cached_property
     def parents(self) -> dict[ast.AST, ast.AST]:
         return tree_parents(self.tree)
 
