@@ -72,6 +72,7 @@ if TYPE_CHECKING:
 __all__ = ["Mode", "ModeFact", "ModeFlow", "ModeState", "ModelInfo", "TrainingStep"]
 
 LoopNode = ast.For | ast.AsyncFor | ast.While
+_ASSIGNMENTS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign})
 _OPTIMIZER_NAME = re.compile(r"(optim|(^|_)opt($|_)|^opt\w*$)", re.IGNORECASE)
 
 
@@ -630,7 +631,9 @@ class ModeFlow:
         try:
             entry_fact = frozenset({ModeFact(Mode.UNKNOWN, fn)})
             run = ScopeRun(self, fn, fn, lambda _key: entry_fact)
-            end = run.run(fn.body)
+            # Without anything that can set a mode, the run would end with the
+            # entry facts only (no effect) and compute no other summary.
+            end = None if not self.summaries_only and self._inert(fn) else run.run(fn.body)
             effects: dict[str, Effect] = {}
             if end is not None:
                 params = {*info.params, *info.kwonly}
@@ -653,6 +656,37 @@ class ModeFlow:
             self._depth -= 1
         self._summaries[fn] = summary
         return summary
+
+    def _inert(self, fn: FuncNode) -> bool:
+        """Nothing in ``fn``'s own code can give a model a fact of its own in
+        the interpreter (``flow.ScopeRun``): no mode call (nor ``train(was)``),
+        no call of a function of this file (nor of another file of the run
+        with effects), no read of ``.training``, no assignment to a model."""
+        for node in self.index.scope_nodes(fn):
+            cls = node.__class__
+            if cls is ast.Call:
+                assert isinstance(node, ast.Call)
+                func = node.func
+                if isinstance(func, ast.Attribute) and func.attr in ("train", "eval"):
+                    return False
+                if module_mode_switch(node) is not None or self.resolve(node, fn) is not None:
+                    return False
+                ext = self.external(node, fn)
+                if ext is not None and ext.summary.effects:
+                    return False
+            elif cls is ast.Attribute:
+                assert isinstance(node, ast.Attribute)
+                if node.attr == "training":
+                    return False
+            elif cls in _ASSIGNMENTS:
+                assert isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    for n in walk_subtree(t):
+                        key = dotted(n)
+                        if key is not None and self.is_model(key):
+                            return False
+        return True
 
     def _entry_trains(
         self, info: FunctionInfo, run: ScopeRun, forwards: tuple[str, ...]
