@@ -986,7 +986,7 @@ class ModeFlow:
     def _switched_receivers(self) -> frozenset[str]:
         found: set[str] = set()
         for node in walk_tree(self.tree):
-            if module_mode_switch(node) is not None:
+            if node.__class__ is ast.Call and module_mode_switch(node) is not None:
                 assert isinstance(node, ast.Call)
                 recv = mode_receiver(node, self.imports)
                 if recv is not None:
