@@ -143,6 +143,7 @@ def calls_in(node: ast.AST | None) -> list[ast.Call]:
 
 
 _OWN_SCOPES = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_ASSIGNMENTS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign})
 
 
 class ScopeRun:
@@ -206,6 +207,14 @@ class ScopeRun:
         merged = join([old, f]) if old is not None else f.copy()
         assert merged is not None
         self.before[s] = merged
+        # The commonest statements first (the kinds below are disjoint).
+        cls = s.__class__
+        if cls in _ASSIGNMENTS:
+            return self.assign(s, f)  # type: ignore[arg-type]
+        if cls is ast.Expr:
+            if ends_program(s.value, self.flow.imports.qualname):  # type: ignore[attr-defined]
+                return None
+            return self.exprs(s, f)
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return f
         if isinstance(s, ast.Return):
