@@ -72,7 +72,7 @@ if TYPE_CHECKING:
 __all__ = ["Mode", "ModeFact", "ModeFlow", "ModeState", "ModelInfo", "TrainingStep"]
 
 LoopNode = ast.For | ast.AsyncFor | ast.While
-_ASSIGNMENTS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign})
+_ASSIGNMENTS = frozenset({ast.Assign, ast.AnnAssign})  # ``AugAssign`` sets no model
 _OPTIMIZER_NAME = re.compile(r"(optim|(^|_)opt($|_)|^opt\w*$)", re.IGNORECASE)
 
 
@@ -679,13 +679,17 @@ class ModeFlow:
                 if node.attr == "training":
                     return False
             elif cls in _ASSIGNMENTS:
-                assert isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+                # ``ScopeRun.assign`` sets a target (or an element of a tuple
+                # target) that is a model.
+                assert isinstance(node, (ast.Assign, ast.AnnAssign))
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for t in targets:
-                    for n in walk_subtree(t):
-                        key = dotted(n)
-                        if key is not None and self.is_model(key):
-                            return False
+                stack = list(targets)  # tuple targets at any depth (``assignment_pairs``)
+                while stack:
+                    t = stack.pop()
+                    if isinstance(t, (ast.Tuple, ast.List)):
+                        stack.extend(t.elts)
+                    elif (key := dotted(t)) is not None and self.is_model(key):
+                        return False
         return True
 
     def _entry_trains(
