@@ -48,7 +48,7 @@ from rnnfix.analysis.modes.modeapi import callable_parameters, has_mode_setter
 from rnnfix.analysis.modes.state import Facts, ModeFact, ModeState, is_prefix
 from rnnfix.analysis.syntax.aliases import canonical, function_aliases
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
-from rnnfix.analysis.syntax.scopes import LOOPS, FileIndex, FuncNode, FunctionInfo, Resolved
+from rnnfix.analysis.syntax.scopes import LOOPS, FuncNode, FunctionInfo, Resolved
 from rnnfix.analysis.syntax.walks import walk_local, walk_subtree, walk_tree
 from rnnfix.analysis.torch.api import DATA_PARALLEL, MODULE_METHODS, module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
@@ -156,7 +156,7 @@ class ModeFlow:
         self.parents = ctx.facts.parents
         self.project: ProjectView | None = ctx.facts.project
         self.summaries_only = summaries_only
-        self.index = FileIndex(self.tree, self.imports)
+        self.index = ctx.facts.index
         self.classes = ModuleClasses(self.index, self.imports, self.project)
         self._external: dict[ast.Call, ExternalCall | None] = {}
         self._params: dict[FuncNode | None, frozenset[str]] = {}
