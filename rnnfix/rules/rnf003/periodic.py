@@ -54,6 +54,7 @@ from rnnfix.analysis.syntax.walks import (
     innermost_loop,
     scope_of,
     walk_local,
+    walk_subtree,
     walk_tree,
 )
 from rnnfix.analysis.torch.api import module_mode_switch
@@ -137,7 +138,7 @@ def _judge(ctx: FileContext, index: ModelIndex, block: ast.If) -> Finding | None
 
 
 def _every_n(test: ast.expr) -> bool:
-    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test))
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in walk_subtree(test))
 
 
 def _on_eval_data(block: ast.If, calls: dict[str, list[ast.Call]]) -> bool:
