@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from rnnfix.analysis.modes.modeflow import ModeFlow
     from rnnfix.analysis.modes.receivers import Receivers
     from rnnfix.analysis.project.view import ProjectView
+    from rnnfix.analysis.syntax.scopes import FileIndex
 
 
 class FileFacts:
@@ -36,6 +37,14 @@ class FileFacts:
         if self.ctx.project is None:
             return None
         return self.ctx.project.view(self.ctx.path, self.tree, self.ctx.source)
+
+    @functools.cached_property
+    def index(self) -> FileIndex:
+        """The file's functions and classes (``FileIndex``: read-only once
+        built), shared by the mode flow and the load finder."""
+        from rnnfix.analysis.syntax.scopes import FileIndex
+
+        return FileIndex(self.tree, self.imports)
 
     @functools.cached_property
     def modes(self) -> ModeFlow:
@@ -62,6 +71,12 @@ class FileFacts:
     def mentions_lightning(self) -> bool:
         """Whether "lightning" appears anywhere in the source, in any case."""
         return "lightning" in self.ctx.source.lower()
+
+    @functools.cached_property
+    def step_loops(self) -> dict[ast.AST, set[ast.AST | None]]:
+        """``regions.in_training_iteration``'s memo: per loop or scope, the
+        innermost loops of the training steps in its own code."""
+        return {}
 
     @functools.cached_property
     def parents(self) -> dict[ast.AST, ast.AST]:

@@ -27,7 +27,7 @@ from rnnfix.analysis.grads.gradctx import grad_context
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.imports import ImportMap
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
-from rnnfix.analysis.syntax.walks import child_nodes, walk_tree
+from rnnfix.analysis.syntax.walks import local_nodes, walk_tree
 from rnnfix.analysis.torch.api import MODULE_METHODS, mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.rnns import RnnIndex, RnnSpec
@@ -472,15 +472,13 @@ def _strip(spec: RnnSpec, prefix: str) -> RnnSpec | None:
     return None
 
 
-def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
-    """Nodes of ``scope``'s own body, not of functions or classes nested in it."""
-    stack: list[ast.AST] = list(scope.body) if isinstance(scope, (ast.Module, *_FUNCS)) else [scope]
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in child_nodes(node):
-            if not isinstance(child, _NESTED):
-                stack.append(child)
+def _own_nodes(scope: ast.AST) -> list[ast.AST]:
+    """Nodes of ``scope``'s own body, not of functions or classes nested in it
+    (a statement of the body is entered whatever it is), last statement first:
+    a stack walk of the body, one ``local_nodes`` walk per statement."""
+    if not isinstance(scope, (ast.Module, *_FUNCS)):
+        return local_nodes(scope)
+    return [n for stmt in reversed(scope.body) for n in local_nodes(stmt)]
 
 
 def _assignments(scope: ast.AST, own_only: bool) -> dict[str, list[ast.expr]]:

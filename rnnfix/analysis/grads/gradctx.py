@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 from rnnfix.analysis.grads.falseparams import false_parameters
 from rnnfix.analysis.syntax.imports import ImportMap
 from rnnfix.analysis.syntax.names import method_call
-from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_local, walk_subtree, walk_tree
+from rnnfix.analysis.syntax.walks import FUNCTIONS, local_nodes, walk_local, walk_subtree, walk_tree
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
@@ -135,8 +135,8 @@ def _has_bare_set_grad(ctx: FileContext, scope: ast.AST) -> bool:
 def training_steps(ctx: FileContext, root: ast.AST) -> Iterator[ast.Call]:
     """``loss.backward()``, ``torch.autograd.backward``, ``optimizer.step()``,
     ``scaler.step(optimizer)`` under ``root`` (not in nested functions)."""
-    for n in walk_local(root):
-        if isinstance(n, ast.Call) and _is_training_step(ctx, n):
+    for n in local_nodes(root):
+        if n.__class__ is ast.Call and _is_training_step(ctx, n):
             yield n
 
 

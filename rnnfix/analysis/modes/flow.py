@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rnnfix.analysis.modes.mayalias import Alias, plain_names
+from rnnfix.analysis.modes.mayalias import Alias, module_plain_names, plain_names
 from rnnfix.analysis.modes.pretrained import transformers_load
 from rnnfix.analysis.modes.state import Facts, Frame, ModeFact, join
 from rnnfix.analysis.syntax.names import SELF_RETURNING, dotted
@@ -143,6 +143,7 @@ def calls_in(node: ast.AST | None) -> list[ast.Call]:
 
 
 _OWN_SCOPES = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_ASSIGNMENTS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign})
 
 
 class ScopeRun:
@@ -174,7 +175,10 @@ class ScopeRun:
         found = memo.get(self.scope_node)
         if found is None:
             body = getattr(self.scope_node, "body", None)
-            found = plain_names(body) if isinstance(body, list) else frozenset()
+            if isinstance(self.scope_node, ast.Module):
+                found = module_plain_names(self.scope_node)
+            else:
+                found = plain_names(body) if isinstance(body, list) else frozenset()
             memo[self.scope_node] = found
         return found
 
@@ -203,6 +207,14 @@ class ScopeRun:
         merged = join([old, f]) if old is not None else f.copy()
         assert merged is not None
         self.before[s] = merged
+        # The commonest statements first (the kinds below are disjoint).
+        cls = s.__class__
+        if cls in _ASSIGNMENTS:
+            return self.assign(s, f)  # type: ignore[arg-type]
+        if cls is ast.Expr:
+            if ends_program(s.value, self.flow.imports.qualname):  # type: ignore[attr-defined]
+                return None
+            return self.exprs(s, f)
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return f
         if isinstance(s, ast.Return):

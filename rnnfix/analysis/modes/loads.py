@@ -199,7 +199,7 @@ class LoadFinder:
 
     @functools.cached_property
     def index(self) -> FileIndex:
-        return FileIndex(self.ctx.tree, self.ctx.facts.imports)
+        return self.ctx.facts.index
 
     @functools.cached_property
     def classes(self) -> ModuleClasses:

@@ -22,6 +22,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from rnnfix.analysis.syntax.walks import walk_subtree, walk_tree
+
 
 @dataclass(frozen=True)
 class Alias:
@@ -33,25 +35,51 @@ class Alias:
 def plain_names(scope_body: list[ast.stmt]) -> frozenset[str]:
     """Names whose every binding under ``scope_body`` (nested scopes
     included, conservatively) is a single-target ``name = <expr>``."""
-    nodes = [n for stmt in scope_body for n in ast.walk(stmt)]
-    plain: dict[int, str] = {
-        id(n.targets[0]): n.targets[0].id
-        for n in nodes
-        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
-    }
+    nodes = [n for stmt in scope_body for n in walk_subtree(stmt)]
+    return _plain(nodes)
+
+
+def module_plain_names(tree: ast.Module) -> frozenset[str]:
+    """``plain_names(tree.body)``, over the walk the file already has (the
+    sets do not depend on the order; the expression contexts it leaves out
+    bind nothing)."""
+    return _plain(walk_tree(tree))
+
+
+_OTHER_BINDINGS = (
+    ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef,
+    ast.ClassDef, ast.ExceptHandler, ast.MatchAs, ast.MatchStar, ast.MatchMapping,
+)  # fmt: skip
+
+
+def _plain(nodes: list[ast.AST]) -> frozenset[str]:
+    plain: dict[int, str] = {}
     other: set[str] = set()
+    stores: list[ast.Name] = []
+    Name, Assign, Load = ast.Name, ast.Assign, ast.Load
     for n in nodes:
-        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
-            if id(n) not in plain:
-                other.add(n.id)
-        elif isinstance(n, (ast.Global, ast.Nonlocal)):
-            other.update(n.names)
-        elif isinstance(n, (ast.Import, ast.ImportFrom)):
-            other.update((a.asname or a.name).split(".")[0] for a in n.names)
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            other.add(n.name)
-        elif isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and n.name:
-            other.add(n.name)
-        elif isinstance(n, ast.MatchMapping) and n.rest:
-            other.add(n.rest)
+        cls = n.__class__
+        if cls is Name:
+            if n.ctx.__class__ is not Load:  # type: ignore[attr-defined]
+                stores.append(n)  # type: ignore[arg-type]
+        elif cls is Assign:
+            targets = n.targets  # type: ignore[attr-defined]
+            if len(targets) == 1 and isinstance(targets[0], Name):
+                plain[id(targets[0])] = targets[0].id
+        elif isinstance(n, _OTHER_BINDINGS):
+            _other_binding(n, other)
+    other.update(n.id for n in stores if id(n) not in plain)
     return frozenset(name for name in plain.values() if name not in other)
+
+
+def _other_binding(n: ast.AST, other: set[str]) -> None:
+    if isinstance(n, (ast.Global, ast.Nonlocal)):
+        other.update(n.names)
+    elif isinstance(n, (ast.Import, ast.ImportFrom)):
+        other.update((a.asname or a.name).split(".")[0] for a in n.names)
+    elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        other.add(n.name)
+    elif isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and n.name:
+        other.add(n.name)
+    elif isinstance(n, ast.MatchMapping) and n.rest:
+        other.add(n.rest)

@@ -48,7 +48,7 @@ from rnnfix.analysis.modes.modeapi import callable_parameters, has_mode_setter
 from rnnfix.analysis.modes.state import Facts, ModeFact, ModeState, is_prefix
 from rnnfix.analysis.syntax.aliases import canonical, function_aliases
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
-from rnnfix.analysis.syntax.scopes import LOOPS, FileIndex, FuncNode, FunctionInfo, Resolved
+from rnnfix.analysis.syntax.scopes import LOOPS, FuncNode, FunctionInfo, Resolved
 from rnnfix.analysis.syntax.walks import walk_local, walk_subtree, walk_tree
 from rnnfix.analysis.torch.api import DATA_PARALLEL, MODULE_METHODS, module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
@@ -72,6 +72,7 @@ if TYPE_CHECKING:
 __all__ = ["Mode", "ModeFact", "ModeFlow", "ModeState", "ModelInfo", "TrainingStep"]
 
 LoopNode = ast.For | ast.AsyncFor | ast.While
+_ASSIGNMENTS = frozenset({ast.Assign, ast.AnnAssign})  # ``AugAssign`` sets no model
 _OPTIMIZER_NAME = re.compile(r"(optim|(^|_)opt($|_)|^opt\w*$)", re.IGNORECASE)
 
 
@@ -155,7 +156,7 @@ class ModeFlow:
         self.parents = ctx.facts.parents
         self.project: ProjectView | None = ctx.facts.project
         self.summaries_only = summaries_only
-        self.index = FileIndex(self.tree, self.imports)
+        self.index = ctx.facts.index
         self.classes = ModuleClasses(self.index, self.imports, self.project)
         self._external: dict[ast.Call, ExternalCall | None] = {}
         self._params: dict[FuncNode | None, frozenset[str]] = {}
@@ -630,7 +631,9 @@ class ModeFlow:
         try:
             entry_fact = frozenset({ModeFact(Mode.UNKNOWN, fn)})
             run = ScopeRun(self, fn, fn, lambda _key: entry_fact)
-            end = run.run(fn.body)
+            # Without anything that can set a mode, the run would end with the
+            # entry facts only (no effect) and compute no other summary.
+            end = None if not self.summaries_only and self._inert(fn) else run.run(fn.body)
             effects: dict[str, Effect] = {}
             if end is not None:
                 params = {*info.params, *info.kwonly}
@@ -653,6 +656,41 @@ class ModeFlow:
             self._depth -= 1
         self._summaries[fn] = summary
         return summary
+
+    def _inert(self, fn: FuncNode) -> bool:
+        """Nothing in ``fn``'s own code can give a model a fact of its own in
+        the interpreter (``flow.ScopeRun``): no mode call (nor ``train(was)``),
+        no call of a function of this file (nor of another file of the run
+        with effects), no read of ``.training``, no assignment to a model."""
+        for node in self.index.scope_nodes(fn):
+            cls = node.__class__
+            if cls is ast.Call:
+                assert isinstance(node, ast.Call)
+                func = node.func
+                if isinstance(func, ast.Attribute) and func.attr in ("train", "eval"):
+                    return False
+                if module_mode_switch(node) is not None or self.resolve(node, fn) is not None:
+                    return False
+                ext = self.external(node, fn)
+                if ext is not None and ext.summary.effects:
+                    return False
+            elif cls is ast.Attribute:
+                assert isinstance(node, ast.Attribute)
+                if node.attr == "training":
+                    return False
+            elif cls in _ASSIGNMENTS:
+                # ``ScopeRun.assign`` sets a target (or an element of a tuple
+                # target) that is a model.
+                assert isinstance(node, (ast.Assign, ast.AnnAssign))
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                stack = list(targets)  # tuple targets at any depth (``assignment_pairs``)
+                while stack:
+                    t = stack.pop()
+                    if isinstance(t, (ast.Tuple, ast.List)):
+                        stack.extend(t.elts)
+                    elif (key := dotted(t)) is not None and self.is_model(key):
+                        return False
+        return True
 
     def _entry_trains(
         self, info: FunctionInfo, run: ScopeRun, forwards: tuple[str, ...]
@@ -952,7 +990,7 @@ class ModeFlow:
     def _switched_receivers(self) -> frozenset[str]:
         found: set[str] = set()
         for node in walk_tree(self.tree):
-            if module_mode_switch(node) is not None:
+            if node.__class__ is ast.Call and module_mode_switch(node) is not None:
                 assert isinstance(node, ast.Call)
                 recv = mode_receiver(node, self.imports)
                 if recv is not None:

@@ -469,4 +469,11 @@ def in_training_iteration(ctx: FileContext, node: ast.AST) -> bool:
     parents = ctx.facts.parents
     loop = innermost_loop(parents, node)
     container: ast.AST = loop if loop is not None else scope_of(parents, node)
-    return any(innermost_loop(parents, s) is loop for s in training_steps(ctx, container))
+    # Once per container (RNF003 asks for every ``if`` and region in a loop).
+    memo = ctx.facts.step_loops
+    loops = memo.get(container)
+    if loops is None:
+        loops = memo[container] = {
+            innermost_loop(parents, s) for s in training_steps(ctx, container)
+        }
+    return loop in loops

@@ -26,6 +26,11 @@ from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.scopes import FileIndex, FuncNode
 from rnnfix.analysis.syntax.walks import walk_subtree
 
+_BINDING_STATEMENTS = frozenset(
+    {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith,
+     ast.NamedExpr}
+)  # fmt: skip
+
 
 def function_aliases(
     index: FileIndex, fn: FuncNode, wrapped: Callable[[ast.expr], str | None] | None = None
@@ -40,7 +45,10 @@ def function_aliases(
     nodes = index.scope_nodes(fn)
     bound: Counter[str] = Counter()
     rewrapped: Counter[str] = Counter()  # ``model = nn.DataParallel(model)``
+    kinds = _BINDING_STATEMENTS
     for node in nodes:
+        if node.__class__ not in kinds:
+            continue  # most nodes (parsed trees hold no subclasses of these)
         if (
             wrapped is not None
             and isinstance(node, ast.Assign)

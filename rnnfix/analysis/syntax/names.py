@@ -10,6 +10,11 @@ import ast
 def dotted(node: ast.AST) -> str | None:
     """``self.model`` -> "self.model"; None for anything that is not a plain
     name or attribute path (calls, subscripts)."""
+    cls = node.__class__
+    if cls is ast.Name:  # most calls: a plain name, or not a path at all
+        return node.id  # type: ignore[attr-defined, no-any-return]
+    if cls is not ast.Attribute:
+        return None
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)

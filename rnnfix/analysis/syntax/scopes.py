@@ -73,9 +73,15 @@ def _bound_names(fn: FuncNode, own: Iterable[ast.AST] | None = None) -> set[str]
     for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
         if arg is not None:
             names.add(arg.arg)
+    kinds = _BINDING_KINDS
+    Name, Store = ast.Name, ast.Store
     for node in _scope_list(fn.body) if own is None else own:
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
+        cls = node.__class__
+        if cls not in kinds:
+            continue  # most nodes (parsed trees hold no subclasses of these)
+        if cls is Name:
+            if node.ctx.__class__ is Store:  # type: ignore[attr-defined]
+                names.add(node.id)  # type: ignore[attr-defined]
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             declared.update(node.names)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -86,6 +92,10 @@ def _bound_names(fn: FuncNode, own: Iterable[ast.AST] | None = None) -> set[str]
     return names - declared
 
 
+_BINDING_KINDS = frozenset(
+    {ast.Name, ast.Global, ast.Nonlocal, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+     ast.Import, ast.ImportFrom}
+)  # fmt: skip
 _ASSIGNS = frozenset({ast.Assign, ast.AnnAssign})
 _OWN_SCOPE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 

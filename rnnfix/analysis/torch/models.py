@@ -409,28 +409,36 @@ def _propagate(tree: ast.Module, index: FileIndex, models: dict[str, ModelInfo])
     """Parameters that receive a model, and attributes assigned one, are models."""
     scopes: list[tuple[list[ast.AST], FuncNode | None]] = [(index.scope_nodes(None), None)]
     scopes += [(index.scope_nodes(fn), fn) for fn in index.functions]
-    # Only these nodes matter below; the other nodes of a scope are skipped once.
-    scopes = [
-        ([n for n in nodes if isinstance(n, (ast.Assign, ast.Call))], scope)
-        for nodes, scope in scopes
-    ]
+    # What each pass reads, in node order, computed once: ``target = value``
+    # (both dotted) and the (parameter, dotted argument) pairs of each call
+    # of a function of this file.
+    moves: list[tuple[str, str] | list[tuple[str, str]]] = []
+    for nodes, scope in scopes:
+        for node in nodes:
+            if isinstance(node, ast.Assign):
+                if len(node.targets) == 1:
+                    target, value = dotted(node.targets[0]), dotted(node.value)
+                    if target and value:
+                        moves.append((target, value))
+            elif isinstance(node, ast.Call):
+                res = index.resolve(node, scope)
+                if res is not None:
+                    pairs = [(param, arg) for param, arg in res.args.items() if arg is not None]
+                    if pairs:
+                        moves.append(pairs)
     for _ in range(4):
         added = False
-        for nodes, scope in scopes:
-            for node in nodes:
-                if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                    target, value = dotted(node.targets[0]), dotted(node.value)
-                    if target and value in models and target not in models:
-                        added = True
-                        models[target] = _derived(target, models[value])
-                elif isinstance(node, ast.Call):
-                    res = index.resolve(node, scope)
-                    if res is None:
-                        continue
-                    for param, arg in res.args.items():
-                        if arg in models and (param not in models or _weak(models[param])):
-                            added = True
-                            models[param] = _derived(param, models[arg])
+        for move in moves:
+            if isinstance(move, tuple):
+                target, value = move
+                if value in models and target not in models:
+                    added = True
+                    models[target] = _derived(target, models[value])
+                continue
+            for param, arg in move:
+                if arg in models and (param not in models or _weak(models[param])):
+                    added = True
+                    models[param] = _derived(param, models[arg])
         if not added:
             return
 

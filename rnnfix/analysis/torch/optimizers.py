@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from rnnfix.analysis.syntax.aliases import canonical
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import FuncNode
+from rnnfix.analysis.syntax.walks import walk_subtree
 from rnnfix.analysis.torch.passthrough import passed_back
 
 if TYPE_CHECKING:
@@ -254,9 +255,9 @@ def parameter_owners(params: ast.AST) -> set[str] | None:
     ``[{"params": net.head.parameters()}]`` -> owners; None when some part of
     it is not a dotted path."""
     owners: set[str] = set()
-    for node in ast.walk(params):
+    for node in walk_subtree(params):  # ``ast.walk``'s nodes, in one loop
         if (
-            isinstance(node, ast.Call)
+            node.__class__ is ast.Call
             and isinstance(node.func, ast.Attribute)
             and node.func.attr in ("parameters", "named_parameters")
         ):

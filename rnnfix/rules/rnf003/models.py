@@ -147,7 +147,7 @@ class ModelIndex:
         found: set[str] = set()
         annotated: set[str] = set()
         for n in walk_tree(self.ctx.tree):
-            switch = module_mode_switch(n)
+            switch = module_mode_switch(n) if n.__class__ is ast.Call else None
             if switch is not None and switch.target is not None:
                 found.add(switch.target)
             elif isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:

@@ -41,14 +41,22 @@ and check the fix against (issue 24.3; the correct shape, MorvanZhou's
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from rnnfix.analysis.grads.gradctx import GradContexts, LocalFunctions, gradient_uses
 from rnnfix.analysis.grads.valueflow import ValueFlow, written
 from rnnfix.analysis.modes.regions import in_training_iteration, is_eval_name
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted
-from rnnfix.analysis.syntax.walks import FUNCTIONS, LOOPS, innermost_loop, scope_of, walk_local
+from rnnfix.analysis.syntax.walks import (
+    FUNCTIONS,
+    LOOPS,
+    innermost_loop,
+    scope_of,
+    walk_local,
+    walk_subtree,
+    walk_tree,
+)
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.rules.base import FileContext, Finding, Fix
@@ -68,26 +76,35 @@ def may_have_periodic(source: str) -> bool:
     return "%" in source and ("backward" in source or ".step(" in source)
 
 
-def periodic_findings(ctx: FileContext, index: ModelIndex) -> Iterator[Finding]:
-    for node in ast.walk(ctx.tree):
-        if isinstance(node, ast.If):
+def periodic_findings(ctx: FileContext, models: Callable[[], ModelIndex]) -> Iterator[Finding]:
+    """``models``: the model index, built at the first ``if`` that passes the
+    syntactic tests (most files with a ``%`` have no such block)."""
+    index: ModelIndex | None = None
+    for node in walk_tree(ctx.tree):  # ``ast.walk``'s order, shared with the other analyses
+        if node.__class__ is ast.If and _candidate(ctx, node):
+            if index is None:
+                index = models()
             found = _judge(ctx, index, node)
             if found is not None:
                 yield found
 
 
-def _judge(ctx: FileContext, index: ModelIndex, block: ast.If) -> Finding | None:
+def _candidate(ctx: FileContext, block: ast.If) -> bool:
+    """The tests of ``_judge`` that read only the syntax and the training steps."""
     if block.orelse or not _every_n(block.test) or not block.body:
-        return None
+        return False
     parents = ctx.facts.parents
     loop = innermost_loop(parents, block)
     if loop is None or not in_training_iteration(ctx, block):
-        return None
+        return False
     if any(isinstance(n, (*_EXITS, *FUNCTIONS, ast.Lambda, ast.ClassDef, *LOOPS))
            for s in block.body for n in ast.walk(s)):  # fmt: skip
-        return None
-    if any(True for s in block.body for _ in gradient_uses(ctx, s)):
-        return None  # trains or computes gradients itself
+        return False
+    return not any(True for s in block.body for _ in gradient_uses(ctx, s))
+
+
+def _judge(ctx: FileContext, index: ModelIndex, block: ast.If) -> Finding | None:
+    """``block`` passed ``_candidate`` (it does not train or compute gradients itself)."""
     calls = {m: cs for m, cs in index.model_calls(block.body).items() if m not in ("self", "cls")}
     calls = {m: cs for m, cs in calls.items() if not any(is_prefix(p, m) and p != m for p in calls)}
     if not calls or not _on_eval_data(block, calls):
@@ -98,7 +115,7 @@ def _judge(ctx: FileContext, index: ModelIndex, block: ast.If) -> Finding | None
         return None  # ``learner = maml.clone(); learner.adapt(loss)``: may need gradients
     if _stores(block):
         return None  # ``self.best = out``, ``hist[k] = out``: may reach a loss rnnfix does not see
-    scope = scope_of(parents, block)
+    scope = scope_of(ctx.facts.parents, block)
     seeds = written(block.body)
     values = ValueFlow(ctx)
     if values.reaches_gradient_use(block.body, scope, seeds):
@@ -121,7 +138,7 @@ def _judge(ctx: FileContext, index: ModelIndex, block: ast.If) -> Finding | None
 
 
 def _every_n(test: ast.expr) -> bool:
-    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test))
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in walk_subtree(test))
 
 
 def _on_eval_data(block: ast.If, calls: dict[str, list[ast.Call]]) -> bool:

@@ -255,7 +255,7 @@ computes.
         if not _PREFILTER.search(ctx.source):
             return
         if may_have_periodic(ctx.source):
-            yield from periodic_findings(ctx, ModelIndex(ctx, extra=ctx.facts.modes.models))
+            yield from periodic_findings(ctx, lambda: ModelIndex(ctx, extra=ctx.facts.modes.models))
         if not may_have_regions(ctx.source):
             return
         regions = find_regions(ctx)
