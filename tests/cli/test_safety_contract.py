@@ -181,7 +181,9 @@ def test_fix_that_breaks_parse_is_dropped(tmp_path: Path, monkeypatch: pytest.Mo
     from rnnfix.run.engine import fix_source
 
     real = rnnfix.source.rewrite.apply_edits
-    monkeypatch.setattr(rnnfix.source.rewrite, "apply_edits", lambda s, e: real(s, e) + "\n(((\n")
+    monkeypatch.setattr(
+        rnnfix.source.rewrite, "apply_edits", lambda s, e, *a, **k: real(s, e, *a, **k) + "\n(((\n"
+    )
     result = fix_source(BUGGY)
     assert result.fixed == BUGGY
     assert result.dropped and "SyntaxError" in result.dropped[0].reason
