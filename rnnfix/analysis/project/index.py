@@ -256,18 +256,6 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-def files_mention(files: Mapping[str, ModuleSummary | None], key: str, name: str) -> bool:
-    """Whether the file ``key`` of ``files`` may mention ``name`` at all: its
-    text, for a file not summarised yet (reading costs far less than
-    summarising); always true for a summary given as data."""
-    if not isinstance(files, LazySummaries) or key in files._known:
-        return True
-    try:
-        return name.encode() in files._paths[key].read_bytes()
-    except OSError:
-        return True
-
-
 def called_elsewhere(
     project: ProjectIndex | None, path: str, name: str, consulted: set[str] | None = None
 ) -> bool:

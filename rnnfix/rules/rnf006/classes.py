@@ -111,7 +111,7 @@ def _eval_finding(ctx: FileContext, held: ClassInference) -> Finding:
 def _read_elsewhere(ctx: FileContext, name: str) -> str | None:
     """Another file of the run reads ``.<name>``: it may reach the model
     through the object and train it. Read from the files' text, as
-    ``index.files_mention`` does (a summary given as data has no text: it
+    ``LazySummaries.may_call`` does (a summary given as data has no text: it
     may read it)."""
     project = ctx.project
     if project is None:

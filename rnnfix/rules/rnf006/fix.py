@@ -16,6 +16,7 @@ from typing import Literal
 
 from rnnfix.analysis.grads.gradctx import LocalFunctions
 from rnnfix.analysis.modes.inference import GLOBAL, Inference
+from rnnfix.analysis.project.index import called_from_other_files
 from rnnfix.analysis.syntax.walks import FUNCTIONS, block_of
 from rnnfix.analysis.torch.classfacts import MODE_LAYERS
 from rnnfix.analysis.torch.models import unwrap_built
@@ -290,18 +291,12 @@ def _escape(
     callers = LocalFunctions(ctx).call_sites(func)
     if not callers:
         return f"what it computes is {how}, and {no_caller_reason(ctx.tree, func)}"
-    if _called_elsewhere(ctx, func.name):
+    if called_from_other_files(ctx, func.name):
         return (
             f"what it computes is {how}, and a function named `{func.name}` is called"
             " from other files of the run"
         )
     return None
-
-
-def _called_elsewhere(ctx: FileContext, name: str) -> bool:
-    from rnnfix.analysis.project.index import called_from_other_files
-
-    return called_from_other_files(ctx, name)
 
 
 def _wraps(
