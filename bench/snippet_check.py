@@ -1,7 +1,8 @@
-"""Every ``apply_edits`` call the engine's fix loop makes, made both ways:
-on the snippet of top-level statements (``rnnfix.source.span``) and on the
-whole file with a transformer that visits every node (as before issue 28);
-prints each call whose result or error differs. Too slow for the suite
+"""Every ``apply_edits`` call the engine's fix loop makes, made every way:
+as text (``rnnfix.source.textedit``, where it gives a result), on the
+snippet of top-level statements (``rnnfix.source.span``) and on the whole
+file with a transformer that visits every node (as before issue 28); prints
+each call whose result or error differs. Too slow for the suite
 (``tests/test_snippet.py`` checks each fixture's first-pass fixes).
 
     python bench/snippet_check.py fixtures    # every .py under it, its `# rnnfix-args:`
@@ -22,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rnnfix.config.settings import Settings  # noqa: E402
 from rnnfix.run import engine  # noqa: E402
-from rnnfix.source import rewrite  # noqa: E402
+from rnnfix.source import rewrite, textedit  # noqa: E402
 from rnnfix.source.edits import Edit  # noqa: E402
 from rnnfix.source.span import edit_span  # noqa: E402
 from tests.fixture_args import settings_for  # noqa: E402
@@ -45,7 +46,7 @@ def main() -> None:
     parser.add_argument("--strict", action="store_true")
     parser.add_argument("--unsafe-fixes", action="store_true")
     args = parser.parse_args()
-    counts = {"calls": 0, "snippet": 0, "differ": 0, "files": 0}
+    counts = {"calls": 0, "text": 0, "snippet": 0, "differ": 0, "files": 0}
     current: list[str] = [""]
 
     def both(text: str, edits: Sequence[Edit], tree: ast.Module | None = None) -> str:
@@ -53,13 +54,16 @@ def main() -> None:
         whole = outcome(text, edits, None, prune=False)
         if tree is not None:
             counts["snippet"] += edit_span(text, tree, edits) is not None
-            for got in (outcome(text, edits, tree, True), outcome(text, edits, None, True)):
+            as_text = textedit.text_edits(text, tree, edits)
+            counts["text"] += as_text is not None
+            got_all = [outcome(text, edits, tree, True), outcome(text, edits, None, True)]
+            for got in got_all + ([] if as_text is None else ["ok:" + as_text]):
                 if got != whole:
                     counts["differ"] += 1
                     print(f"DIFFERS: {current[0]}: {edits}")
         return REAL(text, edits)
 
-    rewrite.apply_edits = both  # type: ignore[assignment]
+    textedit.apply_edits = both  # type: ignore[assignment]
     files = [p for root in args.paths for p in ([root] if root.is_file() else root.rglob("*.py"))]
     for path in sorted(files):
         try:

@@ -173,6 +173,7 @@ class _FixLoop:
         self.declined: set[tuple[str, int]] = set()
         self.accepted: set[tuple[str, int]] = set()
         self._names: list[NameProblem] | None | bool = False  # False: not computed yet
+        self._parsed: dict[str, ast.Module] = {}  # ``_checked``'s last result
 
     def run(self) -> SourceResult:
         result = self.result
@@ -292,7 +293,7 @@ class _FixLoop:
                 self._drop(d.finding, d.reason, self.to_input)
             if not applied:
                 return None
-            tree = ast.parse(new)
+            tree = self._parsed.pop(new, None) or ast.parse(new)
             step_map = LineMap(self.current, new)
             new_findings = self._check(new, tree) if new != self.current else findings
             if new in self.seen:
@@ -343,10 +344,13 @@ class _FixLoop:
     def _checked(self, edits: Sequence[Edit]) -> str:
         """The source with ``edits``; refused when it does not parse or reads
         a name that is not bound where it is read (and was not before)."""
-        from rnnfix.source.rewrite import apply_edits  # libcst: only when there is a fix
+        # libcst is imported only for an edit the text path cannot make.
+        from rnnfix.source.textedit import apply_edits
 
         new = apply_edits(self.current, edits, self.tree)
         tree = ast.parse(new)
+        # ``_pass`` reads the result it keeps: parsed once (the last one only).
+        self._parsed = {new: tree}
         before = self._problems()
         if before is not None:
             after = undefined.problems(tree)

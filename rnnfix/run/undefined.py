@@ -27,6 +27,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
+from rnnfix.analysis.syntax.walks import walk_tree
+
 Kind = Literal["undefined", "unbound", "maybe-unbound"]
 
 # Module attributes every module has, and what IPython puts in a notebook's namespace.
@@ -70,15 +72,19 @@ class NameProblem:
 def problems(tree: ast.Module) -> list[NameProblem] | None:
     """Every read in ``tree`` that may find its name unbound; None when a
     star import makes the module's names unknowable."""
-    if any(
-        isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)
-        for n in ast.walk(tree)
-    ):
-        return None
+    # One walk, the analyses' shared one: the rules read the same tree next.
+    declared: set[str] = set()
+    for n in walk_tree(tree):
+        cls = n.__class__
+        if cls is ast.ImportFrom:
+            assert isinstance(n, ast.ImportFrom)
+            if any(a.name == "*" for a in n.names):
+                return None
+        elif cls is ast.Global:
+            assert isinstance(n, ast.Global)
+            declared.update(n.names)
     module = _Scope("module", "<module>", None, tree.body)
-    module.global_assigned = {
-        name for n in ast.walk(tree) if isinstance(n, ast.Global) for name in n.names
-    }
+    module.global_assigned = declared
     walker = _Walker(module)
     walker.run_module(tree)
     return walker.found

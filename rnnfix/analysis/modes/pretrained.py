@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import SELF_RETURNING, dotted
+from rnnfix.analysis.syntax.walks import walk_tree
 from rnnfix.analysis.torch.mode import Mode
 
 if TYPE_CHECKING:
@@ -118,7 +119,7 @@ def _frozen(flow: ModeFlow, model: str) -> bool:
     """``model`` or a part of it is frozen somewhere in the file: a freezing
     scheme whose modes are the author's (issue 27.2)."""
     root = model.split(".", 1)[0]
-    for node in ast.walk(flow.tree):
+    for node in walk_tree(flow.tree):  # the shared walk: asked once per model
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr == "requires_grad_":
                 recv = dotted(node.func.value)
