@@ -166,6 +166,17 @@ class _Project:
         )
 
 
+class _NoProject(_Project):
+    """No other file of the run: the project parts all say False (only the
+    rules without project parts are asked with it)."""
+
+    def __init__(self) -> None:
+        super().__init__("", "", None)
+
+
+_NO_PROJECT = _NoProject()
+
+
 def _trains_or_steps(f: FunctionSummary) -> bool:
     return f.trains or f.summary.optimizer_step
 
@@ -184,20 +195,40 @@ def may_find(
     from rnnfix.rules import all_rules
 
     proj = _Project(source, path, project)
-    # The rules whose parts are text only first: a file that passes one of
-    # them never reads its import lines here.
-    codes = sorted(all_rules(), key=lambda code: (code not in _TEXT_ONLY, code))
+    codes = [code for code in sorted(all_rules()) if settings.enabled(code)]
     try:
+        # The answer is an ``any`` over the rules: the parts read from the
+        # text alone first, for every rule (a file that passes one of them
+        # never reads its import lines here, nor summarises what it imports),
+        # then the project parts of the rules the text left undecided.
+        undecided = []
         for code in codes:
-            if settings.enabled(code) and _may_find(code, source, settings, proj):
+            verdict = _by_text(code, source, settings)
+            if verdict is True:
                 return True
-        return False
+            if verdict is None:
+                undecided.append(code)
+        return any(_may_find(code, source, settings, proj) for code in undecided)
     finally:
         if consulted is not None:
             consulted |= proj.consulted
 
 
-_TEXT_ONLY = frozenset({"RNF002", "RNF003", "RNF005"})
+def _by_text(code: str, src: str, settings: Settings) -> bool | None:
+    """``_may_find`` where the text alone decides it: True when it passes
+    whatever the project parts say, False for a rule without project parts
+    that fails; None when only the project parts can tell."""
+    if code in ("RNF002", "RNF003", "RNF005"):
+        return _may_find(code, src, settings, _NO_PROJECT)
+    if code == "RNF001":
+        eval_here = _rnf001_eval_text(src, settings.strict)
+        return True if eval_here and any(t in src for t in _RNF001_STEP) else None
+    if code == "RNF004":
+        grad_and_rnn = any(t in src for t in _RNF004_GRAD) and any(t in src for t in _RNF004_RNN)
+        return True if grad_and_rnn and may_switch_mode(src) else None
+    if code == "RNF006":
+        return True if _rnf006._loads(src) or class_text(src) else None
+    return None
 
 
 def _may_find(code: str, src: str, settings: Settings, proj: _Project) -> bool:
@@ -217,7 +248,7 @@ def _may_find(code: str, src: str, settings: Settings, proj: _Project) -> bool:
         # Training text alone no longer rules a file out: RNF006 reads the
         # code for it (a comment may mention ``model.train()``), which needs
         # the tree; the gate keeps only the load part of its pre-condition.
-        return _rnf006._loads(src) or proj.loader_called(src) or class_text(src)
+        return _rnf006._loads(src) or class_text(src) or proj.loader_called(src)
     return True
 
 
