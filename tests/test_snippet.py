@@ -13,6 +13,7 @@ with a transformer that visits every node, as before issue 28."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from unittest import mock
@@ -96,7 +97,7 @@ def _char_col(line: str, byte_col: int) -> int:
 
 def _random_edits(draw: st.DrawFn, source: str) -> list[Edit]:
     tree = ast.parse(source)
-    lines = source.split("\n")
+    lines = re.split(r"\r\n|\r|\n", source)  # as ``ast`` counts lines
     stmts = [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
     exprs = [n for n in ast.walk(tree) if isinstance(n, ast.expr) and n.end_lineno is not None]
     funcs = [n for n in stmts if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]

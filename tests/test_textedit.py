@@ -10,6 +10,7 @@ below, decorators, tabs, ``;``, ``\\``, a file without a final newline)."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -84,6 +85,51 @@ def test_random_edits_of_any_program(data: st.DataObject, source: str) -> None:
     assert_same_or_none(source, data.draw(st.composite(lambda d: _random_edits(d, source))()))
 
 
+_CODES = [
+    "model.train()",
+    "if args.train_text_encoder: text_encoder.train()",
+    "if x:\n    y.train()",
+    "if x:\n  y.train()\n  for q in r:\n    q()",
+    "with torch.no_grad():\n\tz = f(x)",
+]
+
+
+def _random_inserts(draw: st.DrawFn, source: str) -> list[Edit]:
+    """Only what the text path makes: inserts and decorators."""
+    tree = ast.parse(source)
+    lines = re.split(r"\r\n|\r|\n", source)  # as ``ast`` counts lines
+    stmts = [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
+    if not stmts:
+        return []
+    edits: list[Edit] = []
+    for _ in range(draw(st.integers(1, 3))):
+        s = draw(st.sampled_from(stmts))
+        at = Pos(s.lineno, _char_col(lines[s.lineno - 1], s.col_offset))
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and draw(st.booleans()):
+            edits.append(AddDecorator(at, "torch.no_grad()"))
+            continue
+        codes = tuple(draw(st.lists(st.sampled_from(_CODES), min_size=1, max_size=2)))
+        where = draw(st.sampled_from(["before", "after"]))
+        edits.append(InsertStatements(at, codes, where))  # type: ignore[arg-type]
+    return edits
+
+
+@FUZZ
+@given(data=st.data(), source=training_scripts())
+def test_random_inserts_of_training_scripts(data: st.DataObject, source: str) -> None:
+    assert_same_or_none(source, data.draw(st.composite(lambda d: _random_inserts(d, source))()))
+
+
+@FUZZ
+@given(data=st.data(), source=hypothesmith.from_grammar())
+def test_random_inserts_of_any_program(data: st.DataObject, source: str) -> None:
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError):
+        return
+    assert_same_or_none(source, data.draw(st.composite(lambda d: _random_inserts(d, source))()))
+
+
 _MORE_SHAPES = {
     "comment above the loop body": ("for x in y:\n    # first\n    a = 1\n    b = 2\n\nc = 3\n"),
     "decorators with comments between": (
@@ -108,7 +154,7 @@ _MORE_SHAPES = {
 def test_shapes(name: str) -> None:
     source = {**_SHAPES, **_MORE_SHAPES}[name]
     tree = ast.parse(source)
-    lines = source.split("\n")
+    lines = re.split(r"\r\n|\r|\n", source)  # as ``ast`` counts lines
     stmts = [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
     for node in stmts:
         at = Pos(node.lineno, _char_col(lines[node.lineno - 1], node.col_offset))
@@ -116,6 +162,9 @@ def test_shapes(name: str) -> None:
             [InsertStatements(at, ("model.train()",))],
             [InsertStatements(at, ("model.eval()",), "after")],
             [InsertStatements(at, ("if x: y.train()",), "after")],
+            [InsertStatements(at, ("if x:\n    y.train()\n    for q in r:\n        q()",))],
+            [InsertStatements(at, ("if x:\n  y.train()",), "after")],
+            [InsertStatements(at, ("if x:\n\ty.train()",), "after")],
             [InsertStatements(at, ("a()", "b()")), InsertStatements(at, ("b()",)),
              InsertStatements(at, ("c()",), "after")],
         ):  # fmt: skip
@@ -140,6 +189,12 @@ def test_the_common_fix_is_made_as_text() -> None:
     assert textedit.text_edits(source, ast.parse(source), edits) == (
         "for batch in loader:\n    model.train()\n    loss = model(batch)\n    loss.backward()\n"
     )
+    source = "def f():\n  for batch in loader:\n    loss = model(batch)\n"
+    edits = [InsertStatements(Pos(3, 4), ("if args.train_encoder:\n    encoder.train()",))]
+    assert textedit.text_edits(source, ast.parse(source), edits) == (
+        "def f():\n  for batch in loader:\n    if args.train_encoder:\n      encoder.train()\n"
+        "    loss = model(batch)\n"
+    )
     source = "def evaluate(model):\n    return model(x).item()\n"
     edits2 = [AddDecorator(Pos(1, 0), "torch.no_grad()")]
     assert textedit.text_edits(source, ast.parse(source), edits2) == ("@torch.no_grad()\n" + source)
@@ -149,7 +204,11 @@ def test_the_common_fix_is_made_as_text() -> None:
     "edits",
     [
         [AddImport("torch")],
-        [InsertStatements(Pos(2, 4), ("if x:\n    y = 1",))],  # two lines
+        [InsertStatements(Pos(2, 4), ("if x:\n    y = 1; z = 2",))],  # two on a line
+        [InsertStatements(Pos(2, 4), ("if x:\n    y = (1,\n    2)",))],  # a continuation
+        [InsertStatements(Pos(2, 4), ("if x:\n    y()\nelse:\n    z()",))],  # a clause
+        [InsertStatements(Pos(2, 4), ("if x:\n    if y:\n            z()",))],  # 2 levels
+        [InsertStatements(Pos(2, 4), ("if x:\n \ty()",))],  # spaces and a tab
         [InsertStatements(Pos(2, 4), ("model.train()  # why",))],  # a comment
         [InsertStatements(Pos(2, 4), ("x = = 1",))],
         [InsertStatements(Pos(2, 5), ("model.train()",))],  # no statement starts there

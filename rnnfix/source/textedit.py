@@ -41,10 +41,11 @@ import re
 from collections.abc import Sequence
 
 from rnnfix.source.edits import AddDecorator, Edit, InsertStatements
-from rnnfix.source.span import _libcst_may_fail, lines_of
+from rnnfix.source.span import _libcst_may_fail, file_indent, lines_of
 
 _CODING = re.compile(r"^[ \t]*#.*?coding[:=]", re.MULTILINE)
 _PRINTABLE = re.compile(r"[ -~]+")
+_LIBCST_INDENT = "    "  # libcst's unit for a file with no indented line
 _AFTER, _BEFORE, _DECORATOR = 0, 1, 2  # the order of edits that meet at one offset
 
 
@@ -72,12 +73,17 @@ def text_edits(source: str, tree: ast.Module, edits: Sequence[Edit]) -> str | No
     starts = _statement_starts(tree)
     offsets = _line_offsets(lines)
     inserts: list[tuple[int, int, int, str]] = []  # (offset, kind, order, text)
+    # The file's indentation unit, as libcst detects it: what it indents the
+    # blocks of inserted code with (read only for code of several lines).
+    unit: str | None = None
     for order, edit in enumerate(dict.fromkeys(edits)):
         found = _place(edit, lines, starts)
         if found is None:
             return None
         line, kind, indent, codes = found
-        text = "".join(indent + code + "\n" for code in codes)
+        if unit is None and any(level for level, _ in codes):
+            unit = file_indent(tree, lines) or _LIBCST_INDENT
+        text = "".join(indent + (unit or "") * level + part + "\n" for level, part in codes)
         inserts.append((offsets[line], kind, order, text))
     out: list[str] = []
     at = 0
@@ -91,13 +97,20 @@ def text_edits(source: str, tree: ast.Module, edits: Sequence[Edit]) -> str | No
 
 def _place(
     edit: Edit, lines: Sequence[str], starts: dict[tuple[int, int], ast.stmt]
-) -> tuple[int, int, str, tuple[str, ...]] | None:
+) -> tuple[int, int, str, list[tuple[int, str]]] | None:
     """Where ``edit``'s lines go: the 0-based index of the line they go
-    before (``len(lines)`` at the end), their kind, indentation and text."""
+    before (``len(lines)`` at the end), their kind, the anchor's indentation
+    and each line as (block depth in the inserted code, text)."""
     if isinstance(edit, InsertStatements):
         stmt = starts.get((edit.anchor.line, edit.anchor.col))
-        if stmt is None or not edit.code or not all(map(_one_statement, edit.code)):
+        if stmt is None or not edit.code:
             return None
+        codes: list[tuple[int, str]] = []
+        for code in edit.code:
+            lines_of_code = _statement_lines(code)
+            if lines_of_code is None:
+                return None
+            codes += lines_of_code
         indent = _alone_at_head(lines, stmt.lineno, edit.anchor.col)
         if indent is None:
             return None
@@ -105,14 +118,14 @@ def _place(
             first = _first_line(stmt, lines)
             if first is None or not _code_above(lines, first):
                 return None
-            return first - 1, _BEFORE, indent, edit.code
+            return first - 1, _BEFORE, indent, codes
         if _compound(stmt) or not _ends_its_line(lines, stmt):
             return None
         end = stmt.end_lineno
         assert end is not None
         if not lines[end - 1].endswith("\n"):
             return None  # the last line of a file without a final newline
-        return end, _AFTER, indent, edit.code
+        return end, _AFTER, indent, codes
     if isinstance(edit, AddDecorator):
         stmt = starts.get((edit.function.line, edit.function.col))
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -132,7 +145,7 @@ def _place(
             # No decorator yet: the new one goes directly above ``def``, below
             # the comments and blank lines above it (libcst's leading lines).
             line = stmt.lineno - 1
-        return line, _DECORATOR, indent, ("@" + edit.decorator,)
+        return line, _DECORATOR, indent, [(0, "@" + edit.decorator)]
     return None
 
 
@@ -207,19 +220,48 @@ def _ends_its_line(lines: Sequence[str], node: ast.AST) -> bool:
     return not rest or (rest.startswith("#") and not rest.endswith("\\"))
 
 
-def _one_statement(code: str) -> bool:
-    """One printable ASCII line that ``ast`` reads as one statement, with no
-    whitespace around it (libcst prints its own parse of the line, which is
-    then exactly the line)."""
-    if not _PRINTABLE.fullmatch(code) or code != code.strip() or code.endswith("\\"):
-        return False
-    if "#" in code:
-        return False  # a comment libcst could attach elsewhere
+def _statement_lines(code: str) -> list[tuple[int, str]] | None:
+    """The lines of one inserted statement as (block depth, text without
+    indentation), when libcst prints it as exactly these lines: printable
+    ASCII that ``ast`` reads as one statement, no comment, no whitespace
+    around it, no continuation. Code of several lines (``if flag:\\n
+    model.train()``) also needs every line to start one statement, at a
+    multiple of the unit its first indented line uses, one level deeper at
+    most than the line before: libcst then indents each block with the
+    file's unit, and this module does the same. None otherwise."""
+    if code != code.strip() or "#" in code or "\\" in code:
+        return None
+    lines = code.split("\n")
+    if not all(_PRINTABLE.fullmatch(line) for line in lines):
+        return None
     try:
         body = ast.parse(code).body
     except SyntaxError:
-        return False
-    return len(body) == 1
+        return None
+    if len(body) != 1:
+        return None
+    if len(lines) == 1:
+        return [(0, code)]
+    starts: dict[int, int] = {}
+    for node in ast.walk(body[0]):
+        if isinstance(node, ast.stmt):
+            if node.lineno in starts:
+                return None  # two statements on one line (``;``, ``if a: b``)
+            starts[node.lineno] = node.col_offset
+    unit = next((line[: len(line) - len(line.lstrip())] for line in lines[1:]), "")
+    if not unit or unit.strip(" ") and unit.strip("\t"):
+        return None  # no indentation, or spaces and tabs mixed in it
+    out: list[tuple[int, str]] = []
+    for number, line in enumerate(lines, 1):
+        text = line.lstrip(" \t")
+        width = len(line) - len(text)
+        level, rest = divmod(width, len(unit))
+        if rest or line[:width] != unit * level or starts.get(number) != width:
+            return None
+        if line != line.rstrip() or (out and level > out[-1][0] + 1):
+            return None
+        out.append((level, text))
+    return out
 
 
 def _one_expression(code: str) -> bool:
