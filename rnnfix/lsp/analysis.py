@@ -144,7 +144,7 @@ def _notebook_json(cells: list[tuple[bool, str]]) -> str:
 
 
 def _apply(source: str, f: Finding) -> str:
-    from rnnfix.source.rewrite import apply_edits
+    from rnnfix.source.textedit import apply_edits  # libcst only if needed
 
     assert f.fix is not None
     return apply_edits(source, f.fix.edits)

@@ -182,7 +182,7 @@ def _edits(r: FileResult, f: Finding, sources: Sources) -> list[dict[str, Any]] 
     the file holds: a follow-up fix (of the text earlier fixes make), a
     notebook's (its cells are one module to the engine), or a result whose
     edits are not kept (a cached one)."""
-    from rnnfix.source.rewrite import apply_edits
+    from rnnfix.source.textedit import apply_edits  # libcst only if needed
 
     assert f.fix is not None
     if not f.fix.edits or f.cell is not None or f in r.followups or r.path.endswith(".ipynb"):

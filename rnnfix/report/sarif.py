@@ -148,7 +148,7 @@ def _source(r: FileResult, dry: bool) -> str | None:
 
 
 def _fix(f: Finding, source: str, uri: str) -> dict[str, Any] | None:
-    from rnnfix.source.rewrite import apply_edits
+    from rnnfix.source.textedit import apply_edits  # libcst only if needed
 
     assert f.fix is not None
     try:

@@ -49,10 +49,17 @@ _LIBCST_INDENT = "    "  # libcst's unit for a file with no indented line
 _AFTER, _BEFORE, _DECORATOR = 0, 1, 2  # the order of edits that meet at one offset
 
 
-def apply_edits(source: str, edits: Sequence[Edit], tree: ast.Module) -> str:
+def apply_edits(source: str, edits: Sequence[Edit], tree: ast.Module | None = None) -> str:
     """``rewrite.apply_edits`` (same result, same errors), as text where this
-    module can be sure of the result: libcst is imported only otherwise."""
-    new = text_edits(source, tree, edits)
+    module can be sure of the result: libcst is imported only otherwise.
+    ``tree``: ``source``'s ``ast``, parsed here when not given (a source
+    ``ast`` cannot read goes to libcst, whose error it then is)."""
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None
+    new = text_edits(source, tree, edits) if tree is not None else None
     if new is not None:
         return new
     from rnnfix.source.rewrite import apply_edits as with_libcst

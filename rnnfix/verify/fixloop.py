@@ -229,7 +229,7 @@ def _edited(
 ) -> tuple[bytes, str, str, bytes] | None:
     """Original bytes and text, edited text and bytes (same encoding, BOM)."""
     from rnnfix.source.files import read_source
-    from rnnfix.source.rewrite import apply_edits
+    from rnnfix.source.textedit import apply_edits  # libcst only if needed
 
     try:
         data, decoded = read_source(path)
