@@ -71,9 +71,7 @@ def edit_span(source: str, tree: ast.Module, edits: Sequence[Edit]) -> Span | No
     """The span of whole top-level statements libcst needs for ``edits``, or
     None when only the whole file gives the same result for certain."""
     lines = _edit_lines(edits)
-    if not lines or "\f" in source or "\r" in source or source.startswith("\ufeff"):
-        return None
-    if _CODING.search(source, 0, _second_line_end(source)):
+    if not lines or unusual_text(source):
         return None
     body = tree.body
     starts = [_first_line(s) for s in body]
@@ -92,6 +90,14 @@ def edit_span(source: str, tree: ast.Module, edits: Sequence[Edit]) -> Span | No
     start = sum(len(line) for line in text[: a - 1])
     end = start + sum(len(line) for line in text[a - 1 : b])
     return Span(a, b, start, end, file_indent(tree, text))
+
+
+def unusual_text(source: str) -> bool:
+    """Form feeds, CRs, a BOM or a coding declaration: libcst's round trip
+    of the whole file may fail or differ from any cut or splice of it."""
+    if "\f" in source or "\r" in source or source.startswith("\ufeff"):
+        return True
+    return _CODING.search(source, 0, _second_line_end(source)) is not None
 
 
 def lines_of(source: str) -> list[str]:

@@ -41,9 +41,8 @@ import re
 from collections.abc import Sequence
 
 from rnnfix.source.edits import AddDecorator, Edit, InsertStatements
-from rnnfix.source.span import _libcst_may_fail, file_indent, lines_of
+from rnnfix.source.span import _libcst_may_fail, file_indent, lines_of, unusual_text
 
-_CODING = re.compile(r"^[ \t]*#.*?coding[:=]", re.MULTILINE)
 _PRINTABLE = re.compile(r"[ -~]+")
 _LIBCST_INDENT = "    "  # libcst's unit for a file with no indented line
 _AFTER, _BEFORE, _DECORATOR = 0, 1, 2  # the order of edits that meet at one offset
@@ -70,9 +69,7 @@ def apply_edits(source: str, edits: Sequence[Edit], tree: ast.Module | None = No
 def text_edits(source: str, tree: ast.Module, edits: Sequence[Edit]) -> str | None:
     """``source`` with ``edits`` as libcst would apply them, or None when
     this module cannot be sure of that (see the module's doc)."""
-    if not edits or "\f" in source or "\r" in source or source.startswith("\ufeff"):
-        return None
-    if _CODING.search(source, 0, _second_line_end(source)):
+    if not edits or unusual_text(source):
         return None
     if _libcst_may_fail(tree.body):
         return None  # libcst refuses the whole file; so must this
@@ -279,9 +276,3 @@ def _one_expression(code: str) -> bool:
     except SyntaxError:
         return False
     return True
-
-
-def _second_line_end(source: str) -> int:
-    first = source.find("\n")
-    second = source.find("\n", first + 1) if first >= 0 else -1
-    return len(source) if second < 0 else second
