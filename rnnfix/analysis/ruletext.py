@@ -99,7 +99,7 @@ class CallFacts:
     # A call without arguments of a name whose last part is also the last part
     # of a target assigned something built from ``parameters()`` or by
     # ``torch.optim`` (``train_op = get_train_op(params=m.parameters())``;
-    # ``train_op()``): a callable optimizer (``ModeFlow._callable_optimizer``).
+    # ``train_op()``): a callable optimizer (``StepEvidence._callable_optimizer``).
     callable_optimizer: bool
 
 

@@ -10,9 +10,10 @@ from functools import partial
 from rnnfix.analysis.modes.condowner import owned_only_when
 from rnnfix.analysis.modes.flagpaths import reaching_through_flag
 from rnnfix.analysis.modes.modeapi import has_mode_setter
-from rnnfix.analysis.modes.modeflow import Mode, ModeFact, ModeFlow, TrainingStep
+from rnnfix.analysis.modes.modeflow import Mode, ModeFact, ModeFlow
 from rnnfix.analysis.modes.placement import anchor_for, container
 from rnnfix.analysis.modes.pretrained import eval_origin, unsupported
+from rnnfix.analysis.modes.records import TrainingStep
 from rnnfix.analysis.modes.regions import function_is_eval
 from rnnfix.analysis.modes.state import ModeState, is_prefix
 from rnnfix.analysis.project.summaries import FunctionSummary

@@ -112,7 +112,7 @@ def test_target_networks() -> None:
         target(1); ema(1); net(1)
         """
     )
-    assert mf.refreshed_targets == {"target", "ema"}
+    assert mf.steps.refreshed_targets == {"target", "ema"}
 
 
 MAY_ALIAS = """

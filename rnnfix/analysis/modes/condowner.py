@@ -42,7 +42,8 @@ from rnnfix.analysis.torch.optimizers import parameter_owners
 from rnnfix.analysis.torch.passthrough import passed_back
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.modes.modeflow import ModeFlow, TrainingStep
+    from rnnfix.analysis.modes.modeflow import ModeFlow
+    from rnnfix.analysis.modes.records import TrainingStep
     from rnnfix.analysis.syntax.scopes import FuncNode
 
 

@@ -11,7 +11,7 @@ A class that can be built for training or for testing often decides it once:
 ``isTrain`` models of pix2pix-style code). An instance on the ``eval()`` path
 has no ``self.optimizer_net``: a training method that steps it cannot run on
 that instance, so the ``eval()`` never reaches its step. Object-state guesses
-(``ModeFlow._object_state``) would otherwise say it may.
+(``FilePass._object_state``) would otherwise say it may.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from rnnfix.analysis.modes.modeflow import ModeFact, ModeFlow, TrainingStep
+from rnnfix.analysis.modes.modeflow import ModeFact, ModeFlow
+from rnnfix.analysis.modes.records import TrainingStep
 from rnnfix.analysis.modes.regions import flag_of, passes_false
 from rnnfix.analysis.syntax.walks import FUNCTIONS
 
@@ -57,7 +58,7 @@ def reaching_through_flag(
 
 def _cause(fact: ModeFact) -> ast.AST:
     """What set the mode, as an entry fact of the callee names it
-    (``ModeFlow._entry``): the caller's own origin, or the cause it carries
+    (``FilePass._entry``): the caller's own origin, or the cause it carries
     when it is itself an entry fact."""
     if isinstance(fact.origin, (*FUNCTIONS, ast.Module)) and fact.cause is not None:
         return fact.cause

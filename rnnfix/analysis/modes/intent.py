@@ -34,7 +34,8 @@ from rnnfix.analysis.torch.mode import Mode
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from rnnfix.analysis.modes.modeflow import ModeFlow, Summary
+    from rnnfix.analysis.modes.modeflow import ModeFlow
+    from rnnfix.analysis.modes.records import Summary
 
 
 def deliberate_eval(

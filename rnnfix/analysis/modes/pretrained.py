@@ -31,7 +31,8 @@ from rnnfix.analysis.syntax.walks import walk_tree
 from rnnfix.analysis.torch.mode import Mode
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.modes.modeflow import ModeFlow, TrainingStep
+    from rnnfix.analysis.modes.modeflow import ModeFlow
+    from rnnfix.analysis.modes.records import TrainingStep
     from rnnfix.analysis.modes.state import ModeFact
     from rnnfix.analysis.syntax.imports import ImportMap
     from rnnfix.analysis.syntax.scopes import FuncNode

@@ -17,7 +17,7 @@ from rnnfix.analysis.project.bindings import Binding
 from rnnfix.analysis.torch.mode import Mode
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.modes.modeflow import Summary
+    from rnnfix.analysis.modes.records import Summary
     from rnnfix.analysis.torch.returns import Returns
     from rnnfix.analysis.torch.rnns import RnnSpec
 

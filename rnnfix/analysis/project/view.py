@@ -215,7 +215,7 @@ class ProjectView:
         (``evaluate(``, ``U.Trainer(``), for what only ``call`` finds (a call of
         a function, or of a method of an instance of a class the file builds);
         ``bases``: with ``called``, also the base classes of the file's classes
-        (``ModeFlow._public_methods`` looks them up)."""
+        (``FilePass.public_methods`` looks them up)."""
         chains = self._chains(source, called)
         if called and bases:
             chains += [

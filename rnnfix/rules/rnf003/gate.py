@@ -170,13 +170,13 @@ class ModelEvidence:
             if p.annotation is not None and _root(p.annotation) in builders:
                 self.own.add(p.arg)  # ``model: nn.Module``, ``*nets: nn.Module``
         # Calls that may run a function of another file: their arguments (and
-        # receiver) may be models there (``ModeFlow._add_external_arguments``).
+        # receiver) may be models there (``tracked.add_argument_models``).
         self._external: dict[str, list[ast.Call]] = {}
         if view is not None:
             for call in calls:
                 for text in _external_texts(call, imports.keys(), assigned):
                     self._external.setdefault(text, []).append(call)
-        # ``_add_external_arguments`` never makes a model of a path rooted in
+        # ``add_argument_models`` never makes a model of a path rooted in
         # a name an absolute import binds, or in a function or class the
         # module defines at its top level.
         self._taken = {name for name, quals in imports.items() if any(quals)}
