@@ -246,9 +246,27 @@ def judge(case: Case, setting: str, source: str, diff: Proc, check: Proc) -> Out
     return Outcome(case, setting, verdict, codes, edits)
 
 
+# rnnfix's output for one file of one tree: the cases of a repository run in one
+# thread, and several functions of one file at one commit share their runs.
+RunKey = tuple[Path, tuple[str, ...]]
+
+
 def check_case(
-    case: Case, repo: Repo, settings: Sequence[str], args: argparse.Namespace, version: Version
+    case: Case,
+    repo: Repo,
+    settings: Sequence[str],
+    args: argparse.Namespace,
+    version: Version,
+    memo: dict[RunKey, Proc] | None = None,
 ) -> list[Outcome]:
+    runs = {} if memo is None else memo
+
+    def once(tree: Path, cmd: list[str]) -> Proc:
+        key = (tree, tuple(cmd))
+        if key not in runs:
+            runs[key] = run(version, tree, cmd, args.timeout)
+        return runs[key]
+
     try:
         tree = prepare(Repo(repo.name, repo.github, case.commit), args.mirrors, args.cache)
         source = (tree / case.path).read_text(encoding="utf-8", errors="surrogateescape")
@@ -258,10 +276,8 @@ def check_case(
     out = []
     for setting in settings:
         flags = list(SETTINGS[setting])
-        diff = run(version, tree, ["--diff", *flags, case.path], args.timeout)
-        check = run(
-            version, tree, ["--check", "--output-format", "json", *flags, case.path], args.timeout
-        )
+        diff = once(tree, ["--diff", *flags, case.path])
+        check = once(tree, ["--check", "--output-format", "json", *flags, case.path])
         out.append(judge(case, setting, source, diff, check))
     return out
 
