@@ -57,7 +57,11 @@ from ecosystem_check import (  # noqa: E402
 )
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_CORPUS = HERE / "corpus.toml"
+# The development part and the held-back part live in files of their own, so a
+# reader changing the analysis can study one without ever opening the other.
+DEFAULT_CORPUS = (HERE / "corpus.toml", HERE / "corpus-held.toml")
+# The corpus's repositories that the ecosystem check does not run.
+CORPUS_MANIFEST = HERE / "corpus-repos.toml"
 LABELS = ("bug", "correct")
 PARTS = ("dev", "held")
 RULES = ("RNF001", "RNF002", "RNF003", "RNF004", "RNF005", "RNF006", "none")
@@ -318,8 +322,18 @@ def print_outcome(o: Outcome, verbose: bool) -> None:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
-    p.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
+    p.add_argument(
+        "--corpus",
+        type=Path,
+        action="append",
+        help="a corpus file (repeat; default: corpus.toml and corpus-held.toml)",
+    )
+    p.add_argument(
+        "--manifest",
+        type=Path,
+        action="append",
+        help="a manifest of repositories (repeat; default: ecosystem.toml and corpus-repos.toml)",
+    )
     p.add_argument(
         "--mirrors",
         type=Path,
@@ -360,8 +374,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    repos = {r.name: r for r in load_manifest(args.manifest)}
-    cases = load_corpus(args.corpus, repos)
+    manifests = args.manifest or [DEFAULT_MANIFEST, CORPUS_MANIFEST]
+    repos = {r.name: r for m in manifests if m.is_file() for r in load_manifest(m)}
+    corpora = args.corpus or [c for c in DEFAULT_CORPUS if c.is_file()]
+    cases = [case for c in corpora for case in load_corpus(c, repos)]
     if args.case:
         cases = [c for c in cases if any(f in c.ident for f in args.case)]
     if args.part != "all":
