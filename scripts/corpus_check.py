@@ -359,6 +359,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="also list the held-back part's cases (by default only its totals are printed:"
         " it is the honest figure, so nobody tunes the analysis to its cases)",
     )
+    p.add_argument(
+        "--label", choices=("all", *LABELS), default="all", help="only cases with this label"
+    )
     p.add_argument("-j", "--jobs", type=int, default=1, help="cases run at once")
     p.add_argument("--json", type=Path, help="write every outcome here")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per rnnfix run")
@@ -382,6 +385,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         cases = [c for c in cases if any(f in c.ident for f in args.case)]
     if args.part != "all":
         cases = [c for c in cases if c.part == args.part]
+    if args.label != "all":
+        cases = [c for c in cases if c.label == args.label]
     settings = args.settings.split(",")
     outcomes: list[Outcome] = []
     with temp_dir("rnnfix-corpus-") as work:

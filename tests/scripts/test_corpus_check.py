@@ -58,14 +58,26 @@ NO_DIFF = Proc(0, "", "")
 
 
 def test_the_corpus_in_the_repository_is_well_formed() -> None:
-    repos = {r.name: r for r in ecosystem_check.load_manifest(ecosystem_check.DEFAULT_MANIFEST)}
-    cases = corpus_check.load_corpus(corpus_check.DEFAULT_CORPUS, repos)
+    repos = {
+        r.name: r
+        for m in (ecosystem_check.DEFAULT_MANIFEST, corpus_check.CORPUS_MANIFEST)
+        for r in ecosystem_check.load_manifest(m)
+    }
+    dev_file, held_file = corpus_check.DEFAULT_CORPUS
+    dev = corpus_check.load_corpus(dev_file, repos)
+    held = corpus_check.load_corpus(held_file, repos)
+    cases = dev + held
     bugs = [c for c in cases if c.label == "bug"]
-    assert len(cases) >= 60 and len(bugs) >= 20
-    assert len({c.repo for c in cases}) >= 20
+    assert len(cases) >= 250 and len(bugs) >= 100
+    assert len({c.repo for c in cases}) >= 120
     assert len({c.ident for c in cases}) == len(cases)  # no case labelled twice
     assert all(c.rule != "none" for c in bugs)
     assert all(c.rule == "none" for c in cases if c.label == "correct")
+    # Split by repository: each part in its own file, no repository in both,
+    # and the held-back part about a third of the whole.
+    assert {c.part for c in dev} == {"dev"} and {c.part for c in held} == {"held"}
+    assert not {c.repo for c in dev} & {c.repo for c in held}
+    assert 0.25 <= len(held) / len(cases) <= 0.75
 
 
 def test_an_edit_inside_the_function_fixes_a_bug() -> None:
