@@ -20,7 +20,7 @@ from rnnfix.source.lines import split_lines
 
 if TYPE_CHECKING:
     from rnnfix.analysis.facts import FileFacts
-    from rnnfix.analysis.project.index import ProjectIndex
+    from rnnfix.analysis.project.view import Index
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class FileContext:
     tree: ast.Module
     settings: Settings = field(default_factory=Settings)
     path: str = "<stdin>"
-    project: ProjectIndex | None = None
+    project: Index | None = None
 
     @functools.cached_property
     def lines(self) -> list[str]:

@@ -4,27 +4,47 @@ from __future__ import annotations
 
 import ast
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from rnnfix.analysis.syntax.imports import ImportMap
 from rnnfix.analysis.syntax.walks import tree_parents
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.context import FileContext
     from rnnfix.analysis.evalgrad.in_scope import EvalGradAnalysis
     from rnnfix.analysis.modes.modeflow import ModeFlow
     from rnnfix.analysis.modes.receivers import Receivers
-    from rnnfix.analysis.project.view import ProjectView
+    from rnnfix.analysis.project.view import Index, ProjectView
     from rnnfix.analysis.syntax.scopes import FileIndex
 
 
+class FactsSource(Protocol):
+    """The file the facts are of (``rnnfix.analysis.context.FileContext``,
+    which builds them on first use: a protocol, so that the facts and the
+    analyses they build do not import the context)."""
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def tree(self) -> ast.Module: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def project(self) -> Index | None: ...
+
+    @property
+    def facts(self) -> FileFacts: ...
+
+
 class FileFacts:
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: FactsSource) -> None:
         self.ctx = ctx
         self.tree = ctx.tree
 
     @classmethod
-    def build(cls, ctx: FileContext) -> FileFacts:
+    def build(cls, ctx: FactsSource) -> FileFacts:
         return cls(ctx)
 
     @functools.cached_property

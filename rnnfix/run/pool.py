@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from rnnfix.analysis.project.index import LazySummaries, ProjectIndex
 from rnnfix.analysis.project.summaries import ModuleSummary
@@ -32,13 +32,17 @@ from rnnfix.run.collector import GC_THRESHOLD
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
-    from rnnfix.run.process import FileResult
-
 
 Changes = dict[str, "ModuleSummary | None"]
 
+# What the work gives for a path: ``rnnfix.run.process.FileResult``, a type
+# parameter so that this module names neither the process module nor its
+# types (the process module imports this one).
+Result = TypeVar("Result")
+Result_co = TypeVar("Result_co", covariant=True)
 
-class FileWork(Protocol):
+
+class FileWork(Protocol[Result_co]):
     """What the pool runs for each path: ``rnnfix.run.process.process_file``,
     handed in by the caller so that this module need not import it (the
     process module imports this one). A module-level function, so that it
@@ -46,17 +50,17 @@ class FileWork(Protocol):
 
     def __call__(
         self, path: Path, settings: Settings, write: bool, project: ProjectIndex | None
-    ) -> FileResult: ...
+    ) -> Result_co: ...
 
 
-class FilePool:
+class FilePool(Generic[Result]):
     """``work`` (``process_file``) over paths, in ``jobs`` worker processes (in this
     process when ``jobs`` <= 1). Use it as a context manager: leaving it
     stops the workers (at once on an exception: Ctrl-C, SIGTERM) and
     removes the shared summaries."""
 
     def __init__(
-        self, work: FileWork, settings: Settings, project: ProjectIndex | None, jobs: int
+        self, work: FileWork[Result], settings: Settings, project: ProjectIndex | None, jobs: int
     ) -> None:
         self.work = work
         self.settings = settings
@@ -66,7 +70,7 @@ class FilePool:
         self._shared: str | None = None
         self._round = 0  # tells the workers when ``changes`` are new
 
-    def __enter__(self) -> FilePool:
+    def __enter__(self) -> FilePool[Result]:
         return self
 
     def __exit__(
@@ -101,7 +105,7 @@ class FilePool:
 
     def map(
         self, paths: Sequence[Path], write: bool, changes: Changes | None = None
-    ) -> Iterator[FileResult]:
+    ) -> Iterator[Result]:
         """The result of each path, in order. ``changes``: summaries that
         replace those of the index (the files a fix changed, every round's
         changes together)."""
@@ -230,12 +234,12 @@ def _die_with_parent() -> None:
 
 
 def _process_in_worker(
-    work: FileWork,
+    work: FileWork[Result],
     path: Path,
     settings: Settings,
     write: bool,
     update: tuple[int, Changes] | None,
-) -> FileResult:
+) -> Result:
     global _worker_updated
     project = _worker_project
     if update is not None and project is not None:

@@ -398,7 +398,7 @@ def _build_project(
 
 
 def _map(
-    pool: FilePool, paths: Sequence[Path], write: bool, progress: Progress
+    pool: FilePool[FileResult], paths: Sequence[Path], write: bool, progress: Progress
 ) -> list[FileResult]:
     results: list[FileResult] = []
     for result in pool.map(paths, write):
@@ -410,7 +410,10 @@ def _map(
 
 
 def _settle(
-    pool: FilePool, paths: Sequence[Path], results: list[FileResult], project: ProjectIndex
+    pool: FilePool[FileResult],
+    paths: Sequence[Path],
+    results: list[FileResult],
+    project: ProjectIndex,
 ) -> list[FileResult]:
     """Re-check the files that looked up a file whose summary a fix changed,
     until the summaries agree with the fixed files (or ``MAX_ROUNDS``); in

@@ -9,9 +9,10 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rnnfix.verify import messages
+from rnnfix.verify import sanitizer_state as shared
 from rnnfix.verify.provenance import capture
 from rnnfix.verify.records import (
     CUDNN_BACKWARD_IN_EVAL,
@@ -28,6 +29,7 @@ from rnnfix.verify.sanitizer_state import (
     _PROVEN_AFTER,
     MANUAL_UPDATE,
     _internal_error,
+    _LiveForward,
     _optimizer_param_ids,
     _register_jit_builtin,
     _Sanitizer,
@@ -40,11 +42,6 @@ from rnnfix.verify.sites import (
     user_frames,
     user_sites,
 )
-
-if TYPE_CHECKING:
-    pass
-
-from rnnfix.verify import sanitizer_state as shared
 
 
 class _ForwardState:
@@ -314,7 +311,7 @@ def _on_violation(san: _Sanitizer, state: _ForwardState) -> None:
         raise error
 
 
-def _record_unreached(san: _Sanitizer, state: _ForwardState, *, flush: bool) -> None:
+def _record_unreached(san: _Sanitizer, state: _LiveForward, *, flush: bool) -> None:
     _record_validation(
         san,
         state.rnn,

@@ -11,7 +11,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from rnnfix.verify.cycle import ModelTracker
 from rnnfix.verify.provenance import ModeLog
@@ -24,9 +24,6 @@ from rnnfix.verify.records import (
 from rnnfix.verify.sites import (
     RawFrames,
 )
-
-if TYPE_CHECKING:
-    from rnnfix.verify.sanitizer_cudnn import _ForwardState
 
 Mode = Literal["raise", "record"]
 
@@ -72,6 +69,21 @@ class _Patch:
     had_own: bool  # False: the attribute came from __getattr__ or a base class
 
 
+class _LiveForward(Protocol):
+    """An RNN forward the sanitizer holds (weakly) until it reaches a backward
+    or dies: ``sanitizer_cudnn._ForwardState``, which imports this module, so
+    it is named here by what its readers use."""
+
+    rnn: str
+    train: bool
+    forward: RawFrames
+    dropout_changes_output: bool
+    reached: bool
+    serial: int
+    param_ids: frozenset[int]
+    provenance: Provenance | None
+
+
 @dataclass
 class _Sanitizer:
     mode: Mode
@@ -80,7 +92,7 @@ class _Sanitizer:
     tracker: ModelTracker = field(default_factory=ModelTracker)
     patches: list[_Patch] = field(default_factory=list)
     handles: list[Any] = field(default_factory=list)
-    live: weakref.WeakSet[_ForwardState] = field(default_factory=weakref.WeakSet)
+    live: weakref.WeakSet[_LiveForward] = field(default_factory=weakref.WeakSet)
     #: Incremented by every backward()/grad() call, read by forward states.
     backward_serial: int = 0
     #: The caller's frame while a backward()/grad() call runs: hooks may run on

@@ -10,17 +10,53 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from rnnfix.analysis.grads.falseparams import false_parameters
 from rnnfix.analysis.syntax.imports import ImportMap
 from rnnfix.analysis.syntax.names import method_call
 from rnnfix.analysis.syntax.walks import FUNCTIONS, local_nodes, walk_local, walk_subtree, walk_tree
 
-if TYPE_CHECKING:
-    from rnnfix.analysis.context import FileContext
-
 Grad = Literal["off", "on", "unknown"]
+
+
+class _StepKinds(Protocol):
+    def step_kind(self, call: ast.Call) -> str | None: ...
+
+
+class _Handlers(Protocol):
+    def handler(self, expr: ast.AST) -> frozenset[str] | None: ...
+
+
+class GradFacts(Protocol):
+    """What this module reads of a file's facts (``FileFacts``): the parsed
+    file, the mode flow's training steps, the project's grad handlers."""
+
+    @property
+    def imports(self) -> ImportMap: ...
+
+    @property
+    def parents(self) -> dict[ast.AST, ast.AST]: ...
+
+    @property
+    def modes(self) -> _StepKinds: ...
+
+    @property
+    def project(self) -> _Handlers | None: ...
+
+    def ancestors(self, node: ast.AST) -> list[ast.AST]: ...
+
+
+class GradSource(Protocol):
+    """The file read (``FileContext``: a protocol, since the context's facts
+    build analyses that import this module)."""
+
+    @property
+    def tree(self) -> ast.Module: ...
+
+    @property
+    def facts(self) -> GradFacts: ...
+
 
 _NO_GRAD = frozenset(
     {"torch.no_grad", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
@@ -51,7 +87,7 @@ _GRAD_FUNCTIONS = frozenset(
 )
 
 
-def classify_context(ctx: FileContext, expr: ast.AST) -> Grad | None:
+def classify_context(ctx: GradSource, expr: ast.AST) -> Grad | None:
     return grad_context(ctx.facts.imports, expr)
 
 
@@ -81,7 +117,7 @@ def grad_context(imports: ImportMap, expr: ast.AST) -> Grad | None:
 class GradContexts:
     """Grad mode from the source around a node; one per file (caches per scope)."""
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: GradSource) -> None:
         self.ctx = ctx
         self._bare_set_grad: dict[ast.AST, bool] = {}
 
@@ -114,7 +150,7 @@ class GradContexts:
         return None
 
 
-def _has_bare_set_grad(ctx: FileContext, scope: ast.AST) -> bool:
+def _has_bare_set_grad(ctx: GradSource, scope: ast.AST) -> bool:
     """A statement that switches grad for the rest of the scope:
     ``torch.set_grad_enabled(False)``, or a grad context entered by hand,
     ``torch.no_grad().__enter__()`` (asteroid's evaluation recipes)."""
@@ -132,7 +168,7 @@ def _has_bare_set_grad(ctx: FileContext, scope: ast.AST) -> bool:
     return False
 
 
-def training_steps(ctx: FileContext, root: ast.AST) -> Iterator[ast.Call]:
+def training_steps(ctx: GradSource, root: ast.AST) -> Iterator[ast.Call]:
     """``loss.backward()``, ``torch.autograd.backward``, ``optimizer.step()``,
     ``scaler.step(optimizer)`` under ``root`` (not in nested functions)."""
     for n in local_nodes(root):
@@ -140,12 +176,12 @@ def training_steps(ctx: FileContext, root: ast.AST) -> Iterator[ast.Call]:
             yield n
 
 
-def _is_training_step(ctx: FileContext, call: ast.Call) -> bool:
+def _is_training_step(ctx: GradSource, call: ast.Call) -> bool:
     return ctx.facts.modes.step_kind(call) is not None
 
 
 def gradient_uses(
-    ctx: FileContext, root: ast.AST, false_names: frozenset[str] = frozenset()
+    ctx: GradSource, root: ast.AST, false_names: frozenset[str] = frozenset()
 ) -> Iterator[ast.AST]:
     """Code under ``root`` that needs grad enabled: training steps,
     ``autograd.grad`` and friends, ``requires_grad_()``, ``requires_grad=True``,
@@ -191,7 +227,7 @@ class LocalFunctions:
     ``helper(...)`` (module-level or nested functions) and ``self.method(...)``
     (methods of the calling class)."""
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: GradSource) -> None:
         self.ctx = ctx
         self.functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
         self.methods: dict[tuple[ast.ClassDef, str], ast.FunctionDef | ast.AsyncFunctionDef] = {}
@@ -322,7 +358,7 @@ def definition_handling(node: ast.AST, imports: ImportMap) -> Handling:
 class Handlers:
     """Decorators and context managers around evaluation code, one per file."""
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: GradSource) -> None:
         self.ctx = ctx
         self.defs: dict[str, ast.AST] = {
             s.name: s for s in ctx.tree.body if isinstance(s, (*FUNCTIONS, ast.ClassDef))

@@ -24,10 +24,10 @@ from rnnfix.analysis.syntax.scopes import FuncNode
 from rnnfix.analysis.syntax.walks import walk_local
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.modes.modeflow import ModeFlow
+    from rnnfix.analysis.modes.flowview import FlowView
 
 
-def eval_excludes_step(flow: ModeFlow, cause: ast.AST, scope: FuncNode) -> bool:
+def eval_excludes_step(flow: FlowView, cause: ast.AST, scope: FuncNode) -> bool:
     """``cause`` (an ``eval()`` in a method of ``scope``'s class) lies in one
     arm of an ``if`` whose other arm is the only place the class binds every
     ``self.<optimizer>`` that ``scope`` steps."""
@@ -44,7 +44,7 @@ def eval_excludes_step(flow: ModeFlow, cause: ast.AST, scope: FuncNode) -> bool:
     return all(_bound_only_opposite(flow, info.cls, attr, cause) for attr in stepped)
 
 
-def _stepped_attrs(flow: ModeFlow, scope: FuncNode, this: str) -> set[str]:
+def _stepped_attrs(flow: FlowView, scope: FuncNode, this: str) -> set[str]:
     """The ``self.<attr>`` optimizers whose ``step()`` ``scope`` calls; empty
     when it steps anything else (a local, a parameter, an unknown object)."""
     out: set[str] = set()
@@ -59,7 +59,7 @@ def _stepped_attrs(flow: ModeFlow, scope: FuncNode, this: str) -> set[str]:
     return out
 
 
-def _bound_only_opposite(flow: ModeFlow, cls: ast.ClassDef, attr: str, cause: ast.AST) -> bool:
+def _bound_only_opposite(flow: FlowView, cls: ast.ClassDef, attr: str, cause: ast.AST) -> bool:
     binds = [
         node
         for node in ast.walk(cls)
@@ -101,7 +101,7 @@ def _within(node: ast.AST, block: list[ast.stmt]) -> bool:
     return any(node is s for s in block)
 
 
-def _inside(node: ast.AST, block: list[ast.stmt], flow: ModeFlow) -> bool:
+def _inside(node: ast.AST, block: list[ast.stmt], flow: FlowView) -> bool:
     probe: ast.AST | None = node
     while probe is not None:
         if _within(probe, block):

@@ -24,7 +24,7 @@ from rnnfix.analysis.syntax.scopes import FuncNode, Resolved
 from rnnfix.analysis.torch.mode import Mode
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.modes.modeflow import ModeFlow
+    from rnnfix.analysis.modes.flowview import FlowView
     from rnnfix.analysis.project.summaries import FunctionSummary
 
 
@@ -32,7 +32,7 @@ class FilePass:
     """The runs of one file's scopes (``runs``) and the calls of each
     function of the file (``sites``), filled by ``analyse``."""
 
-    def __init__(self, flow: ModeFlow) -> None:
+    def __init__(self, flow: FlowView) -> None:
         self.flow = flow
         self.runs: dict[FuncNode | None, ScopeRun] = {}
         self.sites: dict[FuncNode, list[tuple[FuncNode | None, ast.Call, Resolved]]] = {}

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from rnnfix.analysis.modes.mayalias import Alias, module_plain_names, plain_names
 from rnnfix.analysis.modes.pretrained import transformers_load
+from rnnfix.analysis.modes.records import Effect
 from rnnfix.analysis.modes.state import Facts, Frame, ModeFact, join
 from rnnfix.analysis.syntax.names import SELF_RETURNING, dotted
 from rnnfix.analysis.syntax.scopes import FuncNode, Resolved
@@ -32,18 +33,9 @@ from rnnfix.analysis.torch.models import assignment_pairs, built_class, mode_rec
 from rnnfix.analysis.torch.passthrough import passed_back
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.modes.modeflow import ModeFlow
+    from rnnfix.analysis.modes.flowview import FlowView
 
 MAX_LOOP_PASSES = 32  # the lattice is finite; this only guards against a bug
-
-
-@dataclass(frozen=True)
-class Effect:
-    """What a call does to one model: ``sets`` the modes it may leave it in;
-    ``passthrough`` if some path leaves the mode as it was."""
-
-    passthrough: bool
-    sets: frozenset[Mode]
 
 
 @dataclass
@@ -151,7 +143,7 @@ class ScopeRun:
 
     def __init__(
         self,
-        flow: ModeFlow,
+        flow: FlowView,
         scope: FuncNode | None,
         scope_node: ast.AST,
         entry: Callable[[str], Facts],

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import ast
 import functools
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.modes.placement import container
+from rnnfix.analysis.modes.records import GradSwitch
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import FuncNode
@@ -34,23 +34,11 @@ from rnnfix.analysis.syntax.walks import walk_tree
 from rnnfix.analysis.torch.mode import Mode
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.modes.modeflow import ModeFlow
-
-
-@dataclass(frozen=True)
-class GradSwitch:
-    """``key.requires_grad_(flag)`` (or a loop over ``key.parameters()``
-    setting ``requires_grad``): ``frozen`` True for False, None when the flag
-    is an expression."""
-
-    key: str  # canonical path, as the flow tracks it in ``scope``
-    stmt: ast.stmt
-    scope: FuncNode | None
-    frozen: bool | None
+    from rnnfix.analysis.modes.flowview import FlowView
 
 
 class Freezing:
-    def __init__(self, flow: ModeFlow) -> None:
+    def __init__(self, flow: FlowView) -> None:
         self.flow = flow
 
     @functools.cached_property
@@ -261,7 +249,7 @@ class Freezing:
         return None
 
 
-def _same_block_after(flow: ModeFlow, origin: ast.AST, later: ast.AST) -> bool:
+def _same_block_after(flow: FlowView, origin: ast.AST, later: ast.AST) -> bool:
     """``later``'s statement follows ``origin``'s in the same block (the
     scheme is written as one: ``model.eval(); model.module.layer4.train()``)."""
     a, b = flow.stmt_of(origin), flow.stmt_of(later)

@@ -26,11 +26,11 @@ from rnnfix.analysis.torch.api import MODULE_METHODS
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modes.flow import ScopeRun
-    from rnnfix.analysis.modes.modeflow import ModeFlow
+    from rnnfix.analysis.modes.flowview import FlowView
     from rnnfix.analysis.syntax.scopes import FunctionInfo
 
 
-def entry_gradients(flow: ModeFlow, info: FunctionInfo, run: ScopeRun) -> tuple[str, ...]:
+def entry_gradients(flow: FlowView, info: FunctionInfo, run: ScopeRun) -> tuple[str, ...]:
     fn = info.node
     calls = flow.scope_calls(fn)
     nodes = flow.index.scope_nodes(fn)
@@ -94,13 +94,13 @@ def entry_gradients(flow: ModeFlow, info: FunctionInfo, run: ScopeRun) -> tuple[
     return tuple(out)
 
 
-def _is_sink(flow: ModeFlow, call: ast.Call) -> bool:
+def _is_sink(flow: FlowView, call: ast.Call) -> bool:
     if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
         return True
     return flow.imports.qualname(call.func) == AUTOGRAD_GRAD
 
 
-def _model_key(flow: ModeFlow, call: ast.Call) -> str | None:
+def _model_key(flow: FlowView, call: ast.Call) -> str | None:
     """The model (a parameter, ``self.<attr>``) whose forward ``call`` runs."""
     if isinstance(call.func, ast.Attribute) and call.func.attr in MODULE_METHODS:
         return None  # ``self.model.train()``: a method of the module, not its forward

@@ -18,13 +18,13 @@ from rnnfix.analysis.grads.gradctx import grad_context
 from rnnfix.analysis.syntax.scopes import FuncNode
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.modes.modeflow import ModeFlow
+    from rnnfix.analysis.modes.flowview import FlowView
 
 
 class GradModes:
     """The grad mode questions of one file's flow, memoised per scope."""
 
-    def __init__(self, flow: ModeFlow) -> None:
+    def __init__(self, flow: FlowView) -> None:
         self.flow = flow
         self._scope_grads: dict[FuncNode, bool | None] = {}
 

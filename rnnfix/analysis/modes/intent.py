@@ -34,12 +34,12 @@ from rnnfix.analysis.torch.mode import Mode
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from rnnfix.analysis.modes.modeflow import ModeFlow
+    from rnnfix.analysis.modes.flowview import FlowView
     from rnnfix.analysis.modes.records import Summary
 
 
 def deliberate_eval(
-    flow: ModeFlow, fact: ModeFact, step: ast.Call, scope: FuncNode | None, model: str
+    flow: FlowView, fact: ModeFact, step: ast.Call, scope: FuncNode | None, model: str
 ) -> bool:
     origin = fact.origin
     if isinstance(origin, (ast.Assign, ast.AnnAssign)) and origin.value is not None:
@@ -65,7 +65,7 @@ def deliberate_eval(
 
 
 def _deliberate_entry(
-    flow: ModeFlow, fact: ModeFact, step: ast.Call, scope: FuncNode, model: str
+    flow: FlowView, fact: ModeFact, step: ast.Call, scope: FuncNode, model: str
 ) -> bool:
     """``net.eval()`` at module level (BatchNorm frozen: the batch size is 1),
     then ``train()`` is called, whose first use of ``net`` is the training
@@ -106,7 +106,7 @@ def _deliberate_entry(
 
 
 def _nothing_evaluates(
-    flow: ModeFlow,
+    flow: FlowView,
     origin: ast.AST,
     target: ast.Call,
     scope: FuncNode | None,
@@ -153,7 +153,7 @@ def _nothing_evaluates(
 
 
 def _evaluates(
-    flow: ModeFlow, call: ast.Call, model: str, scope: FuncNode | None, training_stmt: bool
+    flow: FlowView, call: ast.Call, model: str, scope: FuncNode | None, training_stmt: bool
 ) -> bool:
     """Whether ``call`` may run ``model`` for something other than the
     training step: a forward under ``no_grad``, or a helper that receives it."""
@@ -190,7 +190,7 @@ def _only_forwards(callee: tuple[Summary, Callable[[str], str | None]], model: s
 
 
 def _mentions(
-    flow: ModeFlow, fn: FuncNode, model: str, receiver: str | None, seen: set[FuncNode]
+    flow: FlowView, fn: FuncNode, model: str, receiver: str | None, seen: set[FuncNode]
 ) -> bool:
     """Whether ``fn`` (or a function of this file it calls) names ``model``:
     as a global, or as ``self.<attr>`` when ``self`` is ``receiver``."""
@@ -218,7 +218,7 @@ def _mentions(
     return False
 
 
-def _related_key(flow: ModeFlow, call: ast.Call, model: str) -> str | None:
+def _related_key(flow: FlowView, call: ast.Call, model: str) -> str | None:
     func = call.func
     if isinstance(func, ast.Attribute) and func.attr in MODULE_METHODS:
         return None  # ``net.parameters()``, ``net.to(device)``: no forward

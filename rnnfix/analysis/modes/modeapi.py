@@ -30,7 +30,7 @@ from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.torch.mode import Mode
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.modes.modeflow import ModeFlow
+    from rnnfix.analysis.modes.flowview import FlowView
     from rnnfix.analysis.syntax.scopes import FuncNode
 
 __all__ = ["callable_parameters", "function_parameters", "has_mode_setter"]
@@ -42,7 +42,7 @@ _CALLABLE = re.compile(
 )
 
 
-def has_mode_setter(flow: ModeFlow, fn: FuncNode, key: str, mode: Mode) -> bool:
+def has_mode_setter(flow: FlowView, fn: FuncNode, key: str, mode: Mode) -> bool:
     """``fn`` is a method of a plain class (its own or one inherited from a
     base of this file) that has another public method which is a mode setter
     switching ``key`` (``self.<path>`` in ``fn``'s names) to ``mode``."""
@@ -65,7 +65,7 @@ def has_mode_setter(flow: ModeFlow, fn: FuncNode, key: str, mode: Mode) -> bool:
     return False
 
 
-def _sets(flow: ModeFlow, method: FuncNode, key: str, mode: Mode) -> bool:
+def _sets(flow: FlowView, method: FuncNode, key: str, mode: Mode) -> bool:
     switches = any(
         c.function is method
         and c.mode in (mode, Mode.UNKNOWN)  # ``self.net.train(training)``: the caller's choice

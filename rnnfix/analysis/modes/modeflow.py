@@ -77,7 +77,7 @@ from rnnfix.analysis.torch.models import (
 from rnnfix.analysis.torch.optimizers import Optimizers
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.context import FileContext
+    from rnnfix.analysis.modes.flowview import FlowSource
     from rnnfix.analysis.modes.records import LoopNode
     from rnnfix.analysis.project.summaries import ExternalCall, FunctionSummary
     from rnnfix.analysis.project.view import ProjectView
@@ -92,7 +92,7 @@ class ModeFlow:
     function calls or switches counts as a model, since a caller elsewhere may
     pass one (whether its argument is a model is the caller's to decide)."""
 
-    def __init__(self, ctx: FileContext, summaries_only: bool = False) -> None:
+    def __init__(self, ctx: FlowSource, summaries_only: bool = False) -> None:
         self.ctx = ctx
         self.tree = ctx.tree
         self.imports = ctx.facts.imports
@@ -117,9 +117,9 @@ class ModeFlow:
             add_argument_models(self)
         self._aliases: dict[FuncNode, dict[str, tuple[str, ast.stmt]]] = {}
         self._analysed = True  # not during __init__: it used to run last
-        self.summaries = Summaries(self)
-        self.file_pass = FilePass(self)
         self.grads = GradModes(self)
+        self.summaries = Summaries(self, self.grads)
+        self.file_pass = FilePass(self)
         self.steps = StepEvidence(self)
         self.wrappers = WrapperPaths(self)
         self.optimizers = Optimizers(self)

@@ -31,7 +31,7 @@ from rnnfix.analysis.syntax.walks import walk_tree
 from rnnfix.analysis.torch.mode import Mode
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.modes.modeflow import ModeFlow
+    from rnnfix.analysis.modes.flowview import FlowView
     from rnnfix.analysis.modes.records import TrainingStep
     from rnnfix.analysis.modes.state import ModeFact
     from rnnfix.analysis.syntax.imports import ImportMap
@@ -93,7 +93,7 @@ def eval_origin(fact: ModeFact, imports: ImportMap) -> ast.Assign | ast.AnnAssig
 
 
 def unsupported(
-    flow: ModeFlow, step: TrainingStep, model: str, may_train: bool, conditional: bool = False
+    flow: FlowView, step: TrainingStep, model: str, may_train: bool, conditional: bool = False
 ) -> bool:
     """An eval fact from a transformers load of ``model`` reaches ``step``, and
     the file lacks the evidence that putting ``model`` in train mode there is
@@ -109,14 +109,14 @@ def unsupported(
     return _frozen(flow, model) or not _optimized(flow, step, model)
 
 
-def _author_trains(flow: ModeFlow, model: str) -> bool:
+def _author_trains(flow: FlowView, model: str) -> bool:
     return any(
         c.mode is Mode.TRAIN and (is_prefix(c.model, model) or is_prefix(model, c.model))
         for c in flow.mode_calls
     )
 
 
-def _frozen(flow: ModeFlow, model: str) -> bool:
+def _frozen(flow: FlowView, model: str) -> bool:
     """``model`` or a part of it is frozen somewhere in the file: a freezing
     scheme whose modes are the author's (issue 27.2)."""
     root = model.split(".", 1)[0]
@@ -173,7 +173,7 @@ def _sets_requires_grad(node: ast.AST) -> bool:
     )
 
 
-def fed_optimizer_steps(flow: ModeFlow, step: TrainingStep) -> list[ast.Call] | None:
+def fed_optimizer_steps(flow: FlowView, step: TrainingStep) -> list[ast.Call] | None:
     """The ``optimizer.step()`` calls ``step`` feeds: itself, or for a
     ``backward()`` the steps after it in its function; None when the step is
     another kind (a trainer's own ``fit``: the optimizer is not in this file)."""
@@ -191,7 +191,7 @@ def fed_optimizer_steps(flow: ModeFlow, step: TrainingStep) -> list[ast.Call] | 
     return None
 
 
-def _optimized(flow: ModeFlow, step: TrainingStep, model: str) -> bool:
+def _optimized(flow: FlowView, step: TrainingStep, model: str) -> bool:
     """An optimizer step that ``step`` feeds updates ``model``'s parameters,
     taken from ``model`` itself or a model holding it: an optimizer over a
     part only (a head, adapters) is a probe whose other parts stay as loaded."""
@@ -207,7 +207,7 @@ def _optimized(flow: ModeFlow, step: TrainingStep, model: str) -> bool:
     return False
 
 
-def _owns(flow: ModeFlow, optimizer: str, model: str, scope: FuncNode | None, depth: int) -> bool:
+def _owns(flow: FlowView, optimizer: str, model: str, scope: FuncNode | None, depth: int) -> bool:
     """The optimizer ``optimizer`` of ``scope`` is built over the parameters of
     ``model`` (or a model holding it); through a function's parameters, at
     every call of the function in the file (``forward(model, batch, optimizer)``)."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from rnnfix.analysis.syntax.imports import ImportMap
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
@@ -41,8 +41,9 @@ from rnnfix.analysis.torch import classfacts
 from rnnfix.analysis.torch.api import WRAPPERS, is_stateless_torch_module, module_mode_switch
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.context import FileContext
+    from rnnfix.analysis.modes.modeflow import ModeFlow
     from rnnfix.analysis.project.summaries import ClassSummary
+    from rnnfix.analysis.project.view import ProjectView
 
 Method = Literal["train", "eval"]
 Kind = Literal["module", "stateless", "not_module", "unknown"]
@@ -288,10 +289,33 @@ class ReceiverCheck:
         return self.kind == "module" and self.reason is None
 
 
+class ReceiverFacts(Protocol):
+    """What ``Receivers`` reads of the file's facts (``FileFacts``)."""
+
+    @property
+    def modes(self) -> ModeFlow: ...
+
+    @property
+    def project(self) -> ProjectView | None: ...
+
+    def ancestors(self, node: ast.AST) -> list[ast.AST]: ...
+
+
+class ReceiverSource(Protocol):
+    """The file ``Receivers`` answers for (``FileContext``, whose facts build
+    it: a protocol, so that this module does not import the context)."""
+
+    @property
+    def tree(self) -> ast.Module: ...
+
+    @property
+    def facts(self) -> ReceiverFacts: ...
+
+
 class Receivers:
     """Per file, shared by the rules (``ctx.facts.receivers``)."""
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: ReceiverSource) -> None:
         self.ctx = ctx
         flow = ctx.facts.modes
         self.flow = flow
@@ -470,6 +494,6 @@ def _pairs(target: ast.expr, value: ast.expr) -> list[tuple[ast.expr, ast.expr]]
     return [(target, value)]
 
 
-def _lookup(ctx: FileContext) -> Callable[[ast.expr], ClassSummary | None] | None:
+def _lookup(ctx: ReceiverSource) -> Callable[[ast.expr], ClassSummary | None] | None:
     view = ctx.facts.project
     return view.lookup_class if view is not None else None

@@ -1,5 +1,7 @@
-"""The mode flow's plain records: a function's ``Summary`` and the evidence
-the whole-file pass lists (``TrainingStep``, ``ModelCall``, ``ModeCall``).
+"""The mode flow's plain records: a function's ``Summary`` (with the
+``Effect`` of a call on one model) and the evidence
+the whole-file pass lists (``TrainingStep``, ``ModelCall``, ``ModeCall``; ``GradSwitch``, a
+freeze ``freezing`` finds).
 
 Plain data, with no analysis of their own: the project index ships summaries
 to worker processes, and rules and the analyses built on the flow read the
@@ -12,11 +14,19 @@ import ast
 from dataclasses import dataclass
 from typing import Literal
 
-from rnnfix.analysis.modes.flow import Effect
 from rnnfix.analysis.syntax.scopes import FuncNode
 from rnnfix.analysis.torch.mode import Mode
 
 LoopNode = ast.For | ast.AsyncFor | ast.While
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What a call does to one model: ``sets`` the modes it may leave it in;
+    ``passthrough`` if some path leaves the mode as it was."""
+
+    passthrough: bool
+    sets: frozenset[Mode]
 
 
 @dataclass(frozen=True)
@@ -73,3 +83,15 @@ class ModeCall:
     model: str
     mode: Mode
     function: FuncNode | None
+
+
+@dataclass(frozen=True)
+class GradSwitch:
+    """``key.requires_grad_(flag)`` (or a loop over ``key.parameters()``
+    setting ``requires_grad``): ``frozen`` True for False, None when the flag
+    is an expression."""
+
+    key: str  # canonical path, as the flow tracks it in ``scope``
+    stmt: ast.stmt
+    scope: FuncNode | None
+    frozen: bool | None

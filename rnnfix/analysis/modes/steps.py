@@ -26,7 +26,7 @@ from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.models import mode_receiver
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.modes.modeflow import ModeFlow
+    from rnnfix.analysis.modes.flowview import FlowView
 
 _OPTIMIZER_NAME = re.compile(r"(optim|(^|_)opt($|_)|^opt\w*$)", re.IGNORECASE)
 
@@ -35,7 +35,7 @@ class StepEvidence:
     """The training steps, model calls and mode calls of one file's flow,
     each list computed once, at the first question."""
 
-    def __init__(self, flow: ModeFlow) -> None:
+    def __init__(self, flow: FlowView) -> None:
         self.flow = flow
         self._optimizers, self._not_optimizers = _optimizer_names(flow)
 
@@ -315,7 +315,7 @@ class StepEvidence:
         return False
 
 
-def _optimizer_names(flow: ModeFlow) -> tuple[set[str], set[str]]:
+def _optimizer_names(flow: FlowView) -> tuple[set[str], set[str]]:
     yes: set[str] = set()
     no: set[str] = set()
     for node in walk_tree(flow.tree):

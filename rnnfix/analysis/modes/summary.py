@@ -16,9 +16,9 @@ import ast
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from rnnfix.analysis.modes.flow import Effect, ScopeRun
+from rnnfix.analysis.modes.flow import ScopeRun
 from rnnfix.analysis.modes.gradentry import entry_gradients
-from rnnfix.analysis.modes.records import Summary
+from rnnfix.analysis.modes.records import Effect, Summary
 from rnnfix.analysis.modes.state import ModeFact
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.scopes import FuncNode, FunctionInfo
@@ -26,7 +26,8 @@ from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.modes.modeflow import ModeFlow
+    from rnnfix.analysis.modes.flowview import FlowView
+    from rnnfix.analysis.modes.gradmode import GradModes
 
 _ASSIGNMENTS = frozenset({ast.Assign, ast.AnnAssign})  # ``AugAssign`` sets no model
 
@@ -44,8 +45,9 @@ class _TooDeep(RecursionError):
 class Summaries:
     """The summaries of one file's functions, each computed once."""
 
-    def __init__(self, flow: ModeFlow) -> None:
+    def __init__(self, flow: FlowView, grads: GradModes) -> None:
         self.flow = flow
+        self.grads = grads
         self._summaries: dict[FuncNode, Summary] = {}
         self._in_progress: set[FuncNode] = set()
         self._depth = 0  # summaries being computed inside one another
@@ -208,11 +210,11 @@ class Summaries:
         return None
 
     def _forwards(self, info: FunctionInfo) -> tuple[str, ...]:
-        if self.flow.grads.decorator_grad(info.node) is False:
+        if self.grads.decorator_grad(info.node) is False:
             return ()
         found: list[tuple[tuple[int, int], str]] = []
         for node in self.flow.scope_calls(info.node):
-            if not isinstance(node, ast.Call) or self.flow.grads.local_grad(node) is False:
+            if not isinstance(node, ast.Call) or self.grads.local_grad(node) is False:
                 continue
             end = (node.end_lineno or 0, node.end_col_offset or 0)
             direct = self.flow.forward_key(node)

@@ -18,11 +18,11 @@ from rnnfix.analysis.torch.api import DATA_PARALLEL, MODULE_METHODS, module_mode
 from rnnfix.analysis.torch.models import ModelInfo, mode_receiver
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.modes.modeflow import ModeFlow
+    from rnnfix.analysis.modes.flowview import FlowView
     from rnnfix.analysis.torch.returns import ReturnFacts
 
 
-def add_argument_models(flow: ModeFlow) -> None:
+def add_argument_models(flow: FlowView) -> None:
     """An argument that a function of another file of the run calls or
     switches the mode of is a model here too (as ``_propagate`` does for
     this file's functions)."""
@@ -40,7 +40,7 @@ def add_argument_models(flow: ModeFlow) -> None:
                 flow.models[mine] = ModelInfo(mine, None, None, None, "argument")
 
 
-def add_parameter_models(flow: ModeFlow) -> None:
+def add_parameter_models(flow: FlowView) -> None:
     """For the project index's summaries: a parameter (or ``self.<attr>``)
     that a function calls or switches is a model, since a caller in another
     file may pass one (whether its argument is a model is the caller's to
@@ -76,7 +76,7 @@ def add_parameter_models(flow: ModeFlow) -> None:
                 flow.models[key] = ModelInfo(key, None, None, None, "argument")
 
 
-def switched_receivers(flow: ModeFlow) -> frozenset[str]:
+def switched_receivers(flow: FlowView) -> frozenset[str]:
     """Receivers of the file's mode calls, models or not."""
     found: set[str] = set()
     for node in walk_tree(flow.tree):
@@ -91,7 +91,7 @@ def switched_receivers(flow: ModeFlow) -> frozenset[str]:
 class WrapperPaths:
     """Which paths of one file hold a data-parallel wrapper, each proved once."""
 
-    def __init__(self, flow: ModeFlow) -> None:
+    def __init__(self, flow: FlowView) -> None:
         self.flow = flow
         # Paths assigned a data-parallel wrapper, asked only for ``W.module``
         # receivers (``mode_target``): most files have none.

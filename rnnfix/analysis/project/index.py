@@ -62,7 +62,7 @@ from rnnfix.analysis.project.summaries import (
     ReturnSummary,
 )
 from rnnfix.analysis.project.texts import DEFINED_NAME, IMPORT_LINE, LOAD_CODE, MAX_REEXPORTS
-from rnnfix.analysis.project.view import ProjectView
+from rnnfix.analysis.project.view import Index, ProjectView
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
@@ -257,7 +257,7 @@ def _read(path: Path) -> bytes | None:
 
 
 def called_elsewhere(
-    project: ProjectIndex | None, path: str, name: str, consulted: set[str] | None = None
+    project: Index | None, path: str, name: str, consulted: set[str] | None = None
 ) -> bool:
     """Whether a file of the run other than ``path`` calls a function named
     ``name`` (``ModuleSummary.called``). A file whose text cannot put ``name``

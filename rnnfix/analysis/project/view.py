@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Collection, Iterator, Mapping
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from rnnfix.analysis.project.bindings import Binding, import_bindings, statements
 from rnnfix.analysis.project.summaries import (
@@ -16,6 +16,7 @@ from rnnfix.analysis.project.summaries import (
     ExternalCall,
     FunctionSummary,
     ModuleSummary,
+    ReturnSummary,
     has_function,
 )
 from rnnfix.analysis.project.texts import (
@@ -36,12 +37,50 @@ from rnnfix.analysis.syntax.scopes import bind_arguments
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modes.objectuse import Order
-    from rnnfix.analysis.project.index import ProjectIndex
     from rnnfix.analysis.torch.returns import Returns
     from rnnfix.analysis.torch.rnns import RnnSpec
 
 # What a module summary records per module-level name (``ProjectView._module_fact``).
 _Fact = TypeVar("_Fact")
+
+
+class Index(Protocol):
+    """The project index as its views and the file contexts see it
+    (``rnnfix.analysis.project.index.ProjectIndex``). A protocol here, not the
+    index's type: the index summarises files by running their analyses, and
+    those ask the view, so naming the index would close a circle."""
+
+    @property
+    def files(self) -> Mapping[str, ModuleSummary | None]: ...
+
+    def view(self, path: str, tree: ast.Module, source: str | None = None) -> ProjectView: ...
+
+    def member(
+        self, file: str, names: tuple[str, ...], consulted: set[str], depth: int = 0
+    ) -> FunctionSummary | ClassSummary | None: ...
+
+    def returns_of(self, file: str) -> ReturnSummary | None: ...
+
+    def resolve(
+        self, importer: str, level: int, parts: tuple[str, ...]
+    ) -> tuple[str, tuple[str, ...]] | None: ...
+
+    def method_order(self, file: str, class_name: str) -> tuple[Order, frozenset[str]]: ...
+
+    def may_load_from(self, file: str, name: str, consulted: set[str], depth: int = 0) -> bool: ...
+
+    def may_member(
+        self, file: str, names: tuple[str, ...], consulted: set[str], depth: int = 0
+    ) -> bool: ...
+
+    def may_hold(
+        self,
+        file: str,
+        names: tuple[str, ...],
+        text: re.Pattern[bytes],
+        consulted: set[str],
+        depth: int = 0,
+    ) -> bool: ...
 
 
 class ProjectView:
@@ -53,7 +92,7 @@ class ProjectView:
 
     def __init__(
         self,
-        index: ProjectIndex,
+        index: Index,
         path: str,
         tree: ast.Module,
         bindings: dict[str, Binding] | None = None,

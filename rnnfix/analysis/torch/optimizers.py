@@ -13,7 +13,7 @@ module. Owners are written as the flow tracks them (must-aliases resolved:
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from rnnfix.analysis.syntax.aliases import canonical
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
@@ -22,7 +22,9 @@ from rnnfix.analysis.syntax.walks import walk_subtree
 from rnnfix.analysis.torch.passthrough import passed_back
 
 if TYPE_CHECKING:
-    from rnnfix.analysis.modes.modeflow import ModeFlow
+    from rnnfix.analysis.syntax.imports import ImportMap
+    from rnnfix.analysis.syntax.scopes import FileIndex
+    from rnnfix.analysis.torch.models import ModelInfo
 
 # Calls that take parameters but build no optimizer (counting, clipping, copying).
 _NOT_OPTIMIZERS = frozenset(
@@ -41,8 +43,27 @@ _BINDERS = (
 )  # fmt: skip
 
 
+class FlowNames(Protocol):
+    """What ``Optimizers`` reads of the mode flow (``modes.modeflow.ModeFlow``,
+    which builds it): the file, and the paths the flow tracks models under."""
+
+    @property
+    def imports(self) -> ImportMap: ...
+
+    @property
+    def index(self) -> FileIndex: ...
+
+    def aliases(
+        self, scope: FuncNode | None, params: bool = False
+    ) -> dict[str, tuple[str, ast.stmt]]: ...
+
+    def canonical(self, key: str, scope: FuncNode | None) -> str: ...
+
+    def model_info(self, key: str) -> ModelInfo | None: ...
+
+
 class Optimizers:
-    def __init__(self, flow: ModeFlow) -> None:
+    def __init__(self, flow: FlowNames) -> None:
         self.flow = flow
         self.class_optimizers: dict[str, set[str]] = {}  # module class -> optimizer attrs
         # Every binding of a path: the models it updates when it is built
