@@ -10,22 +10,19 @@ each file's before and after from git (``HEAD`` and the working tree)."""
 
 from __future__ import annotations
 
-import base64
 import os
 import re
 import sys
-from typing import Any
 
+from rnnfix.ci import pushing
 from rnnfix.ci import workspace as ws
-from rnnfix.ci.findings import keep, workflow_commands
+from rnnfix.ci.annotating import write_annotations
+from rnnfix.ci.findings import keep, place
 from rnnfix.ci.github import ApiError, Pace
 from rnnfix.ci.suggesting import suggest_mode
 from rnnfix.ci.workspace import BotError, Inputs
 
 __all__ = ["BotError", "Inputs", "main"]
-
-BOT_NAME = "github-actions[bot]"
-BOT_EMAIL = "41898282+github-actions[bot]@users.noreply.github.com"
 
 
 def main(env: dict[str, str] | None = None, pace: Pace | None = None) -> int:
@@ -46,69 +43,76 @@ def main(env: dict[str, str] | None = None, pace: Pace | None = None) -> int:
 def check(inputs: Inputs) -> int:
     """Annotations on stdout (the runner turns them into PR annotations) and a
     SARIF file for code scanning, from one rnnfix run; fails when findings
-    remain on the lines ``filter-mode`` keeps."""
+    remain on the lines ``filter-mode`` keeps (unless ``fail-on-findings``
+    is false)."""
     report, sarif = ws.sarif_report(inputs)
     ws.write_private(inputs.workspace / inputs.sarif_file, sarif)
-    shown = keep(report.findings, inputs.filter_mode, ws.filter_sets(inputs))
-    sys.stdout.write(workflow_commands(report, shown))
+    diff = ws.filter_sets(inputs)
+    shown = place(keep(report.findings, inputs.filter_mode, diff), diff)
+    write_annotations(inputs, report, shown)
     ws.say_filtered(inputs, len(report.findings) - len(shown))
-    return 1 if shown else 0
+    return 1 if shown and inputs.fails_on_findings("check") else 0
 
 
 def commit(inputs: Inputs) -> int:
+    """The safe fixes as one commit pushed to the pull request's branch (a
+    fork's too when it allows edits by maintainers); where it cannot be
+    pushed, ``suggest`` instead. Findings without a safe fix left fail the
+    step (``fail-on-findings``)."""
     pr = ws.need_pull(inputs)
-    if ws.is_fork(pr):
-        print("rnnfix: pull request from a fork (the token cannot push to it): suggesting instead")
+    to = pushing.target(inputs, pr)
+    if isinstance(to, str):
+        print(f"rnnfix: {to}")
         return suggest_mode(inputs)
     (code, out, err), names = ws.apply_fixes(inputs)
     sys.stdout.write(out)
     if code != 2:  # exit 2 already wrote its stderr
         sys.stderr.write(err)
+    if code == 1 and not inputs.fails_on_findings("commit"):
+        code = 0  # findings without a safe fix left; a file rnnfix could not read still fails
     if not names:
         print("rnnfix: nothing to fix")
         return code
     applied = re.search(r"(\d+) fix(?:es)? applied", err or "")
     count = applied.group(1) if applied else "the"
     message = (
-        f"Fix PyTorch train/eval mode bugs (rnnfix)\n\n"
+        f"{pushing.SUBJECT}\n\n"
         f"Applied {count} safe fix(es) with `rnnfix apply` in:\n"
         + "".join(f"- {n}\n" for n in names)
     )
+    head = str(pr["head"]["sha"])
     ws.git_out(inputs, "add", "--", *names)
     ws.git_out(
         inputs,
         "-c",
-        f"user.name={BOT_NAME}",
+        f"user.name={pushing.BOT_NAME}",
         "-c",
-        f"user.email={BOT_EMAIL}",
+        f"user.email={pushing.BOT_EMAIL}",
         "commit",
         "--no-verify",
         "-q",
         "-m",
         message,
     )
-    ref = str(pr["head"]["ref"])
-    _push(inputs, pr, ref)
-    print(f"rnnfix: pushed a commit fixing {len(names)} file(s) to {ref}")
+    try:
+        skipped = pushing.push(inputs, to, head)
+    except BotError as exc:
+        if not to.fork:
+            raise
+        # a fork's branch refuses the workflow's own token (it is the base
+        # repository's): undo the commit and suggest the fixes instead
+        ws.git_out(inputs, "reset", "-q", "--soft", head)
+        ws.git_out(inputs, "checkout", "-q", head, "--", *names)
+        ws.annotate(
+            inputs,
+            "warning",
+            f"cannot push to the fork's branch {to.name} ({exc}): suggesting instead; pushing "
+            "to a fork needs a maintainer's token (a personal access token or a GitHub App "
+            "token), not the workflow's GITHUB_TOKEN",
+        )
+        return suggest_mode(inputs)
+    if skipped:
+        print(skipped)
+        return code
+    print(f"rnnfix: pushed a commit fixing {len(names)} file(s) to {to.name}")
     return code
-
-
-def _push(inputs: Inputs, pr: dict[str, Any], ref: str) -> None:
-    """Push with the action's ``token``: as an HTTP header for the server's
-    URL, given to git in its environment (``GIT_CONFIG_*``), never on a
-    command line or in the output. The empty value first drops the header
-    actions/checkout left in ``.git/config``, so git sends ours only."""
-    repo = ((pr.get("head") or {}).get("repo") or {}).get("full_name") or inputs.repo
-    url = f"{inputs.server_url}/{repo}.git"
-    env: dict[str, str] = {}
-    if inputs.token:
-        basic = base64.b64encode(f"x-access-token:{inputs.token}".encode()).decode()
-        key = f"http.{inputs.server_url}/.extraheader"
-        env = {
-            "GIT_CONFIG_COUNT": "2",
-            "GIT_CONFIG_KEY_0": key,
-            "GIT_CONFIG_VALUE_0": "",
-            "GIT_CONFIG_KEY_1": key,
-            "GIT_CONFIG_VALUE_1": f"AUTHORIZATION: basic {basic}",
-        }
-    ws.git_out(inputs, "push", url, f"HEAD:refs/heads/{ref}", env=env)

@@ -10,10 +10,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 FILTER_MODES = ("added", "diff_context", "file", "nofilter")
+# reviewdog's diff_context: a pull request that only deletes a line (the loop
+# head's ``model.train()``) adds none, and ``added`` would pass it; the
+# finding's fix goes on a line of the deleted line's hunk.
+DEFAULT_FILTER_MODE = "diff_context"
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,9 @@ class Finding:
     fix_lines: tuple[tuple[int, int], ...] = ()
     end_line: int | None = None
     end_col: int | None = None
+    # the line its annotation goes on when its own line is outside the pull
+    # request's diff and its fix's line is inside it (``place``)
+    at: int | None = None
 
     def touches(self, start: int, end: int) -> bool:
         """Whether its fix changes lines ``start..end`` (1-based, inclusive)
@@ -38,7 +45,11 @@ class Finding:
 
     def lines(self) -> set[int]:
         """Its line and the lines its fix changes (1-based)."""
-        out = {self.line}
+        return {self.line} | self.fixed_lines()
+
+    def fixed_lines(self) -> set[int]:
+        """The lines its fix changes, or the line an insertion precedes (1-based)."""
+        out: set[int] = set()
         for i1, i2 in self.fix_lines:
             out.update(range(i1 + 1, max(i2, i1 + 1) + 1))
         return out
@@ -140,6 +151,24 @@ def passes(path: str, lines: set[int], mode: str, diff: Diff | None) -> bool:
     return bool(lines & (added if mode == "added" else hunks))
 
 
+def place(findings: Iterable[Finding], diff: Diff | None) -> list[Finding]:
+    """Each finding whose own line is outside its file's hunks while a line
+    its fix changes is inside one moved there, to the hunk line nearest its
+    own (``at``): a pull request that deletes ``model.train()`` makes RNF001
+    report the training step below, and GitHub shows an annotation on the
+    diff only. The SARIF file keeps every finding where it is."""
+    out = []
+    for f in findings:
+        sets = diff.get(f.path) if diff is not None else None
+        if sets is None or f.line in sets[1]:
+            out.append(f)
+            continue
+        inside = f.fixed_lines() & sets[1]
+        at = min(inside, key=lambda n: (abs(n - f.line), n)) if inside else None
+        out.append(replace(f, at=at))
+    return out
+
+
 def _escape(text: str, prop: bool = False) -> str:
     text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
     if prop:
@@ -150,28 +179,74 @@ def _escape(text: str, prop: bool = False) -> str:
 _CELL = re.compile(r"^(cell \d+:\d+:\d+): (.*)$", re.S)
 
 
-def workflow_commands(report: Report, findings: Iterable[Finding]) -> str:
-    """GitHub workflow commands, as ``--output-format github`` writes them."""
+@dataclass(frozen=True)
+class Annotation:
+    level: str  # error, warning or notice
+    command: str  # the workflow command
+    text: str  # what it says, as a log line
+
+    @property
+    def plain(self) -> str:
+        """A log line the runner never reads as a command: a line that starts
+        with ``::`` is one, and a path or a message may hold a newline."""
+        return "rnnfix: " + self.text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def to_annotations(report: Report, findings: Iterable[Finding]) -> list[Annotation]:
+    """The findings', then the failures', workflow commands, as
+    ``--output-format github`` writes them."""
     out = []
     for f in findings:
         level = "warning" if f.fixable else "error"
-        place = f"line={f.line},endLine={f.end_line or f.line}"
-        if f.col is not None:
-            place += f",col={f.col}"
+        line = f.at or f.line
+        place_ = f"line={line},endLine={line if f.at else f.end_line or f.line}"
+        if f.col is not None and not f.at:
+            place_ += f",col={f.col}"
             if f.end_col is not None:
-                place += f",endColumn={f.end_col}"
+                place_ += f",endColumn={f.end_col}"
         cell = _CELL.match(f.message)  # a notebook's: the cell's position leads the message
         where, text = (
             (f"{f.path}:{cell.group(1)}", cell.group(2))
             if cell
             else (f"{f.path}:{f.line}:{f.col or 1}", f.message)
         )
+        if f.at:
+            text += f" (shown on line {f.at}, where its fix goes in this pull request's diff)"
         out.append(
-            f"::{level} title={_escape(f'rnnfix ({f.code})', True)},"
-            f"file={_escape(f.path, True)},{place}::{_escape(f'{where}: {f.code} {text}')}"
+            Annotation(
+                level,
+                f"::{level} title={_escape(f'rnnfix ({f.code})', True)},"
+                f"file={_escape(f.path, True)},{place_}::{_escape(f'{where}: {f.code} {text}')}",
+                f"{where}: {f.code} {text}",
+            )
         )
     for path, reason, level in report.failures:
         at = f" file={_escape(path, True)}" if path else ""
         level = level if level in ("error", "warning", "notice") else "error"
-        out.append(f"::{level}{at}::{_escape(f'{path}: {reason}' if path else reason)}")
-    return "".join(line + "\n" for line in out)
+        text = f"{path}: {reason}" if path else reason
+        out.append(Annotation(level, f"::{level}{at}::{_escape(text)}", text))
+    return out
+
+
+def workflow_commands(report: Report, findings: Iterable[Finding]) -> str:
+    """GitHub workflow commands, as ``--output-format github`` writes them."""
+    return "".join(a.command + "\n" for a in to_annotations(report, findings))
+
+
+def capped_commands(
+    items: list[Annotation], per_level: int, reserved: Mapping[str, int] | None = None
+) -> tuple[str, int]:
+    """``items`` as workflow commands up to ``per_level`` of each level (GitHub
+    drops the rest of a step's without a word; ``reserved``: those of a level
+    the bot writes itself), the others as plain log lines. (text, how many
+    were not annotations)."""
+    used = dict(reserved or {})
+    out, cut = [], 0
+    for a in items:
+        if used.get(a.level, 0) < per_level:
+            used[a.level] = used.get(a.level, 0) + 1
+            out.append(a.command)
+        else:
+            cut += 1
+            out.append(a.plain)
+    return "".join(line + "\n" for line in out), cut

@@ -1,8 +1,11 @@
 """What one review, comment or job summary may carry, and how text is cut to
 fit without leaving a patch that does not apply.
 
-GitHub documents 65,536 characters for a review's or a comment's body and
-1 MiB for a step's job summary. It documents no cap on the comments of one
+GitHub documents 65,536 characters for a review's or a comment's body,
+1 MiB for a step's job summary, and, for annotations from workflow commands
+(actions/toolkit's docs/problem-matchers.md), 10 error, 10 warning and 10
+notice annotations a step and 50 a job: the rest are dropped without a word,
+so the bot writes that many and says how many it cut. It documents no cap on the comments of one
 review, but large reviews fail or time out, and a pull request with hundreds
 of suggestion blocks is unreadable: the bot shows at most ``MAX_COMMENTS``
 suggestions inline and puts the other fixes into one patch."""
@@ -10,10 +13,13 @@ suggestions inline and puts the other fixes into one patch."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 MAX_BODY = 65_536  # characters, a review's or a comment's body
 MAX_COMMENTS = 50  # inline suggestions the bot keeps on a pull request at once
 MAX_SUMMARY = 1_024 * 1_024  # bytes, $GITHUB_STEP_SUMMARY of one step
+ANNOTATIONS_PER_LEVEL = 10  # error, warning and notice annotations each, of one step
+ANNOTATIONS_PER_JOB = 50  # of all the job's steps together
 
 _HUNK_START = re.compile(r"^@@ ", re.MULTILINE)
 
@@ -54,19 +60,25 @@ def _split(patch: str) -> tuple[str, list[str]]:
     return patch[: starts[0]], [patch[s:e] for s, e in zip(starts, ends, strict=True)]
 
 
-def cut_lines(lines: list[str], room: int, more: str) -> str:
-    """``lines`` joined by newlines, as many as fit in ``room`` characters;
-    when some do not, ``more`` formatted with how many were left out."""
+def utf8_size(text: str) -> int:
+    """Bytes ``text`` takes in a UTF-8 file (the job summary's limit is in bytes)."""
+    return len(text.encode("utf-8", "replace"))
+
+
+def cut_lines(lines: list[str], room: int, more: str, size: Callable[[str], int] = len) -> str:
+    """``lines`` joined by newlines, as many as fit in ``room`` (characters,
+    or what ``size`` measures); when some do not, ``more`` formatted with how
+    many were left out."""
     text = "\n".join(lines)
-    if len(text) <= room:
+    if size(text) <= room:
         return text
-    reserve = len(more) + 12
+    reserve = size(more) + 12
     out: list[str] = []
     used = 0
     for line in lines:
-        if used + len(line) + 1 + reserve > room:
+        if used + size(line) + 1 + reserve > room:
             break
         out.append(line)
-        used += len(line) + 1
+        used += size(line) + 1
     out.append(more.format(len(lines) - len(out)))
     return "\n".join(out)

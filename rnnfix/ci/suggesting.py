@@ -10,7 +10,8 @@ from typing import Any
 
 from rnnfix.ci import limits, review, suggest
 from rnnfix.ci import workspace as ws
-from rnnfix.ci.findings import Diff, Finding, Report, keep, passes, workflow_commands
+from rnnfix.ci.annotating import write_annotations
+from rnnfix.ci.findings import Diff, Finding, Report, keep, passes, place
 from rnnfix.ci.github import ApiError, GitHub, read_only
 from rnnfix.ci.prdiff import added_lines, commentable_lines, pr_files
 from rnnfix.ci.workspace import Inputs
@@ -86,7 +87,8 @@ def _fixes(
             if ok:
                 kept.append(c)
                 causes[id(c)] = behind
-    return Fixes(texts, kept, causes, shown, len(report.findings) - len(shown))
+    hidden = len(report.findings) - len(shown)
+    return Fixes(texts, kept, causes, place(shown, diff), hidden)
 
 
 def _caused(f: Finding, c: suggest.Change) -> bool:
@@ -125,7 +127,7 @@ def suggest_mode(inputs: Inputs) -> int:
         if not fixes.changes and not fixes.shown:
             print("rnnfix: nothing to fix")
             return 0
-        return _fallback(inputs, fixes, FORK_REASON, fails=False)
+        return _fallback(inputs, fixes, FORK_REASON, fails=False) or _left(inputs, fixes)
     existing = gh.paginate(f"/pulls/{number}/comments")
     earlier = review.earlier_reviews(gh, number)
     todo = review.plan(existing, wanted, limits.MAX_COMMENTS)
@@ -134,13 +136,13 @@ def suggest_mode(inputs: Inputs) -> int:
     if not fixes.changes:  # findings without a fix: nothing to suggest (check reports them)
         if not earlier:
             print("rnnfix: nothing to fix; no review posted")
-            return 0
+            return _left(inputs, fixes)
         body = f"rnnfix: nothing left to fix as of {head[:12]}."
     else:
         body = _body(inputs, fixes, len(wanted) - len(todo.overflow), elsewhere)
     if review.up_to_date(todo, earlier, body):
         print("rnnfix: the review is up to date")
-        return 0
+        return _left(inputs, fixes)
     try:
         done = review.carry_out(gh, number, head, todo, earlier, body, post_empty=True)
     except ApiError as exc:
@@ -154,8 +156,17 @@ def suggest_mode(inputs: Inputs) -> int:
                 "lack `pull-requests: write`, or the organisation's default token is read-only"
             )
         )
-        return _fallback(inputs, fixes, reason, fails=not ws.is_fork(pr))
+        return _fallback(inputs, fixes, reason, fails=not ws.is_fork(pr)) or _left(inputs, fixes)
     print(f"rnnfix: {done}")
+    return _left(inputs, fixes)
+
+
+def _left(inputs: Inputs, fixes: Fixes) -> int:
+    """``fail-on-findings``: the findings ``filter-mode`` shows fail the step
+    once the review (or the fallback) is written; off by default here."""
+    if fixes.shown and inputs.fails_on_findings("suggest"):
+        print(f"rnnfix: {len(fixes.shown)} finding(s) left and fail-on-findings is on")
+        return 1
     return 0
 
 
@@ -232,25 +243,32 @@ def _body(inputs: Inputs, fixes: Fixes, inline: int, elsewhere: list[suggest.Cha
     return text
 
 
-def _summary_patch(title: str, fixes: Fixes, changes: list[suggest.Change]) -> str:
-    """A job-summary section holding the patch of ``changes``, under its 1 MiB."""
-    patch, left = fixes.patch(changes, limits.MAX_SUMMARY // 4 - 4096)  # bytes: up to 4 a character
+def _summary_patch(
+    title: str, fixes: Fixes, changes: list[suggest.Change], room: int | None = None
+) -> str:
+    """A job-summary section holding the patch of ``changes``, in ``room``
+    bytes (default: the summary's 1 MiB)."""
+    room = limits.MAX_SUMMARY if room is None else room
+    patch, left = fixes.patch(changes, room // 4 - 4096)  # bytes: up to 4 a character
     note = f"\n\n({left} more fix(es): run `rnnfix apply --diff`)" if left else ""
     return f"### {title}\n\n```diff\n{patch}```{note}\n"
 
 
 def _fallback(inputs: Inputs, fixes: Fixes, reason: str, fails: bool) -> int:
     """No review can be written: the findings as annotations, the fixes as
-    one patch in the job summary, and why, truthfully."""
-    sys.stdout.write(workflow_commands(Report(), fixes.shown))
+    one patch in the job summary, and why, truthfully. The list of findings
+    takes a quarter of the summary, the patch the rest."""
+    level = "error" if fails else "warning"
+    list_room = limits.MAX_SUMMARY // 4
+    write_annotations(inputs, Report(), fixes.shown, {level: 1}, list_room)
     where = ""
     if fixes.changes:
         title = "rnnfix: fixes for this pull request (apply with `git apply`)"
-        section = _summary_patch(title, fixes, fixes.changes)
+        section = _summary_patch(title, fixes, fixes.changes, limits.MAX_SUMMARY - list_room)
         if ws.add_summary(inputs, f"{reason[0].upper()}{reason[1:]}.\n\n{section}"):
             where = "; the fixes are one patch in the job summary"
-    level = "error" if fails else "warning"
-    what = f"cannot post a review: {reason}; the findings are annotations{where}"
-    print(f"::{level} title=rnnfix::{what}")
+    ws.annotate(
+        inputs, level, f"cannot post a review: {reason}; the findings are annotations{where}"
+    )
     print(f"rnnfix: cannot post a review: {reason}", file=sys.stderr)
     return 1 if fails else 0

@@ -16,7 +16,7 @@ from typing import Any
 
 from rnnfix.ci import run
 from rnnfix.ci.api import Pace
-from rnnfix.ci.findings import FILTER_MODES, Diff, Report, parse_sarif
+from rnnfix.ci.findings import DEFAULT_FILTER_MODE, FILTER_MODES, Diff, Report, parse_sarif
 from rnnfix.ci.prdiff import added_lines, commentable_lines, split_git_diff
 
 
@@ -34,14 +34,26 @@ class Inputs:
     token: str
     repo: str
     api_url: str
-    filter_mode: str = "added"
+    filter_mode: str = DEFAULT_FILTER_MODE
+    # findings left fail the step: None (auto) in check mode, and in commit
+    # mode when some have no safe fix; never in suggest mode
+    fail_on_findings: bool | None = None
     server_url: str = "https://github.com"
     event_name: str = ""
     summary_path: str = ""
     event: dict[str, Any] = field(default_factory=dict)
     workspace: Path = Path()
     failed: bool = False  # rnnfix reported a file it could not check (exit 2)
+    annotated: dict[str, int] = field(default_factory=dict)  # the bot's own, by level
     pace: Pace | None = None
+
+    def fails_on_findings(self, mode: str) -> bool:
+        """Whether findings left fail the step in ``mode`` (``auto``: check's
+        do, suggest's do not, also where commit suggests instead; commit's
+        follow rnnfix's exit)."""
+        if self.fail_on_findings is not None:
+            return self.fail_on_findings
+        return mode != "suggest"
 
     @property
     def pull(self) -> dict[str, Any] | None:
@@ -62,9 +74,12 @@ def read_inputs(env: dict[str, str]) -> Inputs:
     changed = env.get("RNNFIX_CHANGED_ONLY", "auto").strip().lower()
     if changed not in ("auto", "", "true", "false"):
         raise BotError(f"changed-only must be true, false or auto, not {changed!r}")
-    filter_mode = env.get("RNNFIX_FILTER_MODE", "added").strip() or "added"
+    filter_mode = env.get("RNNFIX_FILTER_MODE", "").strip() or DEFAULT_FILTER_MODE
     if filter_mode not in FILTER_MODES:
         raise BotError(f"filter-mode must be one of {', '.join(FILTER_MODES)}, not {filter_mode!r}")
+    fail = env.get("RNNFIX_FAIL_ON_FINDINGS", "auto").strip().lower()
+    if fail not in ("auto", "", "true", "false"):
+        raise BotError(f"fail-on-findings must be true, false or auto, not {fail!r}")
     return Inputs(
         mode=mode,
         paths=shlex.split(env.get("RNNFIX_PATHS", ".")) or ["."],
@@ -75,6 +90,7 @@ def read_inputs(env: dict[str, str]) -> Inputs:
         repo=env.get("GITHUB_REPOSITORY", ""),
         api_url=env.get("GITHUB_API_URL", "https://api.github.com"),
         filter_mode=filter_mode,
+        fail_on_findings=None if fail in ("auto", "") else fail == "true",
         server_url=(env.get("GITHUB_SERVER_URL") or "https://github.com").rstrip("/"),
         event_name=env.get("GITHUB_EVENT_NAME", ""),
         summary_path=env.get("GITHUB_STEP_SUMMARY", ""),
@@ -88,11 +104,27 @@ def git_out(
 ) -> str:
     done = run.git(inputs.workspace, args, env)
     if check and done.returncode != 0:
-        reason = (done.stderr.strip().splitlines() or ["no reason given"])[-1]
-        if inputs.token:
-            reason = reason.replace(inputs.token, "***")
-        raise BotError(f"git {args[0]} failed: {reason}")
+        raise BotError(f"git {args[0]} failed: {git_reason(inputs, done.stderr)}")
     return done.stdout
+
+
+def git_reason(inputs: Inputs, stderr: str) -> str:
+    """The line of git's error output that says why, never a ``hint:``: a
+    refused push's ``! [rejected] HEAD -> b (fetch first)`` line (with what
+    the server said, ``remote: ...``), else the first ``fatal:`` line (git
+    follows it with advice over several lines), else the last line; the
+    token masked."""
+    lines = [x.strip() for x in stderr.splitlines() if x.strip() and not x.startswith("hint:")]
+    if not lines:
+        return "no reason given"
+    reason = next(
+        (x for x in lines if "[rejected]" in x or "[remote rejected]" in x),
+        next((x for x in lines if x.startswith("fatal:")), lines[-1]),
+    )
+    said = [x for x in lines if x.startswith("remote:") and x != "remote:"]
+    if said and said[-1] != reason:
+        reason += f" ({said[-1]})"
+    return reason.replace(inputs.token, "***") if inputs.token else reason
 
 
 def run_rnnfix(inputs: Inputs, *extra: str) -> tuple[int, str, str]:
@@ -189,9 +221,15 @@ def filter_sets(inputs: Inputs) -> Diff | None:
         )
     except BotError as exc:
         # Showing every finding beats failing a check that used to pass.
-        print(f"::warning title=rnnfix::filter-mode {inputs.filter_mode} is off: {exc}")
+        annotate(inputs, "warning", f"filter-mode {inputs.filter_mode} is off: {exc}")
         return None
     return {p: (added_lines(t), set(commentable_lines(t))) for p, t in split_git_diff(text).items()}
+
+
+def annotate(inputs: Inputs, level: str, text: str) -> None:
+    """One annotation of the bot's own (counted: GitHub shows 10 a level a step)."""
+    inputs.annotated[level] = inputs.annotated.get(level, 0) + 1
+    print(f"::{level} title=rnnfix::{' '.join(text.split())}")
 
 
 def write_private(path: Path, text: str) -> None:

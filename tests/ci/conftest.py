@@ -348,3 +348,51 @@ def set_fork(pr: PullRequest) -> None:
     event = json.loads(pr.event_path.read_text())
     event["pull_request"]["head"]["repo"] = {"full_name": "someone/r"}
     pr.event_path.write_text(json.dumps(event))
+
+
+# GitHub's documented limits on annotations from workflow commands (actions/
+# toolkit, docs/problem-matchers.md): 10 of each level per step, 50 per job
+ANNOTATIONS_PER_LEVEL = 10
+ANNOTATIONS_PER_JOB = 50
+MAX_SUMMARY_BYTES = 1_024 * 1_024  # $GITHUB_STEP_SUMMARY of one step
+
+
+def annotations_shown(log: str) -> list[str]:
+    """The workflow-command annotations of one step's log that GitHub
+    turns into annotations: the first 10 of each level, the rest dropped
+    without a word."""
+    seen: dict[str, int] = {}
+    shown = []
+    for line in log.splitlines():
+        match = re.match(r"::(error|warning|notice)[ :]", line)
+        if not match:
+            continue
+        seen[match.group(1)] = seen.get(match.group(1), 0) + 1
+        if seen[match.group(1)] <= ANNOTATIONS_PER_LEVEL and len(shown) < ANNOTATIONS_PER_JOB:
+            shown.append(line)
+    return shown
+
+
+def step_summary(pr: PullRequest) -> str:
+    """The job summary as GitHub takes it: over 1 MiB, the step's summary
+    upload fails."""
+    data = pr.summary.read_bytes()
+    assert len(data) <= MAX_SUMMARY_BYTES, f"job summary of {len(data)} bytes"
+    return data.decode("utf-8")
+
+
+def add_fork(pr: PullRequest, maintainer_can_modify: bool = True) -> Path:
+    """The pull request's head in a fork, ``someone/r`` on the same server,
+    as ``pull_request_target`` sees it; the fork's bare repository."""
+    fork = pr.remote.parents[1] / "someone" / "r.git"
+    fork.parent.mkdir(parents=True, exist_ok=True)
+    git(pr.repo, "init", "-q", "--bare", str(fork))
+    git(pr.repo, "push", "-q", str(fork), f"{pr.head}:refs/heads/feature")
+    event = json.loads(pr.event_path.read_text())
+    event["pull_request"]["head"]["repo"] = {
+        "full_name": "someone/r",
+        "clone_url": f"{pr.server_url}/someone/r.git",
+    }
+    event["pull_request"]["maintainer_can_modify"] = maintainer_can_modify
+    pr.event_path.write_text(json.dumps(event))
+    return fork

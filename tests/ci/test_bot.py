@@ -34,7 +34,7 @@ def test_check_clean_and_all_files(
 ) -> None:
     pr = make_pr(tmp_path, {"old.py": ONE_LINE}, {"ok.py": CLEAN})
     assert api.run(pr.env(api, "check")) == 0
-    # every file, but filter-mode added shows only what the pull request adds
+    # every file, but filter-mode diff_context (the default) shows only the pull request's hunks
     assert api.run(pr.env(api, "check", RNNFIX_CHANGED_ONLY="false")) == 0
     assert "1 finding(s) not shown" in capfd.readouterr().out
     env = pr.env(api, "check", RNNFIX_CHANGED_ONLY="false", RNNFIX_FILTER_MODE="nofilter")
@@ -66,7 +66,7 @@ def test_suggest_single_and_multi_line(tmp_path: Path, api: FakeGitHub) -> None:
 def test_fix_outside_the_diff_goes_into_the_body(tmp_path: Path, api: FakeGitHub) -> None:
     pr = make_pr(tmp_path, {"far.py": FAR}, {"far.py": FAR + "y = 1\n"})
     api.files = pr.patches()
-    # filter-mode added (the default): the bug is on a line the PR did not add
+    # filter-mode diff_context (the default): the bug is far from the PR's hunk
     assert api.run(pr.env(api, "suggest")) == 0
     assert api.sent("POST") == []
     assert api.run(pr.env(api, "suggest", RNNFIX_FILTER_MODE="file")) == 0

@@ -150,7 +150,9 @@ def test_a_failed_push_does_not_print_the_token(
     env = pr.env(api, "commit", GITHUB_TOKEN="ghp_s3cret", GITHUB_SERVER_URL="file:///nowhere")
     assert api.run(env) == 1
     out = capfd.readouterr()
-    assert "git push failed" in out.err and "ghp_s3cret" not in out.out + out.err
+    # the bot reads the branch before it pushes: the fetch is what fails
+    assert "git fetch of feature (before the push) failed: fatal: " in out.err
+    assert "ghp_s3cret" not in out.out + out.err
 
 
 # -- 26.5: check mode runs rnnfix once; filter-mode ----------------------------
@@ -218,14 +220,14 @@ def test_filter_mode_on_annotations(
 def test_filter_mode_on_suggestions(tmp_path: Path, api: FakeGitHub) -> None:
     pr = make_pr(tmp_path, {"f.py": BASE}, {"f.py": HEAD})
     api.files = pr.patches()
-    assert api.run(pr.env(api, "suggest")) == 0
+    assert api.run(pr.env(api, "suggest", RNNFIX_FILTER_MODE="added")) == 0
     (review,) = api.sent("POST", "/pulls/7/reviews")
     assert [c["line"] for c in review["comments"]] == [7]
     assert "-model.module.train()" not in review["body"]  # the old bugs stay out
     api.reviews.clear()
     api.review_comments.clear()
     api.requests.clear()
-    assert api.run(pr.env(api, "suggest", RNNFIX_FILTER_MODE="diff_context")) == 0
+    assert api.run(pr.env(api, "suggest")) == 0  # diff_context, the default
     (review,) = api.sent("POST", "/pulls/7/reviews")
     assert [c["line"] for c in review["comments"]] == [4, 7, 9]
 
@@ -249,7 +251,8 @@ def test_filter_mode_without_the_base_shows_everything(
     pr.event_path.write_text(json.dumps(event))
     assert api.run(pr.env(api, "check", RNNFIX_CHANGED_ONLY="false")) == 1
     out = capfd.readouterr().out
-    assert "::warning title=rnnfix::filter-mode added is off" in out and "fetch-depth: 0" in out
+    assert "::warning title=rnnfix::filter-mode diff_context is off" in out
+    assert "fetch-depth: 0" in out
     assert "file=old.py" in out
 
 
