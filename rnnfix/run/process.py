@@ -498,10 +498,16 @@ def process_file(
 
 
 def process_notebook(
-    name: str, text: str, settings: Settings, project: ProjectIndex | None = None
+    name: str,
+    text: str,
+    settings: Settings,
+    project: ProjectIndex | None = None,
+    *,
+    fix: bool = True,
 ) -> FileResult:
     """A notebook's code cells are fixed as one module (see ``rnnfix.source.notebooks``);
-    findings are reported per cell, the diff is of the notebook's JSON."""
+    findings are reported per cell, the diff is of the notebook's JSON.
+    ``fix=False``: only checked (see ``process_text``)."""
     from rnnfix.source import notebooks
 
     try:
@@ -515,7 +521,7 @@ def process_notebook(
     if nb.skipped and not nb.cell_lines:
         cell, reason = nb.skipped[0]
         return FileResult(name, Outcome.FAILED, error=f"cell {cell}: {reason}")
-    result = process_text(name, nb.python, settings, project)
+    result = process_text(name, nb.python, settings, project, fix=fix)
     result.notes = notes
     if result.error_line is not None:
         cell, line = nb.locate(result.error_line)
@@ -646,9 +652,19 @@ def _target_error(settings: Settings) -> str:
 
 
 def process_text(
-    name: str, text: str, settings: Settings, project: ProjectIndex | None = None
+    name: str,
+    text: str,
+    settings: Settings,
+    project: ProjectIndex | None = None,
+    *,
+    fix: bool = True,
 ) -> FileResult:
-    from rnnfix.run.engine import fix_source  # a run whose results are all cached never needs it
+    """``text`` fixed to a fixed point, as ``name``. ``fix=False``: only
+    checked (the rules once, no fix loop: the language server's diagnostics
+    on every edit); the result is then UNCHANGED with the findings of
+    ``text``, their fixes as the rules offer them, not tried."""
+    # A run whose results are all cached never needs the engine.
+    from rnnfix.run.engine import SourceResult, check_source, fix_source
     from rnnfix.run.filegate import may_find
 
     try:
@@ -663,7 +679,11 @@ def process_text(
         if large is not None:
             return FileResult(name, Outcome.FAILED, error=large)
         with budget.cpu_budget():
-            fixed = fix_source(text, settings, name, project)
+            if fix:
+                fixed = fix_source(text, settings, name, project)
+            else:
+                found = check_source(text, settings, name, project)
+                fixed = SourceResult(text, text, findings=found, initial=found)
     except budget.BudgetExceeded:
         return FileResult(name, Outcome.FAILED, error=budget.exceeded_reason())
     except SyntaxError as exc:
