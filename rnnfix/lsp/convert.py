@@ -35,7 +35,7 @@ def finding_range(lines: list[str], f: Item) -> types.Range:
     if finding.end_line is not None and finding.end_col is not None:
         end = position(lines, finding.end_line - 1, finding.end_col - 1)
     else:
-        end = position(lines, finding.line - 1, len(lines[finding.line - 1]) if lines else 0)
+        end = position(lines, finding.line - 1, _line_end(lines, finding.line - 1))
     return types.Range(start=start, end=end)
 
 

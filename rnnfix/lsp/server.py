@@ -51,6 +51,7 @@ from rnnfix.lsp.analysis import (
 from rnnfix.lsp.scheduler import Result, Scheduler
 from rnnfix.lsp.worker import Worker, WorkerError
 from rnnfix.report.rulelinks import rule_doc
+from rnnfix.source.lines import split_lines
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -124,7 +125,7 @@ class RnnfixServer(LanguageServer):
             Document(_path(key), self.settings(key), text=text),
             doc.version,
             None,
-            {key: text.splitlines(keepends=True)},
+            {key: split_lines(text)},
         )
 
     def _notebook_snapshot(self, key: str) -> Snapshot | None:
@@ -143,7 +144,7 @@ class RnnfixServer(LanguageServer):
             Document(_path(key), self.settings(key), cells=cells),
             notebook.version,
             uris,
-            {uri: text.splitlines(keepends=True) for uri, text in zip(uris, texts, strict=True)},
+            {uri: split_lines(text) for uri, text in zip(uris, texts, strict=True)},
         )
 
     async def analyse(self, snapshot: Snapshot) -> Analysis:

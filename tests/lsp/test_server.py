@@ -154,3 +154,25 @@ def test_code_actions_carry_no_edit_until_resolved(tmp_path: Path) -> None:
         assert calls == ["analyse", "fix_edits", "fix_all_edits"]
     finally:
         client.close()
+
+
+def test_positions_count_lines_as_python_and_columns_in_utf16(tmp_path: Path) -> None:
+    """A form feed inside a line is no line break (for Python and for LSP,
+    which break at CR and LF only), and an astral character is two UTF-16
+    code units: the diagnostic is where the client sees the code."""
+    text = (
+        "import torch.nn as nn\n"
+        "# page\x0cbreak\n"
+        "model = nn.DataParallel(nn.Linear(2, 2))\n"
+        'x = "\U0001f600"; model.module.train()\n'
+    )
+    client = InProcess()
+    uri = (tmp_path / "train.py").as_uri()
+    try:
+        client.initialize()
+        _open(client, uri, text)
+        [diag] = client.diagnostics(uri, version=1)
+        start = len('x = "\U0001f600"; ') + 1  # the emoji takes two code units
+        assert diag["range"]["start"] == {"line": 3, "character": start}
+    finally:
+        client.close()
