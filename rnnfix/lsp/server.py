@@ -450,4 +450,10 @@ def hover(ls: RnnfixServer, params: types.HoverParams) -> types.Hover | None:
 
 
 def main() -> None:
-    create_server().start_io()
+    ls = create_server()
+    try:
+        ls.start_io()
+    finally:
+        # A client that goes without ``shutdown``: the analysis under way is
+        # stopped, not waited for.
+        ls.worker.close()
