@@ -15,6 +15,9 @@ turns run by run so that machine noise hits all of them alike):
 - ``rnnfix edit1``: the same after one file changed (a comment appended to the
                     largest file with a finding, else the largest file, before each run)
 - ``rnnfix strict``: ``rnnfix apply --check --no-cache --strict --unsafe-fixes``
+- ``diff cold``:    ``rnnfix apply --diff --no-cache`` (a diff needs every fixed
+                    file's new text, which the cache never holds)
+- ``diff warm``:    ``rnnfix apply --diff`` with a primed cache
 - ``ruff``:         ``ruff check --no-cache`` with ruff's default rules (if installed)
 - ``libcst noop``:  ``python -m libcst.tool codemod noop.NOOPCommand`` (if it runs)
 
@@ -88,6 +91,7 @@ def measure(cmd: list[str], cwd: Path) -> Sample:
 def commands(tree: Path, jobs: int) -> dict[str, list[str]]:
     py = sys.executable
     rnnfix = [py, "-m", "rnnfix", "apply", "--check", "-q", "--jobs", str(jobs)]
+    diff = [py, "-m", "rnnfix", "apply", "--diff", "-q", "--jobs", str(jobs)]
     out = {
         "read": [py, "-c", _READ, str(tree)],
         "ast.parse": [py, "-c", _PARSE, str(tree)],
@@ -95,6 +99,8 @@ def commands(tree: Path, jobs: int) -> dict[str, list[str]]:
         "rnnfix warm": [*rnnfix, str(tree)],
         "rnnfix edit1": [*rnnfix, str(tree)],
         "rnnfix strict": [*rnnfix, "--no-cache", "--strict", "--unsafe-fixes", str(tree)],
+        "diff cold": [*diff, "--no-cache", str(tree)],
+        "diff warm": [*diff, str(tree)],
     }
     ruff = shutil.which("ruff")
     if ruff:
@@ -125,7 +131,7 @@ def table(tree: Path, runs: int, jobs: int, rows: list[str] | None = None) -> No
     # folder first on sys.path, and a tree's own `types.py` (torch has one)
     # would shadow the standard library.
     cwd = tree.parent
-    primer = cmds.get("rnnfix warm") or cmds.get("rnnfix edit1")
+    primer = cmds.get("rnnfix warm") or cmds.get("rnnfix edit1") or cmds.get("diff warm")
     if primer is not None:  # prime the cache
         subprocess.run(primer, cwd=cwd, capture_output=True, check=False)
     samples: dict[str, list[Sample]] = {name: [] for name in cmds}

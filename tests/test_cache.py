@@ -373,3 +373,123 @@ def test_an_edit_of_a_file_a_finding_depends_on_gives_the_cold_result(
         # Then all from the cache, but for a changed file's text (a diff).
         changed = [Path(r.path).name for r in after if r.outcome is Outcome.CHANGED]
         assert _full(again) == _full(after) and checked == (changed if texts else [])
+
+
+REPORT = """from models import Tagger
+from utils import evaluate
+
+model = Tagger(vocab=10)
+print(evaluate(model, []))
+"""
+
+
+def _with_a_fix_in_utils(project: Path) -> Path:
+    """utils.py with a fix that leaves its summary as it was (a module-level
+    RNF002), and report.py, which consults utils.py and has nothing to fix."""
+    utils = project / "utils.py"
+    utils.write_text(
+        utils.read_text()
+        + "\n\nwrapped = torch.nn.DataParallel(torch.nn.Linear(2, 2))\nwrapped.module.train()\n"
+    )
+    (project / "report.py").write_text(REPORT)
+    return utils
+
+
+def _texts_run(root: Path, cache: bool, texts: bool = True) -> list[FileResult]:
+    settings = Settings()
+    files = sorted(discover([root]))
+    rc = ResultCache(cache_root(files), settings) if cache else None
+    results = process_files(files, settings, write=False, jobs=1, cache=rc, texts=texts)
+    assert rc is None or not rc.warnings
+    return results
+
+
+def _checked_names(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    checked: list[str] = []
+    real = rnnfix.run.process.process_text
+
+    def spy(name: str, *args: Any, **kwargs: Any) -> FileResult:
+        checked.append(Path(name).name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(rnnfix.run.process, "process_text", spy)
+    return checked
+
+
+def test_a_warm_diff_fixes_again_only_the_files_with_a_fix(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 37: a warm ``--diff`` re-fixes the files with a fix (their text
+    is never cached), not every file that consulted one of them: report.py
+    consulted utils.py, whose fix (a module-level RNF002) leaves its
+    summary as it was, so report.py's cached result stands."""
+    utils = _with_a_fix_in_utils(project)
+    cold = _texts_run(project, cache=False)
+    by_name = {Path(r.path).name: r for r in cold}
+    assert by_name["utils.py"].outcome is Outcome.CHANGED
+    assert str(utils) in by_name["report.py"].consulted
+    assert by_name["report.py"].outcome is Outcome.UNCHANGED
+    _texts_run(project, cache=True)  # primes the cache
+    checked = _checked_names(monkeypatch)
+    warm = _texts_run(project, cache=True)
+    assert _full(warm) == _full(cold)
+    assert sorted(checked) == ["train.py", "utils.py"]
+
+
+@pytest.mark.parametrize("primed_by", ["check", "diff"])
+def test_a_hit_that_consulted_a_helper_whose_fix_changes_its_summary_is_settled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, primed_by: str
+) -> None:
+    """utils.py's fix (RNF003 puts ``evaluate`` in eval mode) changes its
+    summary: a cached result of a file that consulted it is checked again
+    against the fixed summary, as a run without the cache does, whatever
+    run stored it."""
+    root = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "project" / "fixed_helper_breaks_caller", root)
+    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (root / "report.py").write_text(
+        "import utils\nfrom torch import nn\n\nprint(utils.evaluate(nn.Linear(8, 2), []))\n"
+    )
+    cold = _texts_run(root, cache=False)
+    by_name = {Path(r.path).name: r for r in cold}
+    assert by_name["utils.py"].outcome is Outcome.CHANGED
+    assert str(root / "utils.py") in by_name["report.py"].consulted
+    _texts_run(root, cache=True, texts=primed_by == "diff")
+    checked = _checked_names(monkeypatch)
+    warm = _texts_run(root, cache=True)
+    assert _full(warm) == _full(cold)
+    assert "report.py" in checked
+    checked.clear()
+    assert _full(_texts_run(root, cache=True)) == _full(cold)
+
+
+def test_a_warm_run_fixes_with_as_many_workers_as_a_cold_run(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 37: the files a warm run has left to fix are the costly ones;
+    it used to pick its workers by their number (one, below the threshold),
+    where a run without the cache picks them by the run's."""
+    import rnnfix.run.pool
+
+    _with_a_fix_in_utils(project)
+    files = sorted(discover([project]))
+    settings = Settings()
+    cache = ResultCache(cache_root(files), settings)
+    process_files(files, settings, write=False, cache=cache, texts=True)
+    monkeypatch.setattr(rnnfix.run.process, "PARALLEL_THRESHOLD", len(files))
+    monkeypatch.setattr(rnnfix.run.process.os, "cpu_count", lambda: 2)
+    jobs: list[int] = []
+    real = rnnfix.run.pool.FilePool.__init__
+
+    def spy(self: Any, work: Any, settings: Settings, project: Any, n: int) -> None:
+        jobs.append(n)
+        real(self, work, settings, project, n)
+
+    monkeypatch.setattr(rnnfix.run.pool.FilePool, "__init__", spy)
+    process_files(files, settings, write=False, cache=None, texts=True)
+    assert jobs == [2]  # the threshold is the run's size: a pool
+    jobs.clear()
+    warm = process_files(files, settings, write=False, cache=cache, texts=True)
+    changed = [r for r in warm if r.outcome is Outcome.CHANGED]
+    assert len(changed) == 2 < len(files)  # fewer left than the threshold
+    assert jobs == [2]  # a worker each, not one process for both

@@ -1,6 +1,14 @@
 """What the language server says about one document, without pygls: the
-findings of a Python file or a notebook's cells, each with the text edits
-of its fix, and the edits of "fix all".
+findings of a Python file or a notebook's cells, the reason a document could
+not be checked (a syntax error, at its line and column), and, only when a
+client asks, the text edits of one finding's fix or of "fix all".
+
+Diagnostics come from checking (the rules once, ``process_text(fix=False)``):
+what the server does on every edit. Edits come from fixing, on request: one
+fix applied alone and refused as the fix loop refuses it (its result does not
+parse or reads a name nothing binds), or the whole fix loop for "fix all".
+These functions run in the analysis process (``rnnfix.lsp.worker``): their
+arguments and results are plain, picklable data.
 
 A document is checked as the file it will be saved as, against the
 ``[tool.rnnfix]`` of the nearest ``pyproject.toml`` (re-read when it
@@ -13,6 +21,7 @@ project's other files, so cross-file findings are those ``rnnfix check
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,105 +39,166 @@ class TextEdit:
     text: str
 
 
+# Edits by cell: ``None`` is the document itself (a Python file).
+CellEdits = dict[int | None, list[TextEdit]]
+
+
+@dataclass(frozen=True)
+class Document:
+    """What is analysed: a Python file's ``text``, or a notebook's ``cells``
+    ((is code, text) of each cell, in the order the client sent them)."""
+
+    path: str
+    settings: Settings
+    text: str | None = None
+    cells: tuple[tuple[bool, str], ...] | None = None
+
+
 @dataclass(frozen=True)
 class Item:
     """A finding of one document (a notebook's: of one cell, 0-based ``cell``
-    among the cells the client sent), and the edits of its fix, by cell."""
+    among the cells the client sent). ``fixable``: its fix may be offered
+    under the settings (safe, or unsafe with ``unsafe-fixes``); whether it
+    applies is known only once its edit is asked for."""
 
     finding: Finding
     cell: int | None = None
-    edits: dict[int | None, list[TextEdit]] = field(default_factory=dict)
+    fixable: bool = False
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why (part of) a document was not checked: one line, at a 0-based
+    ``line`` and ``col`` when there is one (a syntax error's)."""
+
+    message: str
+    line: int | None = None
+    col: int | None = None
+    cell: int | None = None
 
 
 @dataclass
 class Analysis:
     items: list[Item] = field(default_factory=list)
-    # "fix all": edits by cell (None: the document itself); empty: nothing to fix.
-    fix_all: dict[int | None, list[TextEdit]] = field(default_factory=dict)
-    error: str | None = None
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def fixable(self) -> bool:
+        """Whether "fix all" may change something."""
+        return any(i.fixable for i in self.items)
 
 
-def settings_for(path: str | None, cache: dict[Path, tuple[float, Settings]]) -> Settings:
-    """``[tool.rnnfix]`` of the nearest pyproject.toml; invalid ones count as none."""
-    from rnnfix.config.pyproject import ConfigError, find_pyproject, load_settings
-
-    if path is None:
-        return Settings()
-    found = find_pyproject(Path(path))
-    if found is None:
-        return Settings()
-    try:
-        mtime = found.stat().st_mtime
-    except OSError:
-        return Settings()
-    known = cache.get(found)
-    if known is not None and known[0] == mtime:
-        return known[1]
-    try:
-        settings = load_settings(found)
-    except ConfigError:
-        settings = Settings()
-    cache[found] = (mtime, settings)
-    return settings
+@dataclass
+class _Settings:
+    mtime: float
+    settings: Settings
+    error: str | None
 
 
-def analyse_python(text: str, path: str, settings: Settings) -> Analysis:
+class SettingsCache:
+    """``[tool.rnnfix]`` of each document's nearest pyproject.toml, re-read
+    when its modification time changes. A file that cannot be read counts as
+    no configuration; its error is said once per version of the file."""
+
+    def __init__(self) -> None:
+        self._known: dict[Path, _Settings] = {}
+
+    def settings_for(self, path: str | None) -> tuple[Settings, str | None]:
+        """The settings, and the configuration's error when it is new (read
+        for the first time since the file last changed), else None."""
+        from rnnfix.config.pyproject import ConfigError, find_pyproject, load_settings
+
+        if path is None:
+            return Settings(), None
+        found = find_pyproject(Path(path))
+        if found is None:
+            return Settings(), None
+        try:
+            mtime = found.stat().st_mtime
+        except OSError:
+            return Settings(), None
+        known = self._known.get(found)
+        if known is not None and known.mtime == mtime:
+            return known.settings, None
+        try:
+            entry = _Settings(mtime, load_settings(found), None)
+        except ConfigError as exc:
+            entry = _Settings(mtime, Settings(), str(exc))
+        self._known[found] = entry
+        return entry.settings, entry.error
+
+
+# --- diagnostics: checked, never fixed ---------------------------------------------
+
+
+def analyse(doc: Document) -> Analysis:
+    if doc.cells is not None:
+        return _analyse_notebook(doc.cells, doc.path, doc.settings)
+    assert doc.text is not None
+    return _analyse_python(doc.text, doc.path, doc.settings)
+
+
+def _analyse_python(text: str, path: str, settings: Settings) -> Analysis:
     from rnnfix.run.process import process_text
 
-    result = process_text(path, text, settings)
-    out = Analysis(error=_error(result))
+    result = process_text(path, text, settings, fix=False)
     if result.outcome is Outcome.FAILED:
-        return out
-    unsafe = settings.unsafe_fixes
-    for f in result.initial:
-        edits: dict[int | None, list[TextEdit]] = {}
-        if f.fix is not None and f.fix.edits and (f.fix.safe or unsafe):
-            fixed = _applied(text, f)
-            if fixed is not None:
-                edits[None] = replacements(text, fixed)
-        out.items.append(Item(f, None, edits))
-    if result.outcome is Outcome.CHANGED and result.new_text is not None:
-        out.fix_all[None] = replacements(text, result.new_text)
-    return out
+        return Analysis(problems=[_problem(result, notebook=False)])
+    return Analysis(items=[Item(f, None, _fixable(f, settings)) for f in result.initial])
 
 
-def analyse_notebook(cells: list[tuple[bool, str]], path: str, settings: Settings) -> Analysis:
-    """``cells``: (is code, text) of each cell, in order. The cells are
-    checked as the notebook file they make (``rnnfix.source.notebooks``)."""
+def _analyse_notebook(
+    cells: tuple[tuple[bool, str], ...], path: str, settings: Settings
+) -> Analysis:
+    """The cells are checked as the notebook file they make
+    (``rnnfix.source.notebooks``); a code cell that does not parse is said
+    on that cell, the others are still checked."""
     from rnnfix.run.process import process_notebook
-    from rnnfix.source.files import FileProblem
-    from rnnfix.source.notebooks import code_cells, parse, render
 
-    doc = _notebook_json(cells)
-    result = process_notebook(path, doc, settings)
-    out = Analysis(error=_error(result))
+    result = process_notebook(path, _notebook_json(cells), settings, fix=False)
+    problems = [_cell_problem(note) for note in result.notes]
     if result.outcome is Outcome.FAILED:
-        return out
-    before = dict(code_cells(doc) or [])
-    nb = parse(doc)
-    unsafe = settings.unsafe_fixes
-    for f in result.initial:
-        edits: dict[int | None, list[TextEdit]] = {}
-        if f.fix is not None and f.fix.edits and (f.fix.safe or unsafe):
-            # The fix's edits are of the cells as one module (the finding's
-            # line is its cell's): applied there, then split back into cells.
-            try:
-                fixed_json = render(nb, _apply(nb.python, f))
-            except (FileProblem, ValueError, SyntaxError):
-                fixed_json = None
-            if fixed_json is not None:
-                edits = _cell_edits(before, dict(code_cells(fixed_json) or []))
-        out.items.append(Item(f, None if f.cell is None else f.cell - 1, edits))
-    if result.outcome is Outcome.CHANGED and result.new_text is not None:
-        out.fix_all = _cell_edits(before, dict(code_cells(result.new_text) or []))
-    return out
+        return Analysis(problems=[*problems, _problem(result, notebook=True)])
+    items = [
+        Item(f, None if f.cell is None else f.cell - 1, _fixable(f, settings))
+        for f in result.initial
+    ]
+    return Analysis(items=items, problems=problems)
 
 
-def _error(result: FileResult) -> str | None:
-    return result.error if result.outcome is Outcome.FAILED else None
+def _fixable(f: Finding, settings: Settings) -> bool:
+    return f.fix is not None and bool(f.fix.edits) and (f.fix.safe or settings.unsafe_fixes)
 
 
-def _notebook_json(cells: list[tuple[bool, str]]) -> str:
+def _problem(result: FileResult, notebook: bool) -> Problem:
+    assert result.error is not None
+    message = result.error
+    m = _CELL_ERROR.match(message) if notebook else None
+    if m is not None:  # "cell 3: line 2: cannot parse: ...": the notebook's own message
+        line = None if m["line"] is None else int(m["line"]) - 1
+        col = None if m["col"] is None else int(m["col"]) - 1
+        return Problem(message, line, col, int(m["cell"]) - 1)
+    line = None if result.error_line is None else result.error_line - 1
+    col = None if result.error_col is None else result.error_col - 1
+    return Problem(message, line, col)
+
+
+# How ``rnnfix.run.process.process_notebook`` and ``notebooks.parse`` say
+# where in a notebook a cell failed.
+_CELL_ERROR = re.compile(r"cell (?P<cell>\d+): (?:line (?P<line>\d+)(?:, column (?P<col>\d+))?: )?")
+_CELL_NOTE = re.compile(r"cell (?P<cell>\d+): not checked: (?:line (?P<line>\d+): )?")
+
+
+def _cell_problem(note: str) -> Problem:
+    m = _CELL_NOTE.match(note)
+    if m is None:
+        return Problem(note)
+    return Problem(
+        note, None if m["line"] is None else int(m["line"]) - 1, None, int(m["cell"]) - 1
+    )
+
+
+def _notebook_json(cells: tuple[tuple[bool, str], ...]) -> str:
     data = {
         "cells": [
             {"cell_type": "code", "metadata": {}, "outputs": [], "source": text}
@@ -143,21 +213,75 @@ def _notebook_json(cells: list[tuple[bool, str]]) -> str:
     return json.dumps(data)
 
 
-def _apply(source: str, f: Finding) -> str:
+# --- edits: only when asked --------------------------------------------------------
+
+
+def fix_edits(doc: Document, finding: Finding) -> CellEdits:
+    """The edits of ``finding``'s fix applied alone to ``doc`` (a finding of
+    ``analyse(doc)``), by cell; empty when it does not apply there."""
+    if doc.cells is None:
+        assert doc.text is not None
+        fixed = _applied(doc.text, finding)
+        return {} if fixed is None else {None: replacements(doc.text, fixed)}
+    from rnnfix.source.files import FileProblem
+    from rnnfix.source.notebooks import code_cells, parse, render
+
+    source = _notebook_json(doc.cells)
+    nb = parse(source)
+    # The fix's edits are of the cells as one module (the finding's line is
+    # its cell's): applied there, then split back into cells.
+    fixed = _applied(nb.python, finding)
+    if fixed is None:
+        return {}
+    try:
+        fixed_json = render(nb, fixed)
+    except (FileProblem, ValueError, SyntaxError):
+        return {}
+    return _cell_edits(dict(code_cells(source) or []), dict(code_cells(fixed_json) or []))
+
+
+def fix_all_edits(doc: Document) -> CellEdits:
+    """The edits of "fix all": the fix loop of ``rnnfix apply`` on ``doc``."""
+    from rnnfix.run.process import process_notebook, process_text
+    from rnnfix.source.notebooks import code_cells
+
+    if doc.cells is None:
+        assert doc.text is not None
+        result = process_text(doc.path, doc.text, doc.settings)
+        if result.outcome is not Outcome.CHANGED or result.new_text is None:
+            return {}
+        return {None: replacements(doc.text, result.new_text)}
+    source = _notebook_json(doc.cells)
+    result = process_notebook(doc.path, source, doc.settings)
+    if result.outcome is not Outcome.CHANGED or result.new_text is None:
+        return {}
+    return _cell_edits(dict(code_cells(source) or []), dict(code_cells(result.new_text) or []))
+
+
+def _applied(source: str, f: Finding) -> str | None:
+    """``source`` with ``f``'s fix alone, or None where the fix loop would
+    refuse it: its edits do not apply, the result does not parse, or it reads
+    a name that is not bound where it is read (and was before)."""
+    import ast
+
+    from rnnfix.run import undefined
     from rnnfix.source.textedit import apply_edits  # libcst only if needed
 
-    assert f.fix is not None
-    return apply_edits(source, f.fix.edits)
-
-
-def _applied(text: str, f: Finding) -> str | None:
+    if f.fix is None or not f.fix.edits:
+        return None
     try:
-        return _apply(text, f)
+        tree = ast.parse(source)
+        new = apply_edits(source, f.fix.edits, tree)
+        after = undefined.problems(ast.parse(new))
+        before = undefined.problems(tree)
     except Exception:  # noqa: BLE001 - a fix that does not apply alone is not offered
         return None
+    if before is not None and after is not None and undefined.introduced(before, after):
+        return None
+    return new
 
 
-def _cell_edits(before: dict[int, str], after: dict[int, str]) -> dict[int | None, list[TextEdit]]:
+def _cell_edits(before: dict[int, str], after: dict[int, str]) -> CellEdits:
     """Edits by 0-based cell, of the cells whose source changed."""
     return {
         number - 1: replacements(old, after[number])
@@ -167,17 +291,39 @@ def _cell_edits(before: dict[int, str], after: dict[int, str]) -> dict[int | Non
 
 
 def replacements(old: str, new: str) -> list[TextEdit]:
-    """The whole-line edits that turn ``old`` into ``new``."""
-    from rnnfix.report.sarif import replacements_of
+    """The whole-line edits that turn ``old`` into ``new``. The lines both
+    share at the start and at the end are set aside before diffing: a fix
+    changes a few lines of a long file, and a diff of all of them costs."""
+    import difflib
 
+    from rnnfix.source.lines import split_lines
+
+    before, after = split_lines(old), split_lines(new)
+    start = 0
+    most = min(len(before), len(after))
+    while start < most and before[start] == after[start]:
+        start += 1
+    end = 0
+    while end < most - start and before[-1 - end] == after[-1 - end]:
+        end += 1
+    old_mid, new_mid = before[start : len(before) - end], after[start : len(after) - end]
+    matcher = difflib.SequenceMatcher(None, old_mid, new_mid, autojunk=False)
     out = []
-    for rep in replacements_of(old, new):
-        region = rep["deletedRegion"]
-        out.append(
-            TextEdit(
-                (region["startLine"] - 1, region["startColumn"] - 1),
-                (region["endLine"] - 1, region["endColumn"] - 1),
-                rep["insertedContent"]["text"],
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            text = "".join(new_mid[j1:j2])
+            out.append(
+                TextEdit(_line_start(before, start + i1), _line_start(before, start + i2), text)
             )
-        )
     return out
+
+
+def _line_start(lines: list[str], n: int) -> tuple[int, int]:
+    """Where line ``n`` (0-based) of ``lines`` starts; past the last line:
+    the end of the text (after its last line break, when it has one)."""
+    if n < len(lines) or not lines:
+        return (n, 0)
+    last = lines[-1]
+    if last.endswith(("\n", "\r")):
+        return (len(lines), 0)
+    return (len(lines) - 1, len(last))

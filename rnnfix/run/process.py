@@ -9,7 +9,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -178,32 +178,43 @@ def _process_files(
     # result; the bytes of those a result consulted key that result.
     run = run_fingerprint([*every_key, *(f"imported:{o}" for o in outside)])
     digests = FileDigests(known, settings.max_file_size)
-    in_run = set(keys)
     cached: dict[str, FileResult] = {}
     for key, path in zip(keys, paths, strict=True):
         if key in known:
             hit = cache.lookup(key, known[key], run, digests)
             if hit is not None and (result := _result_from_json(hit, raw[key], path, texts)):
                 cached[key] = result
-    # A hit that consulted a file processed again may have been settled
-    # against that file's fixed summary: process it again too.
-    stale = True
-    while stale:
-        stale = False
-        for key in list(cached):
-            if any(o in in_run and o not in cached for o in cached[key].consulted):
-                del cached[key]
-                stale = True
     todo = [p for p, k in zip(paths, keys, strict=True) if k not in cached]
     progress.checked = len(cached)
-    fresh = iter(
-        _process_uncached(todo, settings, False, jobs, progress, everything, outside)
-        if todo
-        else []
-    )
-    results = [cached[k] if k in cached else next(fresh) for k in keys]
+    rechecked: dict[str, FileResult] = {}
+    fresh: Iterator[FileResult] = iter(())
+    if todo:
+        # As many workers as a run without the cache would start: the files
+        # left to fix are the costly ones (a warm ``--diff`` re-fixes every
+        # file with a fix), never worth fewer (issue 37).
+        jobs = min(jobs or _auto_jobs(len(paths)), len(todo))
+        # A hit that consulted a file fixed again still stands: that file's
+        # bytes are part of the hit's key, so they are the ones it was
+        # computed with. It is checked again only where that file's fixed
+        # summary differs from the one on disk (the hit may then be of a
+        # run that settled against either), by ``_settle``, as a cold run
+        # checks it again.
+        hit_keys = [k for k in keys if k in cached]
+        hits = [(p, cached[k]) for p, k in zip(paths, keys, strict=True) if k in cached]
+        new, settled = _fix(todo, settings, jobs, progress, everything, outside, False, hits)
+        fresh = iter(new)
+        rechecked = {
+            k: r for k, (_, hit), r in zip(hit_keys, hits, settled, strict=True) if r is not hit
+        }
+    results = [
+        rechecked[k] if k in rechecked else cached[k] if k in cached else next(fresh) for k in keys
+    ]
     for key, result in zip(keys, results, strict=True):
-        if key not in cached and key in known and _cacheable(result, raw[key]):
+        if (
+            (key not in cached or key in rechecked)
+            and key in known
+            and _cacheable(result, raw[key])
+        ):
             consulted = result.consulted
             cache.store(key, known[key], run, digests, _result_to_json(result), consulted)
     cache.save()  # before writing: an interrupted write phase keeps the results
@@ -211,6 +222,11 @@ def _process_files(
         for path, result in zip(paths, results, strict=True):
             _write(path, result, progress)
     return results
+
+
+def _auto_jobs(files: int) -> int:
+    """Workers for a run of ``files`` files when ``--jobs`` is not given."""
+    return min(os.cpu_count() or 1, 8) if files >= PARALLEL_THRESHOLD else 1
 
 
 def _process_uncached(
@@ -223,22 +239,41 @@ def _process_uncached(
     outside: Sequence[str],
 ) -> list[FileResult]:
     """Fix ``paths``; ``everything``: all files of the run (the project index
-    covers them all even when only some need fixing, the others cached);
-    ``outside``: the files outside the run that they import."""
-    if jobs == 0:
-        jobs = min(os.cpu_count() or 1, 8) if len(paths) >= PARALLEL_THRESHOLD else 1
+    covers them all); ``outside``: the files outside the run that they import."""
+    jobs = jobs or _auto_jobs(len(paths))
+    return _fix(paths, settings, jobs, progress, everything, outside, write)[0]
+
+
+def _fix(
+    paths: Sequence[Path],
+    settings: Settings,
+    jobs: int,
+    progress: Progress,
+    everything: Sequence[Path],
+    outside: Sequence[str],
+    write: bool = False,
+    hits: Sequence[tuple[Path, FileResult]] = (),
+) -> tuple[list[FileResult], list[FileResult]]:
+    """The results of ``paths``, fixed, and of ``hits`` (results the cache
+    gave for other files of the run): settled together (``_settle``), so a
+    hit is checked again, from its source, only when a file it consulted
+    has a fixed summary that differs from the one on disk. Without a
+    project index nothing settles, and ``write`` writes each file as it goes."""
     from rnnfix.run.pool import FilePool
 
     project = _build_project(everything, settings, outside)
     with FilePool(process_file, settings, project, jobs) as pool:
         if project is None:
-            return _map(pool, paths, write, progress)
+            return _map(pool, paths, write, progress), [r for _, r in hits]
         results = _map(pool, paths, False, progress)
-        results = _settle(pool, paths, results, project)
+        every = _settle(
+            pool, [*paths, *(p for p, _ in hits)], [*results, *(r for _, r in hits)], project
+        )
+    fixed, settled = every[: len(paths)], every[len(paths) :]
     if write:
-        for path, result in zip(paths, results, strict=True):
+        for path, result in zip(paths, fixed, strict=True):
             _write(path, result, progress)
-    return results
+    return fixed, settled
 
 
 def _with_context(paths: Sequence[Path], context: Sequence[Path] | None) -> list[Path]:
@@ -437,8 +472,14 @@ def _settle(
         # summarised again.
         looked_up = set().union(*others)
         for key, result in zip(keys, results, strict=True):
-            if result.outcome is Outcome.CHANGED and key.endswith(".py") and key in looked_up:
-                assert result.new_text is not None
+            # A cached result has no text (nor need: the hits of files
+            # fixed again are what settles here, against fixed summaries).
+            if (
+                result.outcome is Outcome.CHANGED
+                and result.new_text is not None
+                and key.endswith(".py")
+                and key in looked_up
+            ):
                 summary = summarise(result.new_text, key)
                 if summary != project.files.get(key):
                     changes[key] = summary
@@ -501,10 +542,16 @@ def process_file(
 
 
 def process_notebook(
-    name: str, text: str, settings: Settings, project: ProjectIndex | None = None
+    name: str,
+    text: str,
+    settings: Settings,
+    project: ProjectIndex | None = None,
+    *,
+    fix: bool = True,
 ) -> FileResult:
     """A notebook's code cells are fixed as one module (see ``rnnfix.source.notebooks``);
-    findings are reported per cell, the diff is of the notebook's JSON."""
+    findings are reported per cell, the diff is of the notebook's JSON.
+    ``fix=False``: only checked (see ``process_text``)."""
     from rnnfix.source import notebooks
 
     try:
@@ -518,7 +565,7 @@ def process_notebook(
     if nb.skipped and not nb.cell_lines:
         cell, reason = nb.skipped[0]
         return FileResult(name, Outcome.FAILED, error=f"cell {cell}: {reason}")
-    result = process_text(name, nb.python, settings, project)
+    result = process_text(name, nb.python, settings, project, fix=fix)
     result.notes = notes
     if result.error_line is not None:
         cell, line = nb.locate(result.error_line)
@@ -649,9 +696,19 @@ def _target_error(settings: Settings) -> str:
 
 
 def process_text(
-    name: str, text: str, settings: Settings, project: ProjectIndex | None = None
+    name: str,
+    text: str,
+    settings: Settings,
+    project: ProjectIndex | None = None,
+    *,
+    fix: bool = True,
 ) -> FileResult:
-    from rnnfix.run.engine import fix_source  # a run whose results are all cached never needs it
+    """``text`` fixed to a fixed point, as ``name``. ``fix=False``: only
+    checked (the rules once, no fix loop: the language server's diagnostics
+    on every edit); the result is then UNCHANGED with the findings of
+    ``text``, their fixes as the rules offer them, not tried."""
+    # A run whose results are all cached never needs the engine.
+    from rnnfix.run.engine import SourceResult, check_source, fix_source
     from rnnfix.run.filegate import may_find
 
     try:
@@ -666,7 +723,11 @@ def process_text(
         if large is not None:
             return FileResult(name, Outcome.FAILED, error=large)
         with budget.cpu_budget():
-            fixed = fix_source(text, settings, name, project)
+            if fix:
+                fixed = fix_source(text, settings, name, project)
+            else:
+                found = check_source(text, settings, name, project)
+                fixed = SourceResult(text, text, findings=found, initial=found)
     except budget.BudgetExceeded:
         return FileResult(name, Outcome.FAILED, error=budget.exceeded_reason())
     except SyntaxError as exc:

@@ -35,9 +35,16 @@ class Client:
         self.published: dict[str, list[types.Diagnostic]] = {}
         self.changed = asyncio.Event()
 
+        self.messages: list[types.ShowMessageParams] = []
+
         @self.lsp.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
         def publish(params: types.PublishDiagnosticsParams) -> None:
             self.published[params.uri] = list(params.diagnostics)
+            self.changed.set()
+
+        @self.lsp.feature(types.WINDOW_SHOW_MESSAGE)
+        def show(params: types.ShowMessageParams) -> None:
+            self.messages.append(params)
             self.changed.set()
 
     async def start(self, cwd: Path) -> None:
@@ -203,6 +210,55 @@ def test_settings_come_from_pyproject(tmp_path: Path) -> None:
         assert isinstance(action, types.CodeAction) and action.title.endswith("(unsafe)")
         other = _open(client, ignored / "t.py", BUGGY)
         assert await client.diagnostics(other, lambda d: True) == []
+
+    _run(tmp_path, body)
+
+
+def test_a_file_that_does_not_parse_gets_a_diagnostic_at_the_error(tmp_path: Path) -> None:
+    text = BUGGY + "def broken(:\n    pass\n"
+    line = text.splitlines().index("def broken(:")
+
+    async def body(client: Client) -> None:
+        uri = _open(client, tmp_path / "train.py", text)
+        [diag] = await client.diagnostics(uri, lambda d: len(d) == 1)
+        assert diag.severity == types.DiagnosticSeverity.Error and diag.source == "rnnfix"
+        assert diag.message.startswith("cannot parse: ")
+        assert diag.range.start.line == line
+        assert diag.range.start.character == len("def broken(")
+        # Fixed: the error goes, the finding shows.
+        client.lsp.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=BUGGY)],
+            )
+        )
+        [diag] = await client.diagnostics(uri, lambda d: len(d) == 1 and d[0].code == "RNF002")
+
+    _run(tmp_path, body)
+
+
+def test_a_broken_configuration_is_shown_and_the_defaults_used(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.rnnfix\nignore = ['RNF002']\n")
+
+    async def body(client: Client) -> None:
+        uri = _open(client, tmp_path / "train.py", BUGGY)
+        [diag] = await client.diagnostics(uri, lambda d: len(d) == 1)
+        assert diag.code == "RNF002"  # checked with the default settings
+        [message] = client.messages
+        assert message.type == types.MessageType.Error
+        assert (
+            "pyproject.toml" in message.message and "cannot read configuration" in message.message
+        )
+        # Said once, not on every change.
+        client.published.pop(uri)
+        client.lsp.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=BUGGY + "\n")],
+            )
+        )
+        await client.diagnostics(uri, lambda d: len(d) == 1)
+        assert len(client.messages) == 1
 
     _run(tmp_path, body)
 
