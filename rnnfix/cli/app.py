@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from rnnfix._version import __version__
-from rnnfix.cli.options import shared_options
+from rnnfix.cli.options import RunOptions, shared_options
 from rnnfix.cli.summary import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, Output, report
 from rnnfix.run import stopping
 from rnnfix.run.stopping import Interrupted
@@ -88,65 +88,38 @@ def _apply_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 @cli.command(short_help="Report mode bugs in PATHS; change nothing.")
 @shared_options
-def check(**kwargs: Any) -> None:
+def check(**params: Any) -> None:
     """Report mode bugs in PATHS (files or folders; '-' reads stdin) and change
     nothing: `rnnfix apply` fixes them. Exit 1 when any finding is reported."""
-    _run("check", **kwargs)
+    _run(RunOptions.from_click("check", params))
 
 
 @cli.command(short_help="Fix mode bugs in PATHS.")
 @_apply_options
-def apply(**kwargs: Any) -> None:
+def apply(**params: Any) -> None:
     """Fix mode bugs in PATHS (files or folders; '-' reads stdin, writes stdout)."""
-    _run("apply", **kwargs)
+    _run(RunOptions.from_click("apply", params))
 
 
-_SETTING_FLAGS = (
-    "unsafe_fixes",
-    "strict",
-    "rnn_only",
-    "rnn_only_strategy",
-    "include_tests",
-    "force_exclude",
-    "target_version",
-)
-
-
-def _run(command: str, **kw: Any) -> None:
+def _run(options: RunOptions) -> None:
     from rnnfix.cli.options import resolve_settings, show_settings
 
-    paths: tuple[Path, ...] = kw["paths"]
-    flags = {"select": kw["select"], "ignore": kw["ignore"]}
-    flags |= {key: kw[key] for key in _SETTING_FLAGS}
-    if kw["isolated"]:
-        flags["isolated"] = True
-    resolved = resolve_settings(paths, kw["config_path"], flags)
+    paths = options.paths
+    resolved = resolve_settings(paths, options.config_path, options.flags)
     settings = resolved.settings
-    if kw["show_settings"]:
+    if options.show_settings:
         click.echo(show_settings(resolved), nl=False)
         return
-    diff, dry_check = kw.get("diff", False), kw.get("check", False)
-    interactive = kw.get("interactive", False)
-    out = Output(
-        command=command,
-        diff=diff,
-        check=dry_check,
-        fmt=kw["output_format"],
-        quiet=kw["quiet"],
-        statistics=kw["statistics"],
-        color=kw["color"],
-        show_fixes=kw["show_fixes"],
-        output_file=kw["output_file"],
-        exit_zero=kw["exit_zero"],
-    )
+    out = options.output
+    interactive = options.interactive
     if interactive:
-        _check_interactive(paths, diff, dry_check, out.fmt)
-    if any(str(p) == "-" for p in paths):
+        _check_interactive(paths, out.diff, out.check, out.fmt)
+    if options.stdin:
         if len(paths) > 1:
             raise click.UsageError("'-' (stdin) cannot be combined with other paths")
-        if kw["changed_since"]:
+        if options.changed_since:
             raise click.UsageError("--changed-since cannot be combined with '-' (stdin)")
-        sys.exit(_apply_stdin(settings, kw["stdin_filename"], out))
+        sys.exit(_apply_stdin(settings, options.stdin_filename, out))
 
     from rnnfix.run.process import Outcome, Progress, process_files
     from rnnfix.source.files import Problems, discover
@@ -164,11 +137,11 @@ def _run(command: str, **kw: Any) -> None:
             problems=problems,
         )
     )
-    changed_since = kw["changed_since"]
+    changed_since = options.changed_since
     context: list[Path] | None = None
     if changed_since:
         context, files = files, _changed_only(files, changed_since, paths[0])
-    if kw["show_files"]:
+    if options.show_files:
         click.echo("".join(f"{f}\n" for f in files), nl=False)
         return
     if not files and not context:
@@ -180,7 +153,7 @@ def _run(command: str, **kw: Any) -> None:
     cache = None
     # A cached result would skip the questions of -i, and keeps no finding's
     # edits, which SARIF and JSON carry as each finding's fix.
-    if not kw["no_cache"] and not interactive and out.fmt not in ("sarif", "json"):
+    if not options.no_cache and not interactive and out.fmt not in ("sarif", "json"):
         from rnnfix.run.cache import ResultCache, cache_root
 
         cache = ResultCache(cache_root(context or files), settings)
@@ -195,7 +168,7 @@ def _run(command: str, **kw: Any) -> None:
                 files,
                 settings,
                 write=not out.dry,
-                jobs=1 if interactive else kw["jobs"],  # the questions are asked here
+                jobs=1 if interactive else options.jobs,  # the questions are asked here
                 cache=cache,
                 progress=progress,
                 context=context,
@@ -221,11 +194,10 @@ def _run(command: str, **kw: Any) -> None:
     code = report(results, settings, out)
     if problems.errors:
         code = EXIT_ERROR
-    if kw.get("exit_non_zero_on_fix") and not out.dry and code == EXIT_OK:
+    if options.exit_non_zero_on_fix and not out.dry and code == EXIT_OK:
         code = EXIT_FINDINGS if any(r.outcome is Outcome.CHANGED for r in results) else code
-    verify_cmd = kw.get("verify_cmd")
-    if verify_cmd and not out.dry:
-        code = max(code, _verify_after_apply(results, verify_cmd, kw["verify_timeout"]))
+    if options.verify_cmd and not out.dry:
+        code = max(code, _verify_after_apply(results, options.verify_cmd, options.verify_timeout))
     sys.exit(code)
 
 

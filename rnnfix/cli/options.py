@@ -1,4 +1,7 @@
-"""The options ``rnnfix check`` and ``rnnfix apply`` share, and how they
+"""The options ``rnnfix check`` and ``rnnfix apply`` share; ``RunOptions``,
+the one typed, frozen record of what a run was asked (built from click's
+parameters once, then read by each part of the run: ``SettingFlags`` go
+over ``[tool.rnnfix]``, ``Output`` to the report); and how the flags
 become ``Settings`` (``[tool.rnnfix]`` under the flags)."""
 
 from __future__ import annotations
@@ -6,14 +9,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 
+from rnnfix.cli.summary import Output
 from rnnfix.config.settings import TARGET_VERSIONS
 
 if TYPE_CHECKING:
-    from rnnfix.config.settings import Settings
+    from rnnfix.config.settings import RnnOnlyStrategy, Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -164,14 +168,118 @@ def shared_options(f: F) -> F:
     return f
 
 
+Command = Literal["check", "apply"]
+
+
+@dataclasses.dataclass(frozen=True)
+class SettingFlags:
+    """The flags that go over ``[tool.rnnfix]``: an empty tuple or None is
+    a flag not given (the configuration's value stands)."""
+
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()  # added to the configuration's
+    unsafe_fixes: bool | None = None
+    strict: bool | None = None
+    rnn_only: bool | None = None
+    rnn_only_strategy: RnnOnlyStrategy | None = None
+    include_tests: bool | None = None
+    force_exclude: bool | None = None
+    target_version: str | None = None
+    isolated: bool = False  # a flag only, never read from [tool.rnnfix]
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """What ``check`` or ``apply`` was asked, typed; the only thing the run
+    reads of the command line. ``flags`` are for the settings, ``output``
+    for the report; the rest is the run's own."""
+
+    command: Command
+    paths: tuple[Path, ...]
+    flags: SettingFlags
+    output: Output
+    config_path: Path | None = None
+    stdin_filename: str = "<stdin>"
+    jobs: int = 0
+    no_cache: bool = False
+    changed_since: str | None = None
+    show_settings: bool = False
+    show_files: bool = False
+    # apply only
+    interactive: bool = False
+    verify_cmd: str | None = None
+    verify_timeout: float = 600.0
+    exit_non_zero_on_fix: bool = False
+
+    @property
+    def stdin(self) -> bool:
+        return any(str(p) == "-" for p in self.paths)
+
+    @classmethod
+    def from_click(cls, command: Command, params: dict[str, Any]) -> RunOptions:
+        """From a command's click parameters (``check`` has no apply-only ones)."""
+        flags = SettingFlags(
+            select=codes(params["select"]),
+            ignore=codes(params["ignore"]),
+            unsafe_fixes=params["unsafe_fixes"],
+            strict=params["strict"],
+            rnn_only=params["rnn_only"],
+            rnn_only_strategy=params["rnn_only_strategy"],
+            include_tests=params["include_tests"],
+            force_exclude=params["force_exclude"],
+            target_version=params["target_version"],
+            isolated=params["isolated"],
+        )
+        output = Output(
+            command=command,
+            diff=params.get("diff", False),
+            check=params.get("check", False),
+            fmt=params["output_format"],
+            quiet=params["quiet"],
+            statistics=params["statistics"],
+            color=params["color"],
+            show_fixes=params["show_fixes"],
+            output_file=params["output_file"],
+            exit_zero=params["exit_zero"],
+        )
+        return cls(
+            command=command,
+            paths=tuple(params["paths"]),
+            flags=flags,
+            output=output,
+            config_path=params["config_path"],
+            stdin_filename=params["stdin_filename"],
+            jobs=params["jobs"],
+            no_cache=params["no_cache"],
+            changed_since=params["changed_since"],
+            show_settings=params["show_settings"],
+            show_files=params["show_files"],
+            interactive=params.get("interactive", False),
+            verify_cmd=params.get("verify_cmd"),
+            verify_timeout=params.get("verify_timeout", 600.0),
+            exit_non_zero_on_fix=params.get("exit_non_zero_on_fix", False),
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class Resolved:
     settings: Settings
     pyproject: Path | None
 
 
+_OVERRIDDEN = (
+    "unsafe_fixes",
+    "strict",
+    "rnn_only",
+    "rnn_only_strategy",
+    "include_tests",
+    "force_exclude",
+    "target_version",
+)
+
+
 def resolve_settings(
-    paths: Sequence[Path], config_path: Path | None, flags: dict[str, Any]
+    paths: Sequence[Path], config_path: Path | None, flags: SettingFlags
 ) -> Resolved:
     """``[tool.rnnfix]`` of ``config_path`` (or the nearest pyproject.toml),
     with the flags given on the command line over it; unknown rule
@@ -185,18 +293,20 @@ def resolve_settings(
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     overrides: dict[str, Any] = {}
-    select, ignore = flags.pop("select"), flags.pop("ignore")
-    if select:
-        overrides["select"] = codes(select)
-    if ignore:
-        overrides["ignore"] = settings.ignore + codes(ignore)
-    for key, value in flags.items():
+    if flags.select:
+        overrides["select"] = flags.select
+    if flags.ignore:
+        overrides["ignore"] = settings.ignore + flags.ignore
+    for key in _OVERRIDDEN:
+        value = getattr(flags, key)
         if value is not None:
             overrides[key] = value
+    if flags.isolated:
+        overrides["isolated"] = True
     settings = dataclasses.replace(settings, **overrides)
     in_file = f"[tool.rnnfix] of {pyproject}"
-    _check_selectors(settings.select, "--select" if select else in_file)
-    _check_selectors(settings.ignore, f"--ignore or {in_file}" if ignore else in_file)
+    _check_selectors(settings.select, "--select" if flags.select else in_file)
+    _check_selectors(settings.ignore, f"--ignore or {in_file}" if flags.ignore else in_file)
     return Resolved(settings, pyproject)
 
 
