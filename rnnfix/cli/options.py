@@ -1,8 +1,8 @@
 """The options ``rnnfix check`` and ``rnnfix apply`` share; ``RunOptions``,
 the one typed, frozen record of what a run was asked (built from click's
 parameters once, then read by each part of the run: ``SettingFlags`` go
-over ``[tool.rnnfix]``, ``Output`` to the report); and how the flags
-become ``Settings`` (``[tool.rnnfix]`` under the flags)."""
+over ``[tool.rnnfix]`` (``rnnfix.cli.configuration``), ``Output`` to the
+report)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from rnnfix.cli.summary import Output
 from rnnfix.config.settings import TARGET_VERSIONS
 
 if TYPE_CHECKING:
-    from rnnfix.config.settings import RnnOnlyStrategy, Settings
+    from rnnfix.config.settings import RnnOnlyStrategy
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -261,55 +261,6 @@ class RunOptions:
         )
 
 
-@dataclasses.dataclass(frozen=True)
-class Resolved:
-    settings: Settings
-    pyproject: Path | None
-
-
-_OVERRIDDEN = (
-    "unsafe_fixes",
-    "strict",
-    "rnn_only",
-    "rnn_only_strategy",
-    "include_tests",
-    "force_exclude",
-    "target_version",
-)
-
-
-def resolve_settings(
-    paths: Sequence[Path], config_path: Path | None, flags: SettingFlags
-) -> Resolved:
-    """``[tool.rnnfix]`` of ``config_path`` (or the nearest pyproject.toml),
-    with the flags given on the command line over it; unknown rule
-    selectors are errors wherever they come from."""
-    from rnnfix.config.pyproject import ConfigError, find_pyproject, load_settings
-
-    start = Path.cwd() if str(paths[0]) == "-" else paths[0]
-    pyproject = config_path or find_pyproject(start)
-    try:
-        settings = load_settings(pyproject)
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
-    overrides: dict[str, Any] = {}
-    if flags.select:
-        overrides["select"] = flags.select
-    if flags.ignore:
-        overrides["ignore"] = settings.ignore + flags.ignore
-    for key in _OVERRIDDEN:
-        value = getattr(flags, key)
-        if value is not None:
-            overrides[key] = value
-    if flags.isolated:
-        overrides["isolated"] = True
-    settings = dataclasses.replace(settings, **overrides)
-    in_file = f"[tool.rnnfix] of {pyproject}"
-    _check_selectors(settings.select, "--select" if flags.select else in_file)
-    _check_selectors(settings.ignore, f"--ignore or {in_file}" if flags.ignore else in_file)
-    return Resolved(settings, pyproject)
-
-
 def rule_codes() -> list[str]:
     """The codes of the rules, from their modules' names (``rnf001_...``,
     ``rnf003/``) without importing them: a warm run imports no rule."""
@@ -324,22 +275,10 @@ def rule_codes() -> list[str]:
     )
 
 
-def _check_selectors(selectors: Sequence[str], where: str) -> None:
+def check_selectors(selectors: Sequence[str], where: str) -> None:
     known = rule_codes()
     for prefix in selectors:
         if not any(code.startswith(prefix) for code in known):
             raise click.UsageError(
                 f"unknown rule selector {prefix!r} ({where}); `rnnfix rules` lists the rules"
             )
-
-
-def show_settings(resolved: Resolved) -> str:
-    """``--show-settings``: every setting, one ``name = value`` a line, as
-    ``[tool.rnnfix]`` spells them."""
-    lines = [f"# settings from {resolved.pyproject or 'defaults (no pyproject.toml)'}"]
-    for f in dataclasses.fields(resolved.settings):
-        value = getattr(resolved.settings, f.name)
-        if isinstance(value, tuple):
-            value = list(value)
-        lines.append(f"{f.name.replace('_', '-')} = {value!r}")
-    return "\n".join(lines) + "\n"

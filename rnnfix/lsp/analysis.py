@@ -3,11 +3,12 @@ findings of a Python file or a notebook's cells, each with the text edits
 of its fix, and the edits of "fix all".
 
 A document is checked as the file it will be saved as, against the
-``[tool.rnnfix]`` of the nearest ``pyproject.toml`` (re-read when it
-changes), on its own: the server sees the text the editor holds, not the
-project's other files, so cross-file findings are those ``rnnfix check
---isolated`` gives. Positions are 0-based lines and character columns;
-``rnnfix.lsp.server`` turns columns into the client's encoding.
+``[tool.rnnfix]`` of its own configuration (``rnnfix.config.discovery``, as
+the command line finds it; re-read when it changes), on its own: the
+server sees the text the editor holds, not the project's other files, so
+cross-file findings are those ``rnnfix check --isolated`` gives. Positions
+are 0-based lines and character columns; ``rnnfix.lsp.server`` turns
+columns into the client's encoding.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ class Analysis:
 
 
 def settings_for(path: str | None, cache: dict[Path, tuple[float, Settings]]) -> Settings:
-    """``[tool.rnnfix]`` of the nearest pyproject.toml; invalid ones count as none."""
+    """``[tool.rnnfix]`` of the file's own configuration, found as the command line
+    finds it (``rnnfix.config.discovery``); invalid ones count as none."""
     from rnnfix.config.pyproject import ConfigError, find_pyproject, load_settings
 
     if path is None:

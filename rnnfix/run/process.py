@@ -157,7 +157,8 @@ def _process_files(
     texts: bool,
 ) -> list[FileResult]:
     progress = progress if progress is not None else Progress()
-    progress.total = len(paths)
+    # A run in several parts (one per configuration) shares one Progress.
+    progress.total = max(progress.total, progress.checked + len(paths))
     everything = _with_context(paths, context)
     outside = _outside(everything, settings) if scan_imports else []
     if cache is None:
@@ -195,7 +196,7 @@ def _process_files(
                 del cached[key]
                 stale = True
     todo = [p for p, k in zip(paths, keys, strict=True) if k not in cached]
-    progress.checked = len(cached)
+    progress.checked += len(cached)
     fresh = iter(
         _process_uncached(todo, settings, False, jobs, progress, everything, outside)
         if todo

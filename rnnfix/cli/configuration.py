@@ -1,0 +1,108 @@
+"""Each file's ``Settings``: ``[tool.rnnfix]`` of its own configuration
+(``--config``'s, else the nearest one above the file:
+``rnnfix.config.discovery``), with the command line's flags over it, as
+ruff resolves settings per file."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from rnnfix.cli.options import SettingFlags, check_selectors
+from rnnfix.config.discovery import ConfigFinder
+from rnnfix.config.settings import Settings
+
+# Flags that replace the configuration's value when given.
+_OVERRIDDEN = (
+    "unsafe_fixes",
+    "strict",
+    "rnn_only",
+    "rnn_only_strategy",
+    "include_tests",
+    "force_exclude",
+    "target_version",
+)
+
+
+class Configurations:
+    """The settings of a run's files, each configuration read once. Errors
+    in any configuration a file uses (TOML, unknown options or rule
+    selectors) are usage errors."""
+
+    def __init__(self, flags: SettingFlags, config_path: Path | None) -> None:
+        self.flags = flags
+        self.config_path = config_path
+        self.finder = ConfigFinder()
+        self._settings: dict[Path | None, Settings] = {}
+
+    @property
+    def notes(self) -> list[str]:
+        """Configurations passed over (another user owns them), one line each."""
+        return self.finder.notes
+
+    def config_for(self, path: Path) -> Path | None:
+        """The configuration file of ``path`` (a file or a folder), or None."""
+        return self.config_path or self.finder.nearest(path)
+
+    def for_path(self, path: Path) -> Settings:
+        return self.settings(self.config_for(path))
+
+    def settings(self, config: Path | None) -> Settings:
+        if config not in self._settings:
+            self._settings[config] = _resolve(config, self.flags)
+        return self._settings[config]
+
+    def group(self, files: Sequence[Path]) -> dict[Path | None, list[Path]]:
+        """``files`` by their configuration, each list in ``files``' order."""
+        groups: dict[Path | None, list[Path]] = {}
+        for f in files:
+            groups.setdefault(self.config_of_file(f), []).append(f)
+        return groups
+
+    def config_of_file(self, path: Path) -> Path | None:
+        """``config_for`` a path known to be a file (looked up by its folder)."""
+        return self.config_path or self.finder.for_file(path)
+
+
+def _resolve(pyproject: Path | None, flags: SettingFlags) -> Settings:
+    """``[tool.rnnfix]`` of ``pyproject`` (defaults without one) with the
+    flags given on the command line over it; unknown rule selectors are
+    errors wherever they come from."""
+    from rnnfix.config.pyproject import ConfigError, load_settings
+
+    try:
+        settings = load_settings(pyproject)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    overrides: dict[str, Any] = {}
+    if flags.select:
+        overrides["select"] = flags.select
+    if flags.ignore:
+        overrides["ignore"] = settings.ignore + flags.ignore
+    for key in _OVERRIDDEN:
+        value = getattr(flags, key)
+        if value is not None:
+            overrides[key] = value
+    if flags.isolated:
+        overrides["isolated"] = True
+    settings = dataclasses.replace(settings, **overrides)
+    in_file = f"[tool.rnnfix] of {pyproject}"
+    check_selectors(settings.select, "--select" if flags.select else in_file)
+    check_selectors(settings.ignore, f"--ignore or {in_file}" if flags.ignore else in_file)
+    return settings
+
+
+def show_settings(settings: Settings, pyproject: Path | None) -> str:
+    """``--show-settings``: every setting, one ``name = value`` a line, as
+    ``[tool.rnnfix]`` spells them."""
+    lines = [f"# settings from {pyproject or 'defaults (no pyproject.toml)'}"]
+    for f in dataclasses.fields(settings):
+        value = getattr(settings, f.name)
+        if isinstance(value, tuple):
+            value = list(value)
+        lines.append(f"{f.name.replace('_', '-')} = {value!r}")
+    return "\n".join(lines) + "\n"
