@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from rnnfix._version import __version__
-from rnnfix.cli.options import RunOptions, shared_options
+from rnnfix.cli.options import RunOptions, check_options, shared_options
 from rnnfix.cli.summary import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, Output, report
 from rnnfix.run import stopping
 from rnnfix.run.stopping import Interrupted
@@ -89,10 +89,11 @@ def _apply_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @cli.command(short_help="Report mode bugs in PATHS; change nothing.")
-@shared_options
+@check_options
 def check(**params: Any) -> None:
-    """Report mode bugs in PATHS (files or folders; '-' reads stdin) and change
-    nothing: `rnnfix apply` fixes them. Exit 1 when any finding is reported."""
+    """Report mode bugs in PATHS (files or folders, the current folder when
+    none is given; '-' reads stdin) and change nothing: `rnnfix apply` fixes
+    them. Exit 1 when any finding is reported."""
     _run(RunOptions.from_click("check", params))
 
 

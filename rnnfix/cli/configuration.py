@@ -25,6 +25,7 @@ _OVERRIDDEN = (
     "include_tests",
     "force_exclude",
     "target_version",
+    "report_unused_suppressions",
 )
 
 
@@ -79,10 +80,19 @@ def _resolve(pyproject: Path | None, flags: SettingFlags) -> Settings:
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     overrides: dict[str, Any] = {}
+    # As in ruff, --select starts the selection again (the configuration's
+    # extend-select with it); the other lists add to the configuration's.
     if flags.select:
         overrides["select"] = flags.select
+        overrides["extend_select"] = flags.extend_select
+    elif flags.extend_select:
+        overrides["extend_select"] = settings.extend_select + flags.extend_select
     if flags.ignore:
         overrides["ignore"] = settings.ignore + flags.ignore
+    if flags.fixable:
+        overrides["fixable"] = flags.fixable
+    if flags.unfixable:
+        overrides["unfixable"] = settings.unfixable + flags.unfixable
     for key in _OVERRIDDEN:
         value = getattr(flags, key)
         if value is not None:
@@ -92,7 +102,10 @@ def _resolve(pyproject: Path | None, flags: SettingFlags) -> Settings:
     settings = dataclasses.replace(settings, **overrides)
     in_file = f"[tool.rnnfix] of {pyproject}"
     check_selectors(settings.select, "--select" if flags.select else in_file)
-    check_selectors(settings.ignore, f"--ignore or {in_file}" if flags.ignore else in_file)
+    for name in ("extend_select", "ignore", "fixable", "unfixable"):
+        flag = f"--{name.replace('_', '-')}"
+        where = f"{flag} or {in_file}" if getattr(flags, name) else in_file
+        check_selectors(getattr(settings, name), where)
     return settings
 
 

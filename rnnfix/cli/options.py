@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import click
 
 from rnnfix.cli.summary import Output
-from rnnfix.config.settings import TARGET_VERSIONS
+from rnnfix.config.settings import ALL, TARGET_VERSIONS
 
 if TYPE_CHECKING:
     from rnnfix.config.settings import RnnOnlyStrategy
@@ -32,12 +32,34 @@ def codes(values: Sequence[str]) -> tuple[str, ...]:
 
 
 _SHARED: list[Callable[[F], F]] = [
-    click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path)),
     click.option(
-        "--select", multiple=True, help="Rule codes or prefixes to run (comma-separated)."
+        "--select",
+        multiple=True,
+        help="Rule codes or prefixes to run (comma-separated; ALL: every rule).",
+    ),
+    click.option(
+        "--extend-select",
+        multiple=True,
+        help="Rule codes or prefixes to run as well as those selected.",
     ),
     click.option(
         "--ignore", multiple=True, help="Rule codes or prefixes to skip (comma-separated)."
+    ),
+    click.option(
+        "--fixable",
+        multiple=True,
+        help="Rule codes or prefixes whose fixes may be applied (default: ALL).",
+    ),
+    click.option(
+        "--unfixable",
+        multiple=True,
+        help="Rule codes or prefixes whose fixes are never applied (reported only).",
+    ),
+    click.option(
+        "--report-unused-suppressions/--no-report-unused-suppressions",
+        default=None,
+        help="Name each `# noqa: RNF...`, `# rnnfix: ignore` or `# rnnfix: noqa` that "
+        "silences nothing (on stderr).",
     ),
     click.option(
         "--unsafe-fixes/--no-unsafe-fixes",
@@ -165,7 +187,15 @@ def shared_options(f: F) -> F:
     """The options of ``check`` and ``apply``, in ``--help``'s order."""
     for option in reversed(_SHARED):
         f = option(f)
-    return f
+    return click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))(f)
+
+
+def check_options(f: F) -> F:
+    """``shared_options``, PATHS optional: ``rnnfix check`` alone checks the
+    current folder, as ``ruff check`` does."""
+    for option in reversed(_SHARED):
+        f = option(f)
+    return click.argument("paths", nargs=-1, type=click.Path(path_type=Path))(f)
 
 
 Command = Literal["check", "apply"]
@@ -177,7 +207,11 @@ class SettingFlags:
     a flag not given (the configuration's value stands)."""
 
     select: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()  # added to the configuration's
+    fixable: tuple[str, ...] = ()
+    unfixable: tuple[str, ...] = ()  # added to the configuration's
+    report_unused_suppressions: bool | None = None
     unsafe_fixes: bool | None = None
     strict: bool | None = None
     rnn_only: bool | None = None
@@ -219,8 +253,12 @@ class RunOptions:
     def from_click(cls, command: Command, params: dict[str, Any]) -> RunOptions:
         """From a command's click parameters (``check`` has no apply-only ones)."""
         flags = SettingFlags(
-            select=codes(params["select"]),
-            ignore=codes(params["ignore"]),
+            select=_selectors(params, "select"),
+            extend_select=_selectors(params, "extend_select"),
+            ignore=_selectors(params, "ignore"),
+            fixable=_selectors(params, "fixable"),
+            unfixable=_selectors(params, "unfixable"),
+            report_unused_suppressions=params["report_unused_suppressions"],
             unsafe_fixes=params["unsafe_fixes"],
             strict=params["strict"],
             rnn_only=params["rnn_only"],
@@ -244,7 +282,7 @@ class RunOptions:
         )
         return cls(
             command=command,
-            paths=tuple(params["paths"]),
+            paths=tuple(params["paths"]) or (Path("."),),
             flags=flags,
             output=output,
             config_path=params["config_path"],
@@ -259,6 +297,15 @@ class RunOptions:
             verify_timeout=params.get("verify_timeout", 600.0),
             exit_non_zero_on_fix=params.get("exit_non_zero_on_fix", False),
         )
+
+
+def _selectors(params: dict[str, Any], name: str) -> tuple[str, ...]:
+    """A rule-selector option's codes; one given empty (``--select ''``) is a
+    usage error, as in ruff."""
+    given: Sequence[str] = params[name]
+    if any(not codes([value]) for value in given):
+        raise click.UsageError(f"--{name.replace('_', '-')}: no rule selector given")
+    return codes(given)
 
 
 def rule_codes() -> list[str]:
@@ -278,7 +325,7 @@ def rule_codes() -> list[str]:
 def check_selectors(selectors: Sequence[str], where: str) -> None:
     known = rule_codes()
     for prefix in selectors:
-        if not any(code.startswith(prefix) for code in known):
+        if prefix != ALL and not any(code.startswith(prefix) for code in known):
             raise click.UsageError(
                 f"unknown rule selector {prefix!r} ({where}); `rnnfix rules` lists the rules"
             )

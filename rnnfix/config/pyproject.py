@@ -18,7 +18,11 @@ else:  # pragma: no cover
 
 _KEYS = {
     "select": "select",
+    "extend-select": "extend_select",
     "ignore": "ignore",
+    "fixable": "fixable",
+    "unfixable": "unfixable",
+    "report-unused-suppressions": "report_unused_suppressions",
     "unsafe-fixes": "unsafe_fixes",
     "strict": "strict",
     "rnn-only": "rnn_only",

@@ -517,6 +517,11 @@ def process_notebook(
         cell, reason = nb.skipped[0]
         return FileResult(name, Outcome.FAILED, error=f"cell {cell}: {reason}")
     result = process_text(name, nb.python, settings, project)
+    # Unused suppressions, at the module's lines: said at the cell's.
+    for note in result.notes:
+        number, _, rest = note.removeprefix("line ").partition(": ")
+        in_cell, at = nb.locate(int(number))
+        notes.append(f"cell {in_cell}: line {at}: {rest}")
     result.notes = notes
     if result.error_line is not None:
         cell, line = nb.locate(result.error_line)
@@ -649,16 +654,31 @@ def _target_error(settings: Settings) -> str:
 def process_text(
     name: str, text: str, settings: Settings, project: ProjectIndex | None = None
 ) -> FileResult:
+    from rnnfix.run import suppressions
     from rnnfix.run.engine import fix_source  # a run whose results are all cached never needs it
     from rnnfix.run.filegate import may_find
 
+    report_unused = settings.report_unused_suppressions
     try:
         # A file no selected rule can report anything in is not parsed (its
-        # syntax is not rnnfix's to judge, and it is never written).
+        # syntax is not rnnfix's to judge, and it is never written); nor is
+        # one whose ``# rnnfix: noqa`` silences everything.
         gate: set[str] = set()
+        if not report_unused and suppressions.silences_everything(text):
+            return FileResult(name, Outcome.UNCHANGED, old_text=text, new_text=text)
         if not may_find(text, settings.for_path(name), name, project, gate):
+            unused: list[tuple[int, str]] = []
+            if report_unused and suppressions.may_suppress(text):
+                # No rule can report anything here: every suppression is unused.
+                found = suppressions.Suppressions(text, line_texts(text))
+                unused = suppressions.unused(found, [])
             return FileResult(
-                name, Outcome.UNCHANGED, old_text=text, new_text=text, consulted=frozenset(gate)
+                name,
+                Outcome.UNCHANGED,
+                old_text=text,
+                new_text=text,
+                consulted=frozenset(gate),
+                notes=_unused_notes(unused),
             )
         large = budget.too_large(text)
         if large is not None:
@@ -702,4 +722,12 @@ def process_text(
         old_text=text,
         new_text=fixed.fixed,
         consulted=frozenset(fixed.consulted),
+        notes=_unused_notes(fixed.unused),
     )
+
+
+_UNUSED = "unused suppression: "
+
+
+def _unused_notes(unused: list[tuple[int, str]]) -> list[str]:
+    return [f"line {line}: {_UNUSED}{what}" for line, what in unused]
