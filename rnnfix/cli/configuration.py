@@ -6,6 +6,7 @@ ruff resolves settings per file."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -110,12 +111,36 @@ def _resolve(pyproject: Path | None, flags: SettingFlags) -> Settings:
 
 
 def show_settings(settings: Settings, pyproject: Path | None) -> str:
-    """``--show-settings``: every setting, one ``name = value`` a line, as
-    ``[tool.rnnfix]`` spells them."""
-    lines = [f"# settings from {pyproject or 'defaults (no pyproject.toml)'}"]
+    """``--show-settings``: every setting as the ``[tool.rnnfix]`` TOML that
+    gives it (paste it into a ``pyproject.toml``); one not set is a comment."""
+    lines = [
+        f"# settings from {pyproject or 'defaults (no pyproject.toml)'}",
+        "[tool.rnnfix]",
+    ]
     for f in dataclasses.fields(settings):
-        value = getattr(settings, f.name)
-        if isinstance(value, tuple):
-            value = list(value)
-        lines.append(f"{f.name.replace('_', '-')} = {value!r}")
+        if f.name in _NOT_OPTIONS or f.name == "per_file_ignores":
+            continue
+        key, value = f.name.replace("_", "-"), getattr(settings, f.name)
+        lines.append(f"# {key} is not set" if value is None else f"{key} = {_toml(value)}")
+    if settings.isolated:
+        lines.append("# --isolated: on (a command-line flag, no [tool.rnnfix] option)")
+    lines += ["", "[tool.rnnfix.per-file-ignores]"]
+    lines += [f"{_toml(glob)} = {_toml(codes)}" for glob, codes in settings.per_file_ignores]
     return "\n".join(lines) + "\n"
+
+
+# Settings no [tool.rnnfix] option sets: a flag, and the folder the
+# per-file-ignores globs are relative to (the configuration's).
+_NOT_OPTIONS = ("isolated", "root")
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a TOML basic string
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    raise TypeError(f"no TOML for {value!r}")

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 OUTPUT_FORMATS = ("text", "concise", "full", "json", "github", "sarif", "gitlab")
+# The formats ``--statistics`` has a form in (text for the first three).
+STATISTICS_FORMATS = ("text", "concise", "full", "json")
 
 
 def codes(values: Sequence[str]) -> tuple[str, ...]:
@@ -268,6 +270,10 @@ class RunOptions:
             target_version=params["target_version"],
             isolated=params["isolated"],
         )
+        fmt = params["output_format"]
+        if params["statistics"] and fmt not in STATISTICS_FORMATS:
+            # ruff: "Unsupported serialization format for statistics".
+            raise click.UsageError(f"--statistics cannot be combined with --output-format {fmt}")
         output = Output(
             command=command,
             diff=params.get("diff", False),

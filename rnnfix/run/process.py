@@ -466,8 +466,7 @@ def _write(path: Path, result: FileResult, progress: Progress) -> None:
             new = decode(result.old_bytes).encode(result.new_text)
             write_atomic(path, new, expected=result.old_bytes)
         except (FileProblem, UnicodeEncodeError) as exc:
-            result.outcome = Outcome.FAILED
-            result.error = str(exc) if isinstance(exc, FileProblem) else f"cannot encode: {exc}"
+            _not_written(result, exc)
         progress.written += result.outcome is Outcome.CHANGED
 
 
@@ -493,9 +492,16 @@ def process_file(
     try:
         write_atomic(path, decoded.encode(result.new_text), expected=data)
     except (FileProblem, UnicodeEncodeError) as exc:
-        result.outcome = Outcome.FAILED
-        result.error = str(exc) if isinstance(exc, FileProblem) else f"cannot encode: {exc}"
+        _not_written(result, exc)
     return result
+
+
+def _not_written(result: FileResult, exc: FileProblem | UnicodeEncodeError) -> None:
+    """A fixed file that could not be written (read-only, changed meanwhile,
+    not encodable) keeps its findings, at its own lines, and no fix."""
+    result.outcome = Outcome.FAILED
+    result.error = str(exc) if isinstance(exc, FileProblem) else f"cannot encode: {exc}"
+    result.findings, result.applied = list(result.initial), []
 
 
 def process_notebook(
