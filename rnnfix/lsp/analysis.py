@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rnnfix.analysis.context import Finding
 from rnnfix.config.settings import Settings
@@ -49,9 +50,18 @@ class Analysis:
     error: str | None = None
 
 
-def settings_for(path: str | None, cache: dict[Path, tuple[float, Settings]]) -> Settings:
+# A configuration's settings by its path, with the digest of the bytes they
+# were read from (the first item; ``Any``: the server's own annotation).
+SettingsCache = dict[Path, tuple[Any, Settings]]
+
+
+def settings_for(path: str | None, cache: SettingsCache) -> Settings:
     """``[tool.rnnfix]`` of the file's own configuration, found as the command line
-    finds it (``rnnfix.config.discovery``); invalid ones count as none."""
+    finds it (``rnnfix.config.discovery``); invalid ones count as none. Read
+    again whenever its bytes change (not its modification time: a file
+    rewritten within the same second keeps it)."""
+    import hashlib
+
     from rnnfix.config.pyproject import ConfigError, find_pyproject, load_settings
 
     if path is None:
@@ -60,17 +70,17 @@ def settings_for(path: str | None, cache: dict[Path, tuple[float, Settings]]) ->
     if found is None:
         return Settings()
     try:
-        mtime = found.stat().st_mtime
+        key = hashlib.sha256(found.read_bytes()).hexdigest()
     except OSError:
         return Settings()
     known = cache.get(found)
-    if known is not None and known[0] == mtime:
+    if known is not None and known[0] == key:
         return known[1]
     try:
         settings = load_settings(found)
     except ConfigError:
         settings = Settings()
-    cache[found] = (mtime, settings)
+    cache[found] = (key, settings)
     return settings
 
 

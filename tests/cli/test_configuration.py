@@ -202,3 +202,22 @@ def test_the_editor_uses_the_same_configuration_per_file(tmp_path: Path) -> None
     (a / "pkg").mkdir()
     (a / "pkg" / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
     assert "RNF002" in settings_for(str(a / "pkg" / "train.py"), {}).ignore
+
+
+def test_the_editor_rereads_a_configuration_rewritten_in_the_same_second(
+    tmp_path: Path,
+) -> None:
+    """Its settings cache keys on the file's bytes, as the result cache does
+    (issue 38, item 13): not on its modification time."""
+    from rnnfix.lsp.analysis import SettingsCache, settings_for
+
+    config = tmp_path / "pyproject.toml"
+    config.write_text(IGNORE_RNF002)
+    cache: SettingsCache = {}
+    doc = str(tmp_path / "train.py")
+    assert "RNF002" in settings_for(doc, cache).ignore
+    st = config.stat()
+    config.write_text(IGNORE_RNF002.replace("RNF002", "RNF005"))
+    os.utime(config, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert config.stat().st_size == st.st_size
+    assert settings_for(doc, cache).ignore == ("RNF005",)
