@@ -45,7 +45,7 @@ def _settings(settings: "Settings | None", options: "dict[str, Any]") -> "Settin
     from rnnfix.config.settings import Settings
 
     base = settings or Settings()
-    for key in ("select", "ignore"):
+    for key in ("select", "extend_select", "ignore", "fixable", "unfixable"):
         if isinstance(options.get(key), str):
             options[key] = (options[key],)
     return dataclasses.replace(base, **options) if options else base

@@ -40,6 +40,7 @@ class Configurations:
         self.config_path = config_path
         self.finder = ConfigFinder()
         self._settings: dict[Path | None, Settings] = {}
+        self._of_file: dict[Path, Path | None] = {}
 
     @property
     def notes(self) -> list[str]:
@@ -67,7 +68,11 @@ class Configurations:
 
     def config_of_file(self, path: Path) -> Path | None:
         """``config_for`` a path known to be a file (looked up by its folder)."""
-        return self.config_path or self.finder.for_file(path)
+        if self.config_path is not None:
+            return self.config_path
+        if path not in self._of_file:
+            self._of_file[path] = self.finder.for_file(path)
+        return self._of_file[path]
 
 
 def _resolve(pyproject: Path | None, flags: SettingFlags) -> Settings:

@@ -7,6 +7,7 @@ report)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -317,19 +318,28 @@ def _selectors(params: dict[str, Any], name: str) -> tuple[str, ...]:
 def rule_codes() -> list[str]:
     """The codes of the rules, from their modules' names (``rnf001_...``,
     ``rnf003/``) without importing them: a warm run imports no rule."""
+    return list(_rule_codes())
+
+
+@functools.cache
+def _rule_codes() -> tuple[str, ...]:
     import pkgutil
 
     import rnnfix.rules
 
-    return sorted(
-        info.name[:6].upper()
-        for info in pkgutil.iter_modules(rnnfix.rules.__path__)
-        if info.name[:3] == "rnf" and info.name[3:6].isdigit()
+    return tuple(
+        sorted(
+            info.name[:6].upper()
+            for info in pkgutil.iter_modules(rnnfix.rules.__path__)
+            if info.name[:3] == "rnf" and info.name[3:6].isdigit()
+        )
     )
 
 
 def check_selectors(selectors: Sequence[str], where: str) -> None:
-    known = rule_codes()
+    if not selectors:
+        return
+    known = _rule_codes()
     for prefix in selectors:
         if prefix != ALL and not any(code.startswith(prefix) for code in known):
             raise click.UsageError(

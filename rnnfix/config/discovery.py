@@ -66,51 +66,52 @@ def has_rnnfix_table(path: Path) -> bool:
 
 
 class ConfigFinder:
-    """``nearest`` for many files: each folder is looked at once a run.
-    ``notes``: one line per configuration passed over because another user
-    owns it."""
+    """``nearest`` for many files: each folder is looked at once a run, by
+    its path as given (made absolute, never resolved through links, as ruff
+    walks a path's ancestors). ``notes``: one line per configuration passed
+    over because another user owns it."""
 
     def __init__(self) -> None:
         self.notes: list[str] = []
-        self._folders: dict[str, Path | None] = {}  # resolved folders
-        self._given: dict[str, Path | None] = {}  # folders as given, absolute
+        self._folders: dict[str, Path | None] = {}  # absolute folders
+        self._given: dict[str, Path | None] = {}  # folders as the paths name them
+        self._cwd = os.getcwd()
 
-    def for_file(self, path: Path) -> Path | None:
+    def for_file(self, path: Path | str) -> Path | None:
         """``nearest`` for a file a walk found or a run names: looked up by
-        its folder, so that a large tree resolves each folder once, not
-        each file."""
-        folder = os.path.dirname(os.path.abspath(path))
-        if folder not in self._given:
-            self._given[folder] = self._from(Path(folder))
-        return self._given[folder]
+        its folder as named (a string operation), so that a large tree costs
+        a dictionary lookup per file."""
+        given = os.path.dirname(os.fspath(path))
+        if given not in self._given:
+            folder = os.path.normpath(os.path.join(self._cwd, given))
+            self._given[given] = self._from(folder)
+        return self._given[given]
 
     def nearest(self, path: Path) -> Path | None:
         """The configuration of the file (or folder) at ``path``, or None."""
-        try:
-            start = path.resolve()
-        except (OSError, RuntimeError):  # a symlink loop: look from where it is
-            start = Path(os.path.abspath(path)).parent
-        return self._from(start if start.is_dir() else start.parent)
+        absolute = os.path.normpath(os.path.join(self._cwd, os.fspath(path)))
+        return self._from(absolute if os.path.isdir(absolute) else os.path.dirname(absolute))
 
-    def _from(self, folder: Path) -> Path | None:
-        try:
-            folder = folder.resolve()
-        except (OSError, RuntimeError):
-            folder = Path(os.path.abspath(folder))
+    def _from(self, folder: str) -> Path | None:
         visited: list[str] = []
         found: Path | None = None
-        for candidate in (folder, *folder.parents):
-            key = str(candidate)
-            if key in self._folders:
-                found = self._folders[key]
+        current = folder
+        while True:
+            if current in self._folders:
+                found = self._folders[current]
                 break
-            visited.append(key)
-            config = candidate / CONFIG_NAME
-            if config.is_file() and has_rnnfix_table(config) and self._trusted(config):
-                found = config
+            visited.append(current)
+            config = os.path.join(current, CONFIG_NAME)
+            if os.path.isfile(config) and has_rnnfix_table(Path(config)):
+                if self._trusted(Path(config)):
+                    found = Path(config)
+                    break
+            if at_repository_root(current):
                 break
-            if at_repository_root(candidate):
+            parent = os.path.dirname(current)
+            if parent == current:
                 break
+            current = parent
         for key in visited:
             self._folders[key] = found
         return found
