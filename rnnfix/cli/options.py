@@ -255,55 +255,33 @@ class RunOptions:
     @classmethod
     def from_click(cls, command: Command, params: dict[str, Any]) -> RunOptions:
         """From a command's click parameters (``check`` has no apply-only ones)."""
-        flags = SettingFlags(
+        flags = _picked(
+            SettingFlags,
+            params,
             select=_selectors(params, "select"),
             extend_select=_selectors(params, "extend_select"),
             ignore=_selectors(params, "ignore"),
             fixable=_selectors(params, "fixable"),
             unfixable=_selectors(params, "unfixable"),
-            report_unused_suppressions=params["report_unused_suppressions"],
-            unsafe_fixes=params["unsafe_fixes"],
-            strict=params["strict"],
-            rnn_only=params["rnn_only"],
-            rnn_only_strategy=params["rnn_only_strategy"],
-            include_tests=params["include_tests"],
-            force_exclude=params["force_exclude"],
-            target_version=params["target_version"],
-            isolated=params["isolated"],
         )
         fmt = params["output_format"]
         if params["statistics"] and fmt not in STATISTICS_FORMATS:
             # ruff: "Unsupported serialization format for statistics".
             raise click.UsageError(f"--statistics cannot be combined with --output-format {fmt}")
-        output = Output(
-            command=command,
-            diff=params.get("diff", False),
-            check=params.get("check", False),
-            fmt=params["output_format"],
-            quiet=params["quiet"],
-            statistics=params["statistics"],
-            color=params["color"],
-            show_fixes=params["show_fixes"],
-            output_file=params["output_file"],
-            exit_zero=params["exit_zero"],
-        )
-        return cls(
-            command=command,
-            paths=tuple(params["paths"]) or (Path("."),),
-            flags=flags,
-            output=output,
-            config_path=params["config_path"],
-            stdin_filename=params["stdin_filename"],
-            jobs=params["jobs"],
-            no_cache=params["no_cache"],
-            changed_since=params["changed_since"],
-            show_settings=params["show_settings"],
-            show_files=params["show_files"],
-            interactive=params.get("interactive", False),
-            verify_cmd=params.get("verify_cmd"),
-            verify_timeout=params.get("verify_timeout", 600.0),
-            exit_non_zero_on_fix=params.get("exit_non_zero_on_fix", False),
-        )
+        output = _picked(Output, params, command=command, fmt=fmt)
+        paths = tuple(params["paths"]) or (Path("."),)
+        return _picked(cls, params, command=command, paths=paths, flags=flags, output=output)
+
+
+_T = TypeVar("_T")
+
+
+def _picked(kind: type[_T], params: dict[str, Any], **given: Any) -> _T:
+    """``kind`` from ``given`` and, for its other fields, the parameters of
+    the same name (a command without one, ``check`` for ``--diff``: the
+    field's default)."""
+    names = {f.name for f in dataclasses.fields(kind)}  # type: ignore[arg-type]
+    return kind(**{k: v for k, v in params.items() if k in names and k not in given}, **given)
 
 
 def _selectors(params: dict[str, Any], name: str) -> tuple[str, ...]:

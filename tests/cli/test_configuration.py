@@ -7,8 +7,6 @@ files another user owns (issue 38, items 1 and 2)."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,8 +16,8 @@ from click.testing import CliRunner, Result
 from rnnfix.cli.app import cli
 from rnnfix.config.pyproject import find_pyproject
 from tests.cli.conftest import BUGGY
+from tests.security.conftest import run_rnnfix
 
-ROOT = Path(__file__).resolve().parents[2]
 IGNORE_RNF002 = '[tool.rnnfix]\nignore = ["RNF002"]\n'
 
 
@@ -127,15 +125,21 @@ def foreign(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], None]:
     return make
 
 
+def _under_a_planted_configuration(tmp_path: Path, config: str) -> tuple[Path, Path]:
+    """A project in a shared folder (/tmp, another account's home) that
+    holds a ``pyproject.toml``: (the project, that file)."""
+    project = tmp_path / "shared" / "project"
+    project.mkdir(parents=True)
+    (project / "train.py").write_text(BUGGY)
+    planted = tmp_path / "shared" / "pyproject.toml"
+    planted.write_text(config)
+    return project, planted
+
+
 def test_a_configuration_another_user_owns_is_ignored(
     tmp_path: Path, foreign: Callable[[Path], None]
 ) -> None:
-    shared = tmp_path / "shared"  # /tmp, another account's home
-    project = shared / "project"
-    project.mkdir(parents=True)
-    (project / "train.py").write_text(BUGGY)
-    planted = shared / "pyproject.toml"
-    planted.write_text(IGNORE_RNF002)
+    project, planted = _under_a_planted_configuration(tmp_path, IGNORE_RNF002)
     foreign(planted)
     result = _cli("check", str(project))
     assert result.exit_code == 1, result.output
@@ -151,33 +155,16 @@ def test_the_cache_never_goes_where_another_users_marker_is(
 ) -> None:
     from rnnfix.run.cache import cache_root
 
-    shared = tmp_path / "shared"
-    project = shared / "project"
-    project.mkdir(parents=True)
-    (project / "train.py").write_text(BUGGY)
-    planted = shared / "pyproject.toml"
-    planted.write_text("[project]\nname = 'x'\n")
+    project, planted = _under_a_planted_configuration(tmp_path, "[project]\nname = 'x'\n")
     foreign(planted)
     assert cache_root([project / "train.py"]) == project
 
 
 @pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs chown (root)")
 def test_a_foreign_configuration_in_a_real_run(tmp_path: Path) -> None:
-    shared = tmp_path / "shared"
-    project = shared / "project"
-    project.mkdir(parents=True)
-    (project / "train.py").write_text(BUGGY)
-    planted = shared / "pyproject.toml"
-    planted.write_text('[tool.rnnfix]\nignore = ["RNF"]\n')
+    project, planted = _under_a_planted_configuration(tmp_path, '[tool.rnnfix]\nignore = ["RNF"]\n')
     os.chown(planted, 4242, 4242)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "rnnfix", "check", "--no-cache", str(project)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    proc = run_rnnfix("check", "--no-cache", str(project))
     assert proc.returncode == 1, proc.stderr
     assert "owned by another user" in proc.stderr
 

@@ -6,13 +6,13 @@ pip's ``__main__`` does."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.cli.conftest import BUGGY
+
+from .conftest import run_rnnfix
 
 ROOT = Path(__file__).resolve().parents[2]
 # Modules rnnfix's package, its start and a run import (and some it may).
@@ -34,15 +34,7 @@ def test_modules_in_the_current_folder_do_not_shadow_the_standard_library(
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RNNFIX_NO_CACHE": "1"}
     env.pop("PYTHONSAFEPATH", None)
     extra = [] if args == ["--version"] else ["--select", "RNF002", "train.py"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "rnnfix", *args, *extra],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    proc = run_rnnfix(*args, *extra, cwd=tmp_path, env=env)
     assert "SHADOWED" not in proc.stderr, proc.stderr
     assert proc.returncode in (0, 1), proc.stderr
     if args == ["check"]:
@@ -55,14 +47,6 @@ def test_a_checkout_run_from_its_own_root_still_imports_itself(tmp_path: Path) -
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSAFEPATH")}
     f = tmp_path / "train.py"
     f.write_text(BUGGY)
-    proc = subprocess.run(
-        [sys.executable, "-m", "rnnfix", "check", "--no-cache", "--select", "RNF002", str(f)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    proc = run_rnnfix("check", "--no-cache", "--select", "RNF002", str(f), cwd=ROOT, env=env)
     assert proc.returncode == 1, proc.stderr
     assert "RNF002" in proc.stdout
