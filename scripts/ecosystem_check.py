@@ -356,7 +356,11 @@ def save(dest: Path, repo: Repo, setting: str, label: str, run: EcoRun) -> None:
         "returncode": result.returncode,
         "stderr": result.stderr,
         "diagnostics": result.diagnostics,
-        "files": [f for f in result.files if f.get("outcome") != "unchanged"],
+        # A --check run leaves every file "unchanged"; "would_change" says
+        # which a write would change (older versions said "changed").
+        "files": [
+            f for f in result.files if f.get("outcome") != "unchanged" or f.get("would_change")
+        ],
     }
     (folder / f"{stem}.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
 

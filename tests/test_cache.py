@@ -493,3 +493,37 @@ def test_a_warm_run_fixes_with_as_many_workers_as_a_cold_run(
     changed = [r for r in warm if r.outcome is Outcome.CHANGED]
     assert len(changed) == 2 < len(files)  # fewer left than the threshold
     assert jobs == [2]  # a worker each, not one process for both
+
+
+def test_a_file_rewritten_in_the_same_second_to_the_same_size_is_checked_again(
+    tmp_path: Path,
+) -> None:
+    """Issue 38, item 13, in real processes: the cache keys a file's entry
+    on its bytes (a SHA-256), never on its size and modification time."""
+    f = tmp_path / "train.py"
+    buggy = "import torch.nn as nn\nm = nn.DataParallel(nn.Linear(2, 2))\nm.module.train()\n"
+    clean = buggy.replace("m.module.train()", "m.module.half() ")
+    assert len(clean) == len(buggy)
+    env = {k: v for k, v in os.environ.items() if k != "RNNFIX_NO_CACHE"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+
+    def check() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "rnnfix", "check", "--select", "RNF002", str(f)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    for first, second in ((buggy, clean), (clean, buggy)):
+        f.write_text(first)
+        st = f.stat()
+        assert check().returncode == (1 if first is buggy else 0)
+        assert (tmp_path / CACHE_DIR).is_dir()
+        f.write_text(second)
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # the same second, the same size
+        assert (f.stat().st_size, f.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+        again = check()
+        assert again.returncode == (1 if second is buggy else 0), again.stdout + again.stderr

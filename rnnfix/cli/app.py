@@ -14,14 +14,16 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from rnnfix._version import __version__
-from rnnfix.cli.options import shared_options
+from rnnfix.cli.options import RunOptions, check_options, shared_options
 from rnnfix.cli.summary import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, Output, report
 from rnnfix.run import stopping
 from rnnfix.run.stopping import Interrupted
 
 if TYPE_CHECKING:
+    from rnnfix.cli.configuration import Configurations
     from rnnfix.config.settings import Settings
-    from rnnfix.run.process import FileResult
+    from rnnfix.run.process import FileResult, Progress
+    from rnnfix.source.files import Problems
 
 
 class _Group(click.Group):
@@ -87,88 +89,62 @@ def _apply_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @cli.command(short_help="Report mode bugs in PATHS; change nothing.")
-@shared_options
-def check(**kwargs: Any) -> None:
-    """Report mode bugs in PATHS (files or folders; '-' reads stdin) and change
-    nothing: `rnnfix apply` fixes them. Exit 1 when any finding is reported."""
-    _run("check", **kwargs)
+@check_options
+def check(**params: Any) -> None:
+    """Report mode bugs in PATHS (files or folders, the current folder when
+    none is given; '-' reads stdin) and change nothing: `rnnfix apply` fixes
+    them. Exit 1 when any finding is reported."""
+    _run(RunOptions.from_click("check", params))
 
 
 @cli.command(short_help="Fix mode bugs in PATHS.")
 @_apply_options
-def apply(**kwargs: Any) -> None:
+def apply(**params: Any) -> None:
     """Fix mode bugs in PATHS (files or folders; '-' reads stdin, writes stdout)."""
-    _run("apply", **kwargs)
+    _run(RunOptions.from_click("apply", params))
 
 
-_SETTING_FLAGS = (
-    "unsafe_fixes",
-    "strict",
-    "rnn_only",
-    "rnn_only_strategy",
-    "include_tests",
-    "force_exclude",
-    "target_version",
-)
+def _run(options: RunOptions) -> None:
+    from rnnfix.cli.configuration import Configurations, show_settings
 
-
-def _run(command: str, **kw: Any) -> None:
-    from rnnfix.cli.options import resolve_settings, show_settings
-
-    paths: tuple[Path, ...] = kw["paths"]
-    flags = {"select": kw["select"], "ignore": kw["ignore"]}
-    flags |= {key: kw[key] for key in _SETTING_FLAGS}
-    if kw["isolated"]:
-        flags["isolated"] = True
-    resolved = resolve_settings(paths, kw["config_path"], flags)
-    settings = resolved.settings
-    if kw["show_settings"]:
-        click.echo(show_settings(resolved), nl=False)
+    paths = options.paths
+    configs = Configurations(options.flags, options.config_path)
+    # Each file has its own settings; these are the first path's (stdin:
+    # --stdin-filename's), read first so a broken configuration stops the
+    # run before anything else.
+    first = _settings_start(options)
+    settings = configs.for_path(first)
+    if options.show_settings:
+        _say_notes(configs)
+        click.echo(show_settings(settings, configs.config_for(first)), nl=False)
         return
-    diff, dry_check = kw.get("diff", False), kw.get("check", False)
-    interactive = kw.get("interactive", False)
-    out = Output(
-        command=command,
-        diff=diff,
-        check=dry_check,
-        fmt=kw["output_format"],
-        quiet=kw["quiet"],
-        statistics=kw["statistics"],
-        color=kw["color"],
-        show_fixes=kw["show_fixes"],
-        output_file=kw["output_file"],
-        exit_zero=kw["exit_zero"],
-    )
+    out = options.output
+    interactive = options.interactive
     if interactive:
-        _check_interactive(paths, diff, dry_check, out.fmt)
-    if any(str(p) == "-" for p in paths):
+        _check_interactive(paths, out.diff, out.check, out.fmt)
+    if options.stdin:
         if len(paths) > 1:
             raise click.UsageError("'-' (stdin) cannot be combined with other paths")
-        if kw["changed_since"]:
+        if options.changed_since:
             raise click.UsageError("--changed-since cannot be combined with '-' (stdin)")
-        sys.exit(_apply_stdin(settings, kw["stdin_filename"], out))
+        _say_notes(configs)
+        sys.exit(_apply_stdin(settings, options.stdin_filename, out))
 
-    from rnnfix.run.process import Outcome, Progress, process_files
-    from rnnfix.source.files import Problems, discover
+    from rnnfix.run.process import Outcome, Progress
+    from rnnfix.source.files import Problems
 
     missing = [p for p in paths if not p.exists() and not p.is_symlink()]
     if missing:
         raise click.UsageError(f"{missing[0]}: no such file or folder")
     problems = Problems()
-    files = list(
-        discover(
-            paths,
-            settings.exclude + settings.extend_exclude,
-            include_tests=settings.include_tests,
-            force_exclude=settings.force_exclude,
-            problems=problems,
-        )
-    )
-    changed_since = kw["changed_since"]
+    files = _discover(paths, configs, problems)
+    changed_since = options.changed_since
     context: list[Path] | None = None
     if changed_since:
         context, files = files, _changed_only(files, changed_since, paths[0])
-    if kw["show_files"]:
+    groups = configs.group(files)
+    _say_notes(configs)
+    if options.show_files:
         click.echo("".join(f"{f}\n" for f in files), nl=False)
         return
     if not files and not context:
@@ -177,33 +153,15 @@ def _run(command: str, **kw: Any) -> None:
             + ", ".join(str(p) for p in paths),
             err=True,
         )
-    cache = None
-    # A cached result would skip the questions of -i, and keeps no finding's
-    # edits, which SARIF and JSON carry as each finding's fix.
-    if not kw["no_cache"] and not interactive and out.fmt not in ("sarif", "json"):
-        from rnnfix.run.cache import ResultCache, cache_root
-
-        cache = ResultCache(cache_root(context or files), settings)
-    progress = Progress()
+    progress = Progress(total=len(files))
+    warnings: list[str] = []
     try:
         with (
             _sigterm_as_interrupt(),
             _reviewing(interactive, out.color),
             _progress_bar(progress, out.quiet or interactive),
         ):
-            results = process_files(
-                files,
-                settings,
-                write=not out.dry,
-                jobs=1 if interactive else kw["jobs"],  # the questions are asked here
-                cache=cache,
-                progress=progress,
-                context=context,
-                # Whole folders (or --changed-since) hold the project already.
-                scan_imports=not context and not all(p.is_dir() for p in paths),
-                # --check reports findings only: a fixed file's text is not needed.
-                texts=not out.dry or out.diff,
-            )
+            results = _process(options, configs, groups, files, context, progress, warnings)
     except _Interrupted as exc:
         done = "" if out.dry else f"; {progress.written} changed file(s) written"
         click.echo(
@@ -212,21 +170,121 @@ def _run(command: str, **kw: Any) -> None:
             err=True,
         )
         sys.exit(128 + exc.signal_number)
-    for warning in [*problems.warnings, *(cache.warnings if cache is not None else ())]:
+    for warning in [*problems.warnings, *warnings]:
         click.echo(f"rnnfix: warning: {warning}", err=True)
     # Folders that could not be read, patterns that are none: the run went
     # on without them, and its exit code says something failed.
     for error in problems.errors:
         click.echo(f"rnnfix: error: {error}", err=True)
-    code = report(results, settings, out)
+    parts = [configs.settings(config) for config in groups] or [settings]
+    # What the report counts as fixable: the files' own settings said the
+    # same, or (configurations that differ) only what every one would fix.
+    shown = dataclasses.replace(parts[0], unsafe_fixes=all(s.unsafe_fixes for s in parts))
+    code = report(results, shown, out)
     if problems.errors:
         code = EXIT_ERROR
-    if kw.get("exit_non_zero_on_fix") and not out.dry and code == EXIT_OK:
+    if options.exit_non_zero_on_fix and not out.dry and code == EXIT_OK:
         code = EXIT_FINDINGS if any(r.outcome is Outcome.CHANGED for r in results) else code
-    verify_cmd = kw.get("verify_cmd")
-    if verify_cmd and not out.dry:
-        code = max(code, _verify_after_apply(results, verify_cmd, kw["verify_timeout"]))
+    if options.verify_cmd and not out.dry:
+        code = max(code, _verify_after_apply(results, options.verify_cmd, options.verify_timeout))
     sys.exit(code)
+
+
+def _settings_start(options: RunOptions) -> Path:
+    """Where the first path's configuration is looked for: stdin's is
+    --stdin-filename's (as ruff's), else the current folder's."""
+    if not options.stdin:
+        return options.paths[0]
+    if options.stdin_filename != "<stdin>":
+        return Path(options.stdin_filename)
+    return Path.cwd()
+
+
+def _say_notes(configs: Configurations) -> None:
+    for note in configs.notes:
+        click.echo(f"rnnfix: note: {note}", err=True)
+    configs.notes.clear()
+
+
+def _discover(paths: Sequence[Path], configs: Configurations, problems: Problems) -> list[Path]:
+    """The files of the run: each path walked with its own configuration's
+    exclusions; a file below it with another configuration is also left out
+    by that one's (relative to its folder), as ruff does."""
+    from rnnfix.source.files import discover, left_out
+
+    by_config: dict[Path | None, list[Path]] = {}
+    for p in paths:
+        by_config.setdefault(configs.config_for(p), []).append(p)
+    files: list[Path] = []
+    seen: set[Path] = set()
+    for config, roots in by_config.items():
+        s = configs.settings(config)
+        found = discover(
+            roots,
+            s.exclude + s.extend_exclude,
+            include_tests=s.include_tests,
+            force_exclude=s.force_exclude,
+            problems=problems,
+        )
+        for f in found:
+            if f in seen:
+                continue
+            seen.add(f)
+            own = configs.config_of_file(f)
+            if own is not None and own != config:
+                o = configs.settings(own)
+                excluded = o.exclude + o.extend_exclude
+                if left_out(f, own.parent, excluded, o.include_tests, problems):
+                    continue
+            files.append(f)
+    return files
+
+
+def _process(
+    options: RunOptions,
+    configs: Configurations,
+    groups: dict[Path | None, list[Path]],
+    files: list[Path],
+    context: list[Path] | None,
+    progress: Progress,
+    warnings: list[str],
+) -> list[FileResult]:
+    """``process_files`` over each configuration's files, in ``files``'
+    order. With more than one configuration every part sees all the files
+    of the run (the project index), and fixes only its own."""
+    from rnnfix.run.process import process_files
+
+    out = options.output
+    # A cached result would skip the questions of -i, and keeps no finding's
+    # edits, which SARIF and JSON carry as each finding's fix.
+    cached = not options.no_cache and not options.interactive and out.fmt not in ("sarif", "json")
+    # Whole folders (or --changed-since) hold the project already.
+    scan_imports = not context and not all(p.is_dir() for p in options.paths)
+    whole = context if len(groups) < 2 else (context or files)
+    by_file: dict[Path, FileResult] = {}
+    for config, part in groups.items():
+        settings = configs.settings(config)
+        cache = None
+        if cached:
+            from rnnfix.run.cache import ResultCache, cache_root
+
+            cache = ResultCache(cache_root(context or files), settings)
+        results = process_files(
+            part,
+            settings,
+            write=not out.dry,
+            jobs=1 if options.interactive else options.jobs,  # the questions are asked here
+            cache=cache,
+            progress=progress,
+            context=whole,
+            scan_imports=scan_imports,
+            # --check reports findings only: a fixed file's text is not needed.
+            texts=not out.dry or out.diff,
+        )
+        by_file.update(zip(part, results, strict=True))
+        if cache is not None:
+            warnings.extend(w for w in cache.warnings if w not in warnings)
+    return [by_file[f] for f in files]
 
 
 def _check_interactive(paths: Sequence[Path], diff: bool, check: bool, output_format: str) -> None:

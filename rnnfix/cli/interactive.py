@@ -129,8 +129,10 @@ class Reviewer:
             assert isinstance(nb, notebooks.Notebook)
             cell, line = nb.locate(finding.line)
             end = None if finding.end_line is None else finding.end_line - (finding.line - line)
-            # The message cites lines of the source it was found in: ``before``.
-            message = cell_line_refs(nb, finding.message, cell, before)
+            # The engine says the finding, its message included, at the
+            # input's lines (the notebook on disk), whatever the fixes
+            # accepted before it moved.
+            message = cell_line_refs(nb, finding.message, cell, None)
             shown = dataclasses.replace(
                 finding, line=line, end_line=end, cell=cell, message=message
             )

@@ -1,23 +1,30 @@
-"""The options ``rnnfix check`` and ``rnnfix apply`` share, and how they
-become ``Settings`` (``[tool.rnnfix]`` under the flags)."""
+"""The options ``rnnfix check`` and ``rnnfix apply`` share; ``RunOptions``,
+the one typed, frozen record of what a run was asked (built from click's
+parameters once, then read by each part of the run: ``SettingFlags`` go
+over ``[tool.rnnfix]`` (``rnnfix.cli.configuration``), ``Output`` to the
+report)."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 
-from rnnfix.config.settings import TARGET_VERSIONS
+from rnnfix.cli.summary import Output
+from rnnfix.config.settings import ALL, TARGET_VERSIONS
 
 if TYPE_CHECKING:
-    from rnnfix.config.settings import Settings
+    from rnnfix.config.settings import RnnOnlyStrategy
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 OUTPUT_FORMATS = ("text", "concise", "full", "json", "github", "sarif", "gitlab")
+# The formats ``--statistics`` has a form in (text for the first three).
+STATISTICS_FORMATS = ("text", "concise", "full", "json")
 
 
 def codes(values: Sequence[str]) -> tuple[str, ...]:
@@ -28,12 +35,34 @@ def codes(values: Sequence[str]) -> tuple[str, ...]:
 
 
 _SHARED: list[Callable[[F], F]] = [
-    click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path)),
     click.option(
-        "--select", multiple=True, help="Rule codes or prefixes to run (comma-separated)."
+        "--select",
+        multiple=True,
+        help="Rule codes or prefixes to run (comma-separated; ALL: every rule).",
+    ),
+    click.option(
+        "--extend-select",
+        multiple=True,
+        help="Rule codes or prefixes to run as well as those selected.",
     ),
     click.option(
         "--ignore", multiple=True, help="Rule codes or prefixes to skip (comma-separated)."
+    ),
+    click.option(
+        "--fixable",
+        multiple=True,
+        help="Rule codes or prefixes whose fixes may be applied (default: ALL).",
+    ),
+    click.option(
+        "--unfixable",
+        multiple=True,
+        help="Rule codes or prefixes whose fixes are never applied (reported only).",
+    ),
+    click.option(
+        "--report-unused-suppressions/--no-report-unused-suppressions",
+        default=None,
+        help="Name each `# noqa: RNF...`, `# rnnfix: ignore` or `# rnnfix: noqa` that "
+        "silences nothing (on stderr).",
     ),
     click.option(
         "--unsafe-fixes/--no-unsafe-fixes",
@@ -161,75 +190,136 @@ def shared_options(f: F) -> F:
     """The options of ``check`` and ``apply``, in ``--help``'s order."""
     for option in reversed(_SHARED):
         f = option(f)
-    return f
+    return click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))(f)
+
+
+def check_options(f: F) -> F:
+    """``shared_options``, PATHS optional: ``rnnfix check`` alone checks the
+    current folder, as ``ruff check`` does."""
+    for option in reversed(_SHARED):
+        f = option(f)
+    return click.argument("paths", nargs=-1, type=click.Path(path_type=Path))(f)
+
+
+Command = Literal["check", "apply"]
 
 
 @dataclasses.dataclass(frozen=True)
-class Resolved:
-    settings: Settings
-    pyproject: Path | None
+class SettingFlags:
+    """The flags that go over ``[tool.rnnfix]``: an empty tuple or None is
+    a flag not given (the configuration's value stands)."""
+
+    select: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()  # added to the configuration's
+    fixable: tuple[str, ...] = ()
+    unfixable: tuple[str, ...] = ()  # added to the configuration's
+    report_unused_suppressions: bool | None = None
+    unsafe_fixes: bool | None = None
+    strict: bool | None = None
+    rnn_only: bool | None = None
+    rnn_only_strategy: RnnOnlyStrategy | None = None
+    include_tests: bool | None = None
+    force_exclude: bool | None = None
+    target_version: str | None = None
+    isolated: bool = False  # a flag only, never read from [tool.rnnfix]
 
 
-def resolve_settings(
-    paths: Sequence[Path], config_path: Path | None, flags: dict[str, Any]
-) -> Resolved:
-    """``[tool.rnnfix]`` of ``config_path`` (or the nearest pyproject.toml),
-    with the flags given on the command line over it; unknown rule
-    selectors are errors wherever they come from."""
-    from rnnfix.config.pyproject import ConfigError, find_pyproject, load_settings
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """What ``check`` or ``apply`` was asked, typed; the only thing the run
+    reads of the command line. ``flags`` are for the settings, ``output``
+    for the report; the rest is the run's own."""
 
-    start = Path.cwd() if str(paths[0]) == "-" else paths[0]
-    pyproject = config_path or find_pyproject(start)
-    try:
-        settings = load_settings(pyproject)
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
-    overrides: dict[str, Any] = {}
-    select, ignore = flags.pop("select"), flags.pop("ignore")
-    if select:
-        overrides["select"] = codes(select)
-    if ignore:
-        overrides["ignore"] = settings.ignore + codes(ignore)
-    for key, value in flags.items():
-        if value is not None:
-            overrides[key] = value
-    settings = dataclasses.replace(settings, **overrides)
-    in_file = f"[tool.rnnfix] of {pyproject}"
-    _check_selectors(settings.select, "--select" if select else in_file)
-    _check_selectors(settings.ignore, f"--ignore or {in_file}" if ignore else in_file)
-    return Resolved(settings, pyproject)
+    command: Command
+    paths: tuple[Path, ...]
+    flags: SettingFlags
+    output: Output
+    config_path: Path | None = None
+    stdin_filename: str = "<stdin>"
+    jobs: int = 0
+    no_cache: bool = False
+    changed_since: str | None = None
+    show_settings: bool = False
+    show_files: bool = False
+    # apply only
+    interactive: bool = False
+    verify_cmd: str | None = None
+    verify_timeout: float = 600.0
+    exit_non_zero_on_fix: bool = False
+
+    @property
+    def stdin(self) -> bool:
+        return any(str(p) == "-" for p in self.paths)
+
+    @classmethod
+    def from_click(cls, command: Command, params: dict[str, Any]) -> RunOptions:
+        """From a command's click parameters (``check`` has no apply-only ones)."""
+        flags = _picked(
+            SettingFlags,
+            params,
+            select=_selectors(params, "select"),
+            extend_select=_selectors(params, "extend_select"),
+            ignore=_selectors(params, "ignore"),
+            fixable=_selectors(params, "fixable"),
+            unfixable=_selectors(params, "unfixable"),
+        )
+        fmt = params["output_format"]
+        if params["statistics"] and fmt not in STATISTICS_FORMATS:
+            # ruff: "Unsupported serialization format for statistics".
+            raise click.UsageError(f"--statistics cannot be combined with --output-format {fmt}")
+        output = _picked(Output, params, command=command, fmt=fmt)
+        paths = tuple(params["paths"]) or (Path("."),)
+        return _picked(cls, params, command=command, paths=paths, flags=flags, output=output)
+
+
+_T = TypeVar("_T")
+
+
+def _picked(kind: type[_T], params: dict[str, Any], **given: Any) -> _T:
+    """``kind`` from ``given`` and, for its other fields, the parameters of
+    the same name (a command without one, ``check`` for ``--diff``: the
+    field's default)."""
+    names = {f.name for f in dataclasses.fields(kind)}  # type: ignore[arg-type]
+    return kind(**{k: v for k, v in params.items() if k in names and k not in given}, **given)
+
+
+def _selectors(params: dict[str, Any], name: str) -> tuple[str, ...]:
+    """A rule-selector option's codes; one given empty (``--select ''``) is a
+    usage error, as in ruff."""
+    given: Sequence[str] = params[name]
+    if any(not codes([value]) for value in given):
+        raise click.UsageError(f"--{name.replace('_', '-')}: no rule selector given")
+    return codes(given)
 
 
 def rule_codes() -> list[str]:
     """The codes of the rules, from their modules' names (``rnf001_...``,
     ``rnf003/``) without importing them: a warm run imports no rule."""
+    return list(_rule_codes())
+
+
+@functools.cache
+def _rule_codes() -> tuple[str, ...]:
     import pkgutil
 
     import rnnfix.rules
 
-    return sorted(
-        info.name[:6].upper()
-        for info in pkgutil.iter_modules(rnnfix.rules.__path__)
-        if info.name[:3] == "rnf" and info.name[3:6].isdigit()
+    return tuple(
+        sorted(
+            info.name[:6].upper()
+            for info in pkgutil.iter_modules(rnnfix.rules.__path__)
+            if info.name[:3] == "rnf" and info.name[3:6].isdigit()
+        )
     )
 
 
-def _check_selectors(selectors: Sequence[str], where: str) -> None:
-    known = rule_codes()
+def check_selectors(selectors: Sequence[str], where: str) -> None:
+    if not selectors:
+        return
+    known = _rule_codes()
     for prefix in selectors:
-        if not any(code.startswith(prefix) for code in known):
+        if prefix != ALL and not any(code.startswith(prefix) for code in known):
             raise click.UsageError(
                 f"unknown rule selector {prefix!r} ({where}); `rnnfix rules` lists the rules"
             )
-
-
-def show_settings(resolved: Resolved) -> str:
-    """``--show-settings``: every setting, one ``name = value`` a line, as
-    ``[tool.rnnfix]`` spells them."""
-    lines = [f"# settings from {resolved.pyproject or 'defaults (no pyproject.toml)'}"]
-    for f in dataclasses.fields(resolved.settings):
-        value = getattr(resolved.settings, f.name)
-        if isinstance(value, tuple):
-            value = list(value)
-        lines.append(f"{f.name.replace('_', '-')} = {value!r}")
-    return "\n".join(lines) + "\n"

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from rnnfix.config.discovery import ConfigFinder
 from rnnfix.config.perfile import validate as validate_per_file_ignores
 from rnnfix.config.settings import TARGET_VERSIONS, Settings
 
@@ -18,7 +18,11 @@ else:  # pragma: no cover
 
 _KEYS = {
     "select": "select",
+    "extend-select": "extend_select",
     "ignore": "ignore",
+    "fixable": "fixable",
+    "unfixable": "unfixable",
+    "report-unused-suppressions": "report_unused_suppressions",
     "unsafe-fixes": "unsafe_fixes",
     "strict": "strict",
     "rnn-only": "rnn_only",
@@ -38,16 +42,10 @@ class ConfigError(Exception):
 
 
 def find_pyproject(start: Path) -> Path | None:
-    try:
-        start = start.resolve()
-    except (OSError, RuntimeError):  # a symlink loop: look from where it is
-        start = Path(os.path.abspath(start)).parent
-    folder = start if start.is_dir() else start.parent
-    for candidate in (folder, *folder.parents):
-        f = candidate / "pyproject.toml"
-        if f.is_file():
-            return f
-    return None
+    """The configuration of the file or folder at ``start``
+    (``rnnfix.config.discovery``: the nearest ``pyproject.toml`` with
+    ``[tool.rnnfix]``, within the repository, of this user's)."""
+    return ConfigFinder().nearest(start)
 
 
 def load_settings(pyproject: Path | None) -> Settings:

@@ -11,10 +11,21 @@ RnnOnlyStrategy = Literal["rnn-train", "cudnn-off"]
 TARGET_VERSIONS = tuple(f"py3{minor}" for minor in range(8, 15))
 
 
+# ruff's selector of every rule (the least specific of all).
+ALL = "ALL"
+
+
 @dataclass(frozen=True)
 class Settings:
     select: tuple[str, ...] = ("RNF",)
+    extend_select: tuple[str, ...] = ()  # added to ``select``
     ignore: tuple[str, ...] = ()
+    # The rules whose fixes may be applied (ruff's ``fixable``/``unfixable``):
+    # an unfixable rule's findings are reported without their fix.
+    fixable: tuple[str, ...] = (ALL,)
+    unfixable: tuple[str, ...] = ()
+    # Say which of rnnfix's suppression comments silence nothing (ruff's RUF100).
+    report_unused_suppressions: bool = False
     unsafe_fixes: bool = False
     # RNF001: also put train() at the head of training loops/functions whose
     # models' mode is unknown (unsafe fixes).
@@ -61,7 +72,22 @@ class Settings:
         return dataclasses.replace(self, ignore=self.ignore + codes) if codes else self
 
     def enabled(self, code: str) -> bool:
-        """Selection by code prefix; the longest matching prefix wins, as in ruff."""
-        sel = max((len(p) for p in self.select if code.startswith(p)), default=-1)
-        ign = max((len(p) for p in self.ignore if code.startswith(p)), default=-1)
-        return sel >= 0 and sel > ign
+        """Selection by code prefix; the longest matching prefix wins, as in
+        ruff (``ALL`` is the shortest of all), and an ignore wins a tie."""
+        return _wins(code, self.select + self.extend_select, self.ignore)
+
+    def fix_enabled(self, code: str) -> bool:
+        """``fixable`` over ``unfixable``, by the same rule as ``enabled``."""
+        return _wins(code, self.fixable, self.unfixable)
+
+
+def _specificity(code: str, selectors: tuple[str, ...]) -> int:
+    return max(
+        (0 if p == ALL else len(p) for p in selectors if p == ALL or code.startswith(p)),
+        default=-1,
+    )
+
+
+def _wins(code: str, chosen: tuple[str, ...], refused: tuple[str, ...]) -> bool:
+    sel = _specificity(code, chosen)
+    return sel >= 0 and sel > _specificity(code, refused)

@@ -11,15 +11,17 @@ These functions run in the analysis process (``rnnfix.lsp.worker``): their
 arguments and results are plain, picklable data.
 
 A document is checked as the file it will be saved as, against the
-``[tool.rnnfix]`` of the nearest ``pyproject.toml`` (re-read when it
-changes), on its own: the server sees the text the editor holds, not the
-project's other files, so cross-file findings are those ``rnnfix check
---isolated`` gives. Positions are 0-based lines and character columns;
-``rnnfix.lsp.server`` turns columns into the client's encoding.
+``[tool.rnnfix]`` of its own configuration (``rnnfix.config.discovery``, as
+the command line finds it; re-read when it changes), on its own: the
+server sees the text the editor holds, not the project's other files, so
+cross-file findings are those ``rnnfix check --isolated`` gives. Positions
+are 0-based lines and character columns; ``rnnfix.lsp.server`` turns
+columns into the client's encoding.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -90,15 +92,17 @@ class Analysis:
 
 @dataclass
 class _Settings:
-    mtime: float
+    digest: str  # of the configuration's bytes
     settings: Settings
     error: str | None
 
 
 class SettingsCache:
-    """``[tool.rnnfix]`` of each document's nearest pyproject.toml, re-read
-    when its modification time changes. A file that cannot be read counts as
-    no configuration; its error is said once per version of the file."""
+    """``[tool.rnnfix]`` of each document's own configuration, found as the
+    command line finds it (``rnnfix.config.discovery``), re-read whenever its
+    bytes change (not its modification time: a file rewritten within the same
+    second keeps it). A file that cannot be read counts as no configuration;
+    its error is said once per version of the file."""
 
     def __init__(self) -> None:
         self._known: dict[Path, _Settings] = {}
@@ -114,16 +118,16 @@ class SettingsCache:
         if found is None:
             return Settings(), None
         try:
-            mtime = found.stat().st_mtime
+            digest = hashlib.sha256(found.read_bytes()).hexdigest()
         except OSError:
             return Settings(), None
         known = self._known.get(found)
-        if known is not None and known.mtime == mtime:
+        if known is not None and known.digest == digest:
             return known.settings, None
         try:
-            entry = _Settings(mtime, load_settings(found), None)
+            entry = _Settings(digest, load_settings(found), None)
         except ConfigError as exc:
-            entry = _Settings(mtime, Settings(), str(exc))
+            entry = _Settings(digest, Settings(), str(exc))
         self._known[found] = entry
         return entry.settings, entry.error
 

@@ -151,18 +151,26 @@ def render_json(
                 "fix": None if f.fix is None else _fix_json(r, f, sources, unsafe_fixes),
             }
         )
-    files = [
-        {
-            "path": r.path,
-            "outcome": "not checked" if not_checked(r) else r.outcome.value,
-            "error": r.error,
-            "error_line": r.error_line,
-            "error_column": r.error_col,
-            "fixes_applied": len(r.applied),
-        }
-        for r in results
-    ]
+    files = [_file_json(r, dry) for r in results]
     return json.dumps({"diagnostics": items, "files": files}, indent=2) + "\n"
+
+
+def _file_json(r: FileResult, dry: bool) -> dict[str, Any]:
+    """What the run did to the file: a run that writes nothing (``check``,
+    ``--check``) leaves every file unchanged and applies no fix; what a
+    write would do is ``would_change`` and ``fixes_available``."""
+    would = dry and r.outcome is Outcome.CHANGED
+    outcome = "not checked" if not_checked(r) else r.outcome.value
+    return {
+        "path": r.path,
+        "outcome": Outcome.UNCHANGED.value if would else outcome,
+        "error": r.error,
+        "error_line": r.error_line,
+        "error_column": r.error_col,
+        "fixes_applied": 0 if dry else len(r.applied),
+        "would_change": would,
+        "fixes_available": len(r.applied) if would else 0,
+    }
 
 
 def _fix_json(r: FileResult, f: Finding, sources: Sources, unsafe_fixes: bool) -> dict[str, Any]:

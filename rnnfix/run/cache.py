@@ -2,8 +2,9 @@
 parsing anything, as ruff's cache does.
 
 Where: ``.rnnfix_cache/`` at the project root (the folder of the nearest
-``pyproject.toml``, ``setup.py`` or ``.git`` above the paths given, else the
-current folder), with a ``.gitignore`` of its own so it never shows up in
+``pyproject.toml``, ``setup.py`` or ``.git`` above the paths given, never
+above the repository root nor one another user owns; else the paths' common
+folder), with a ``.gitignore`` of its own so it never shows up in
 ``git status``. One JSON file per (rnnfix code, settings) pair holds an entry
 per file of the run.
 
@@ -59,6 +60,7 @@ from typing import Any
 
 from rnnfix._version import __version__
 from rnnfix.analysis.context import DroppedFix, Finding, Fix
+from rnnfix.config.discovery import at_repository_root, owned_by_another_user
 from rnnfix.config.settings import Settings
 from rnnfix.run.cachekey import KeyUnavailable, user_key
 
@@ -86,9 +88,18 @@ def cache_root(paths: Sequence[Path]) -> Path:
     common = Path(_common_folder(paths))
     start = common if common.is_dir() else common.parent
     for folder in (start, *start.parents):
-        if any((folder / marker).exists() for marker in _ROOT_MARKERS):
+        # A marker another user owns (a pyproject.toml in a shared /tmp)
+        # does not make its folder the project's; nor does a search go on
+        # above the repository root.
+        if any(_own(folder / marker) for marker in _ROOT_MARKERS):
             return folder
+        if at_repository_root(folder):
+            break
     return start
+
+
+def _own(marker: Path) -> bool:
+    return marker.exists() and owned_by_another_user(marker) is None
 
 
 _PACKAGE = Path(__file__).resolve().parent.parent  # rnnfix/

@@ -29,7 +29,6 @@ import ast
 import contextlib
 import contextvars
 import dataclasses
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -41,8 +40,10 @@ from rnnfix.config.settings import Settings
 from rnnfix.rules import Rule, all_rules
 from rnnfix.run import undefined
 from rnnfix.run.linemap import LineMap, identity
+from rnnfix.run.suppressions import Suppressions, may_suppress, unused
 from rnnfix.run.undefined import NameProblem
 from rnnfix.source.edits import Edit
+from rnnfix.source.lines import line_texts
 
 if TYPE_CHECKING:
     from rnnfix.analysis.project.index import ProjectIndex
@@ -52,8 +53,6 @@ MAX_PASSES = 8
 # (path, finding at the input's positions, source before, source with only
 # its fix) -> apply it?
 Decide = Callable[[str, Finding, str, str], bool]
-
-_IGNORE = re.compile(r"#\s*rnnfix:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
 
 
 @dataclass
@@ -76,6 +75,9 @@ class SourceResult:
     # Other files of the run (absolute paths) whose summaries the analysis
     # looked up: the result may change when one of them does.
     consulted: set[str] = field(default_factory=set)
+    # (line, what) of each suppression in ``original`` that silences nothing
+    # (``report_unused_suppressions`` only; ``rnnfix.run.suppressions``).
+    unused: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -177,8 +179,11 @@ class _FixLoop:
 
     def run(self) -> SourceResult:
         result = self.result
-        findings = self._check(self.current, self.tree)
+        raw: list[Finding] | None = [] if self.settings.report_unused_suppressions else None
+        findings = self._check(self.current, self.tree, raw)
         result.initial = findings
+        if raw is not None and may_suppress(self.current):
+            result.unused = unused(Suppressions(self.current, line_texts(self.current)), raw)
         earlier: list[Finding] = []  # fixes of the passes before, at input positions
         for n in range(MAX_PASSES + 1):
             applicable = [f for f in findings if self._offered(f)]
@@ -366,9 +371,18 @@ class _FixLoop:
         assert self._names is not True
         return self._names
 
-    def _check(self, source: str, tree: ast.Module) -> list[Finding]:
+    def _check(
+        self, source: str, tree: ast.Module, raw: list[Finding] | None = None
+    ) -> list[Finding]:
         return _run_rules(
-            source, tree, self.settings, self.path, self.rules, self.project, self.result.consulted
+            source,
+            tree,
+            self.settings,
+            self.path,
+            self.rules,
+            self.project,
+            self.result.consulted,
+            raw,
         )
 
 
@@ -421,7 +435,10 @@ def _run_rules(
     rules: Iterable[Rule],
     project: ProjectIndex | None,
     consulted: set[str],
+    raw: list[Finding] | None = None,
 ) -> list[Finding]:
+    """The rules' findings, less the suppressed ones (``raw``, when given,
+    gets them all), without the fixes ``fixable``/``unfixable`` turn off."""
     ctx = FileContext(source=source, tree=tree, settings=settings, path=path, project=project)
     findings: list[Finding] = []
     for rule in rules:
@@ -434,20 +451,16 @@ def _run_rules(
     facts = ctx.__dict__.pop("facts", None)
     if facts is not None and facts.project is not None:
         consulted |= facts.project.consulted
+    if raw is not None:
+        raw.extend(findings)
     if not findings:
         return []
-    lines = ctx.lines
-    kept = [f for f in findings if not _ignored(f, lines)]
-    return sorted(set(kept), key=lambda f: (f.line, f.col, f.code, f.message))
-
-
-def _ignored(f: Finding, lines: list[str]) -> bool:
-    if not 0 < f.line <= len(lines):
-        return False
-    m = _IGNORE.search(lines[f.line - 1])
-    if m is None:
-        return False
-    codes = m.group("codes")
-    if codes is None:
-        return True
-    return any(f.code.startswith(c.strip()) for c in codes.split(",") if c.strip())
+    if may_suppress(source):
+        suppressions = Suppressions(source, ctx.lines)
+        findings = [f for f in findings if not suppressions.silenced(f)]
+    if settings.unfixable or settings.fixable != ("ALL",):
+        findings = [
+            f if f.fix is None or settings.fix_enabled(f.code) else _without_fix(f)
+            for f in findings
+        ]
+    return sorted(set(findings), key=lambda f: (f.line, f.col, f.code, f.message))

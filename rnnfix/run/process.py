@@ -157,7 +157,8 @@ def _process_files(
     texts: bool,
 ) -> list[FileResult]:
     progress = progress if progress is not None else Progress()
-    progress.total = len(paths)
+    # A run in several parts (one per configuration) shares one Progress.
+    progress.total = max(progress.total, progress.checked + len(paths))
     everything = _with_context(paths, context)
     outside = _outside(everything, settings) if scan_imports else []
     if cache is None:
@@ -185,7 +186,7 @@ def _process_files(
             if hit is not None and (result := _result_from_json(hit, raw[key], path, texts)):
                 cached[key] = result
     todo = [p for p, k in zip(paths, keys, strict=True) if k not in cached]
-    progress.checked = len(cached)
+    progress.checked += len(cached)
     rechecked: dict[str, FileResult] = {}
     fresh: Iterator[FileResult] = iter(())
     if todo:
@@ -509,8 +510,7 @@ def _write(path: Path, result: FileResult, progress: Progress) -> None:
             new = decode(result.old_bytes).encode(result.new_text)
             write_atomic(path, new, expected=result.old_bytes)
         except (FileProblem, UnicodeEncodeError) as exc:
-            result.outcome = Outcome.FAILED
-            result.error = str(exc) if isinstance(exc, FileProblem) else f"cannot encode: {exc}"
+            _not_written(result, exc)
         progress.written += result.outcome is Outcome.CHANGED
 
 
@@ -536,9 +536,16 @@ def process_file(
     try:
         write_atomic(path, decoded.encode(result.new_text), expected=data)
     except (FileProblem, UnicodeEncodeError) as exc:
-        result.outcome = Outcome.FAILED
-        result.error = str(exc) if isinstance(exc, FileProblem) else f"cannot encode: {exc}"
+        _not_written(result, exc)
     return result
+
+
+def _not_written(result: FileResult, exc: FileProblem | UnicodeEncodeError) -> None:
+    """A fixed file that could not be written (read-only, changed meanwhile,
+    not encodable) keeps its findings, at its own lines, and no fix."""
+    result.outcome = Outcome.FAILED
+    result.error = str(exc) if isinstance(exc, FileProblem) else f"cannot encode: {exc}"
+    result.findings, result.applied = list(result.initial), []
 
 
 def process_notebook(
@@ -566,6 +573,11 @@ def process_notebook(
         cell, reason = nb.skipped[0]
         return FileResult(name, Outcome.FAILED, error=f"cell {cell}: {reason}")
     result = process_text(name, nb.python, settings, project, fix=fix)
+    # Unused suppressions, at the module's lines: said at the cell's.
+    for note in result.notes:
+        number, _, rest = note.removeprefix("line ").partition(": ")
+        in_cell, at = nb.locate(int(number))
+        notes.append(f"cell {in_cell}: line {at}: {rest}")
     result.notes = notes
     if result.error_line is not None:
         cell, line = nb.locate(result.error_line)
@@ -708,16 +720,31 @@ def process_text(
     on every edit); the result is then UNCHANGED with the findings of
     ``text``, their fixes as the rules offer them, not tried."""
     # A run whose results are all cached never needs the engine.
+    from rnnfix.run import suppressions
     from rnnfix.run.engine import SourceResult, check_source, fix_source
     from rnnfix.run.filegate import may_find
 
+    report_unused = settings.report_unused_suppressions
     try:
         # A file no selected rule can report anything in is not parsed (its
-        # syntax is not rnnfix's to judge, and it is never written).
+        # syntax is not rnnfix's to judge, and it is never written); nor is
+        # one whose ``# rnnfix: noqa`` silences everything.
         gate: set[str] = set()
+        if not report_unused and suppressions.silences_everything(text):
+            return FileResult(name, Outcome.UNCHANGED, old_text=text, new_text=text)
         if not may_find(text, settings.for_path(name), name, project, gate):
+            unused: list[tuple[int, str]] = []
+            if report_unused and suppressions.may_suppress(text):
+                # No rule can report anything here: every suppression is unused.
+                found = suppressions.Suppressions(text, line_texts(text))
+                unused = suppressions.unused(found, [])
             return FileResult(
-                name, Outcome.UNCHANGED, old_text=text, new_text=text, consulted=frozenset(gate)
+                name,
+                Outcome.UNCHANGED,
+                old_text=text,
+                new_text=text,
+                consulted=frozenset(gate),
+                notes=_unused_notes(unused),
             )
         large = budget.too_large(text)
         if large is not None:
@@ -726,8 +753,8 @@ def process_text(
             if fix:
                 fixed = fix_source(text, settings, name, project)
             else:
-                found = check_source(text, settings, name, project)
-                fixed = SourceResult(text, text, findings=found, initial=found)
+                checked = check_source(text, settings, name, project)
+                fixed = SourceResult(text, text, findings=checked, initial=checked)
     except budget.BudgetExceeded:
         return FileResult(name, Outcome.FAILED, error=budget.exceeded_reason())
     except SyntaxError as exc:
@@ -765,4 +792,12 @@ def process_text(
         old_text=text,
         new_text=fixed.fixed,
         consulted=frozenset(fixed.consulted),
+        notes=_unused_notes(fixed.unused),
     )
+
+
+_UNUSED = "unused suppression: "
+
+
+def _unused_notes(unused: list[tuple[int, str]]) -> list[str]:
+    return [f"line {line}: {_UNUSED}{what}" for line, what in unused]

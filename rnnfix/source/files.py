@@ -306,6 +306,31 @@ def discover(
             yield root
 
 
+def left_out(
+    path: Path, base: Path, exclude: Sequence[str], include_tests: bool, problems: Problems
+) -> bool:
+    """Whether a file a folder's walk found is left out by a configuration
+    of its own below that folder (``exclude`` relative to ``base``, the
+    configuration's folder; its test-code default), as ruff applies each
+    folder's configuration to the files below it."""
+    try:
+        rel = PurePath(os.path.relpath(path.absolute(), base))
+    except ValueError:  # another drive
+        return False
+    if not rel.parts or rel.parts[:1] == ("..",):
+        return False
+    if exclude:
+        key = tuple(exclude)
+        if key not in _SPECS:  # compiled once, its bad patterns said once
+            _SPECS[key] = _spec(exclude, "exclude", problems.errors)
+        if _SPECS[key].match_file(rel.as_posix()):
+            return True
+    return not include_tests and is_test_path(rel, path)
+
+
+_SPECS: dict[tuple[str, ...], pathspec.GitIgnoreSpec] = {}
+
+
 def _forced_out(
     path: Path, excluded: pathspec.GitIgnoreSpec | None, include_tests: bool, is_dir: bool = False
 ) -> bool:

@@ -23,6 +23,7 @@ from rnnfix.source.edits import (
     ReplaceExpression,
     WrapInWith,
 )
+from rnnfix.source.lines import endings_kept
 from rnnfix.source.span import Span, edit_span, shift
 
 _DEFAULT_INDENT = "    "  # libcst's, when no line is indented
@@ -44,7 +45,7 @@ def apply_edits(source: str, edits: Sequence[Edit], tree: ast.Module | None = No
         except Exception:  # noqa: BLE001 - the whole file says what went wrong
             new = None
         if new is not None:
-            return source[: span.start] + new + source[span.end :]
+            return endings_kept(source, source[: span.start] + new + source[span.end :])
     module = cst.parse_module(source)
     if module.code != source:
         # libcst does not round-trip every file (a form feed in indentation,
@@ -52,7 +53,7 @@ def apply_edits(source: str, edits: Sequence[Edit], tree: ast.Module | None = No
         raise EditError(
             "the file cannot be rewritten byte for byte (form feed or CR-only newlines)"
         )
-    return _transform(module, edits).code
+    return endings_kept(source, _transform(module, edits).code)
 
 
 def _apply_snippet(snippet: str, edits: Sequence[Edit], span: Span) -> str | None:

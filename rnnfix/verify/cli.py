@@ -4,6 +4,7 @@ group with ``cli.add_command(verify_command)``."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from typing import IO, Any
 
@@ -115,6 +116,9 @@ def verify_command(
         words = list(command[1:] if command[:1] == ("--",) else command)
         argv = module_command(module, words, python)
     elif command:
+        script = command[0]
+        if script.endswith((".py", ".pyw")) and not os.path.isfile(script):
+            raise click.UsageError(f"{script}: no such file")
         argv = command_from_words(command, python)
     else:
         raise click.UsageError("give a SCRIPT, -m MODULE, or a command after --")

@@ -63,9 +63,9 @@ def test_show_settings(tree: Path) -> None:
     result = _cli("check", "--show-settings", "--select", "RNF00", str(tree))
     assert result.exit_code == 0
     assert f"# settings from {tree / 'pyproject.toml'}" in result.stdout
-    assert "select = ['RNF00']" in result.stdout
-    assert "ignore = ['RNF005']" in result.stdout
-    assert "target-version = None" in result.stdout
+    assert 'select = ["RNF00"]' in result.stdout  # TOML, as [tool.rnnfix] spells it
+    assert 'ignore = ["RNF005"]' in result.stdout
+    assert "# target-version is not set" in result.stdout
 
 
 def test_show_files(tree: Path) -> None:

@@ -71,7 +71,7 @@ def test_json_has_one_diagnostic_per_fix_the_diff_writes(script: Path) -> None:
     diagnostics = data["diagnostics"]
     assert [(d["code"], d["line"]) for d in diagnostics] == [("RNF001", 12), ("RNF003", 15)]
     assert all(d["fixable"] for d in diagnostics)
-    assert data["files"][0]["fixes_applied"] == len(diagnostics)
+    assert data["files"][0]["fixes_available"] == len(diagnostics)
     # Where the diff inserts model.train() (line 8, the loop head the RNF001
     # fix names), model.eval() and the with (line 15).
     assert "Insert `model.train()` at the head of the loop on line 8" in str(diagnostics)

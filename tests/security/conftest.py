@@ -40,9 +40,9 @@ def setup(seed):
 
 
 def run_rnnfix(
-    *args: str, cwd: Path | None = None, cache: bool = False
+    *args: str, cwd: Path | None = None, cache: bool = False, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
+    env = dict(os.environ if env is None else env)
     if cache:
         env.pop("RNNFIX_NO_CACHE", None)
     return subprocess.run(
