@@ -9,8 +9,11 @@ The search never leaves the project: it stops at the repository root (the
 folder with a ``.git`` folder or file; that folder's own configuration
 counts), and it passes over a configuration another user owns (a
 ``pyproject.toml`` planted in a shared temporary folder or in another
-account's home must not configure rnnfix), with a note saying so. ``--config``
-names a file on purpose: it is read whoever owns it.
+account's home must not configure rnnfix), with a note saying so, unless it
+lies in a repository whose ``.git`` has the same owner: that is the
+checkout's own configuration (a CI container running as root over a checkout
+the runner's user made). ``--config`` names a file on purpose: it is read
+whoever owns it.
 """
 
 from __future__ import annotations
@@ -118,7 +121,7 @@ class ConfigFinder:
 
     def _trusted(self, config: Path) -> bool:
         owner = owned_by_another_user(config)
-        if owner is None:
+        if owner is None or _checkout_owner(config.parent) == owner:
             return True
         note = (
             f"ignoring {config}: owned by another user (uid {owner}); "
@@ -127,3 +130,20 @@ class ConfigFinder:
         if note not in self.notes:
             self.notes.append(note)
         return False
+
+
+def _checkout_owner(folder: str | Path) -> int | None:
+    """The owner of the ``.git`` of the repository ``folder`` is in (at or
+    above it), or None outside a repository."""
+    current = os.fspath(folder)
+    while True:
+        git = os.path.join(current, ".git")
+        if os.path.lexists(git):
+            try:
+                return os.lstat(git).st_uid
+            except OSError:
+                return None
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent

@@ -15,6 +15,7 @@ from click.testing import CliRunner, Result
 
 from rnnfix.cli.app import cli
 from rnnfix.config.pyproject import find_pyproject
+from rnnfix.config.settings import Settings
 from tests.cli.conftest import BUGGY
 from tests.security.conftest import run_rnnfix
 
@@ -161,6 +162,26 @@ def test_the_cache_never_goes_where_another_users_marker_is(
 
 
 @pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs chown (root)")
+def test_a_checkout_another_user_owns_keeps_its_configuration(tmp_path: Path) -> None:
+    """A CI container running as root over a checkout the runner's user made:
+    the configuration and the repository are the same user's, so it is the
+    project's own and configures the run, as ruff and git read it."""
+    repo = tmp_path / "checkout"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "pyproject.toml").write_text(IGNORE_RNF002)
+    (repo / "train.py").write_text(BUGGY)
+    for path in (repo / ".git", repo / "pyproject.toml"):
+        os.chown(path, 4242, 4242)
+    result = _cli("check", str(repo))
+    assert result.exit_code == 0, result.output
+    assert "another user" not in result.stderr
+    # A planted configuration in a repository someone else owns is not that.
+    os.chown(repo / ".git", 4343, 4343)
+    result = _cli("check", str(repo))
+    assert result.exit_code == 1 and "another user" in result.stderr, result.output
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs chown (root)")
 def test_a_foreign_configuration_in_a_real_run(tmp_path: Path) -> None:
     project, planted = _under_a_planted_configuration(tmp_path, '[tool.rnnfix]\nignore = ["RNF"]\n')
     os.chown(planted, 4242, 4242)
@@ -180,15 +201,18 @@ def test_a_configuration_below_a_walked_folder_applies_its_exclusions(tmp_path: 
 
 
 def test_the_editor_uses_the_same_configuration_per_file(tmp_path: Path) -> None:
-    from rnnfix.lsp.analysis import settings_for
+    from rnnfix.lsp.analysis import SettingsCache
+
+    def settings_for(path: Path) -> Settings:
+        return SettingsCache().settings_for(str(path))[0]
 
     a, b = _two_projects(tmp_path)
-    assert "RNF002" in settings_for(str(a / "train.py"), {}).ignore
-    assert "RNF002" not in settings_for(str(b / "train.py"), {}).ignore
+    assert "RNF002" in settings_for(a / "train.py").ignore
+    assert "RNF002" not in settings_for(b / "train.py").ignore
     # A pyproject.toml without [tool.rnnfix] nearer the file is passed over there too.
     (a / "pkg").mkdir()
     (a / "pkg" / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
-    assert "RNF002" in settings_for(str(a / "pkg" / "train.py"), {}).ignore
+    assert "RNF002" in settings_for(a / "pkg" / "train.py").ignore
 
 
 def test_the_editor_rereads_a_configuration_rewritten_in_the_same_second(
@@ -196,15 +220,15 @@ def test_the_editor_rereads_a_configuration_rewritten_in_the_same_second(
 ) -> None:
     """Its settings cache keys on the file's bytes, as the result cache does
     (issue 38, item 13): not on its modification time."""
-    from rnnfix.lsp.analysis import SettingsCache, settings_for
+    from rnnfix.lsp.analysis import SettingsCache
 
     config = tmp_path / "pyproject.toml"
     config.write_text(IGNORE_RNF002)
-    cache: SettingsCache = {}
+    cache = SettingsCache()
     doc = str(tmp_path / "train.py")
-    assert "RNF002" in settings_for(doc, cache).ignore
+    assert "RNF002" in cache.settings_for(doc)[0].ignore
     st = config.stat()
     config.write_text(IGNORE_RNF002.replace("RNF002", "RNF005"))
     os.utime(config, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert config.stat().st_size == st.st_size
-    assert settings_for(doc, cache).ignore == ("RNF005",)
+    assert cache.settings_for(doc)[0].ignore == ("RNF005",)
