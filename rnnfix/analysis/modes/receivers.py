@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from rnnfix.analysis.syntax.imports import ImportMap
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.walks import walk_tree
-from rnnfix.analysis.torch import classfacts
+from rnnfix.analysis.torch import classfacts, library
 from rnnfix.analysis.torch.api import WRAPPERS, is_stateless_torch_module, module_mode_switch
 
 if TYPE_CHECKING:
@@ -55,7 +55,6 @@ _CONTAINERS = frozenset(
     for c in ("Sequential", "ModuleList", "ModuleDict")
 )
 _BASE_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
-_MODEL_FACTORIES = ("torchvision.models.", "timm.", "transformers.")
 _MAX_DEPTH = 4
 _COPIES = frozenset({"copy.deepcopy", "copy.copy"})
 
@@ -142,8 +141,11 @@ class ClassTable:
             last = q.rsplit(".", 1)[-1]
             if last[:1].isupper() and last not in _NOT_MODULES:
                 return ClassRef(q, True, not is_stateless_torch_module(q))
-        if q is not None and q.startswith(_MODEL_FACTORIES):
+        if q is not None and q.startswith(library.ZOOS):
             return ClassRef(q, None)  # a model zoo: a module, but which is not ours to say
+        row = library.row(q)
+        if q is not None and row is not None and row.kind == "loader" and not row.needs_use:
+            return ClassRef(q, True)  # ``torch.jit.load(f)``: a ScriptModule
         found = self.lookup(func) if self.lookup is not None else None
         if found is not None:
             if not found.is_module:

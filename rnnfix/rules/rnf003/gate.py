@@ -44,6 +44,7 @@ from rnnfix.analysis.project.summaries import ClassSummary, ExternalCall, Functi
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import bind_arguments
 from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_local, walk_tree
+from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.api import MODULE_METHODS
 
 if TYPE_CHECKING:
@@ -366,8 +367,16 @@ def _root(expr: ast.expr) -> str | None:
     return expr.id if isinstance(expr, ast.Name) else None
 
 
-# Qualified names ``built_class`` knows as modules without the project index.
-_TORCH_MODULES = ("torch.nn.", "torchvision.models.", "timm.create_model")
+# Qualified names ``built_class`` (and ``loaded``) know as modules without the
+# project index: torch.nn and the library table's factories and loaders.
+_TORCH_MODULES = (
+    "torch.nn.",
+    *(r.name for r in library.TABLE if r.kind in ("factory", "loader") and r.match != "method"),
+)
+# Methods the table knows as loaders (``X.from_pretrained(...)``), any receiver.
+_LOAD_METHODS = frozenset(
+    r.name for r in library.TABLE if r.kind in ("factory", "loader") and r.match == "method"
+)
 
 
 def _bind_imports(node: ast.Import | ast.ImportFrom, imports: dict[str, set[str]]) -> None:
@@ -399,6 +408,8 @@ def _builds(
             continue
         func = cur.func
         if isinstance(func, ast.Attribute):
+            if func.attr in _LOAD_METHODS:
+                return True, []  # ``X.from_pretrained(path)``: ``models.loaded``
             stack.append(func.value)
         if cur.args:
             stack.append(cur.args[0])

@@ -34,6 +34,7 @@ from rnnfix.analysis.syntax.walks import (
 )
 from rnnfix.analysis.torch.api import mode_switch
 from rnnfix.analysis.torch.mode import Mode
+from rnnfix.analysis.torch.passthrough import rewraps
 from rnnfix.rules.base import FileContext, Finding, Fix
 from rnnfix.rules.rnf003.effects import train_mode_effects
 from rnnfix.rules.rnf003.escape import Escape, escapes, no_caller_reason
@@ -488,12 +489,13 @@ class RegionJudge:
     def _through_rewraps(
         self, facts: frozenset[ModeFact], model: str, depth: int = 0
     ) -> frozenset[ModeFact]:
-        """``model = prepare(model, ...)`` (``accelerator.prepare``,
-        ``prepare_pippy``, a wrapper the flow does not know) gives back the
-        same modules, in the mode they had: read the mode from before it."""
+        """``model = prepare_pippy(model, ...)``, a wrapper the library table
+        does not know (``passthrough.rewraps``; the flow keeps the mode through
+        the table's own, ``accelerator.prepare``), gives back the same
+        modules, in the mode they had: read the mode from before it."""
         out: set[ModeFact] = set()
         for f in facts:
-            if depth < 3 and f.mode is Mode.UNKNOWN and _rewraps(f.origin, model):
+            if depth < 3 and f.mode is Mode.UNKNOWN and rewraps(f.origin, model):
                 before = self.ctx.facts.modes.mode_before(f.origin, model).facts
                 out |= self._through_rewraps(before, model, depth + 1)
             else:
@@ -730,18 +732,6 @@ def _binds(stmt: ast.stmt, name: str) -> bool:
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == name:
             return True
     return False
-
-
-def _rewraps(node: ast.AST, model: str) -> bool:
-    """``model = f(model, ...)``: a call given the model rebinds its name."""
-    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
-        return False
-    value = node.value
-    return (
-        dotted(node.targets[0]) == model
-        and isinstance(value, ast.Call)
-        and any(dotted(a) == model for a in [*value.args, *(k.value for k in value.keywords)])
-    )
 
 
 def _wrapper_exprs(node: ast.AST) -> list[ast.expr]:
