@@ -303,7 +303,21 @@ class ModelEvidence:
                         keys.extend(self._direct_keys(n))
         elif methods and owner is not None and owner not in keys:
             keys.append(owner)  # ``model.infer(x)``: a method of a class of this file
-        return keys
+        return keys + self._external_forwards(call)
+
+    def _external_forwards(self, call: ast.Call) -> list[str]:
+        """``ModelIndex.external_models``: the caller's paths (and each of
+        their prefixes) for what a function of another file the call may run
+        calls forward (``Summary.forwards``)."""
+        if self.view is None or not self.view.bindings and not self._instances:
+            return []
+        out: list[str] = []
+        for ext in self._external_calls(call):
+            for key in ext.summary.forwards:
+                mine = ext.caller_key(key)
+                parts = mine.split(".") if mine is not None else []
+                out.extend(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+        return out
 
     def _direct_keys(self, call: ast.Call) -> list[str]:
         """The paths ``called_model`` may answer for ``call``."""

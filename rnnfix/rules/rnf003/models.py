@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from rnnfix.analysis.grads.gradctx import LocalFunctions
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
-from rnnfix.analysis.syntax.walks import walk_local, walk_tree
+from rnnfix.analysis.syntax.walks import FUNCTIONS, scope_of, walk_local, walk_tree
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.models import built_class, unwrap_built
 
@@ -220,9 +220,46 @@ class ModelIndex:
             for n in walk_local(root):
                 if isinstance(n, ast.Call):
                     m = self.called_model(n)
-                    for model in (m,) if m is not None else self.wrapped_models(n):
+                    found = (m,) if m is not None else self.wrapped_models(n)
+                    for model in found or self.external_models(n):
                         out.setdefault(model, []).append(n)
         return out
+
+    def external_models(self, call: ast.Call) -> tuple[str, ...]:
+        """The models a call into another file of the run runs (issue 36.2):
+        ``model_predict(model, ids)`` whose body (or a helper of its file)
+        calls ``model(ids)``, ``trainer.predict(x)`` whose class's method runs
+        ``self(x)``, as the callee's summary records its forwards
+        (``Summary.forwards``), mapped to this file's names. A callee that
+        switches the mode of the model itself manages it: not counted."""
+        flow = self.ctx.facts.modes
+        if flow.project is None:
+            return ()
+        scope = scope_of(self.ctx.facts.parents, call)
+        ext = flow.external(call, scope if isinstance(scope, FUNCTIONS) else None)
+        if ext is None or not ext.summary.forwards:
+            return ()
+        out: list[str] = []
+        for key in ext.summary.forwards:
+            effect = ext.summary.effects.get(key)
+            if effect is not None and effect.sets:
+                continue  # ``def predict(model, x): model.eval(); ...``: its own mode
+            mine = ext.caller_key(key)
+            if mine is None:
+                continue
+            model = self._model_prefix(mine)
+            if model is not None and model not in out:
+                out.append(model)
+        return tuple(out)
+
+    def _model_prefix(self, text: str) -> str | None:
+        """``text`` or its longest prefix that is a model (``model.encoder`` -> ``model``)."""
+        parts = text.split(".")
+        for i in range(len(parts), 0, -1):
+            prefix = ".".join(parts[:i])
+            if prefix in self.models:
+                return prefix
+        return None
 
     def wrapped_models(self, call: ast.Call) -> tuple[str, ...]:
         """The models a call of a forward wrapper of this file runs (issue
