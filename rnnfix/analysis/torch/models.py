@@ -481,4 +481,6 @@ def _weak(info: ModelInfo) -> bool:
 
 
 def _derived(key: str, src: ModelInfo) -> ModelInfo:
-    return ModelInfo(key, src.built_at, src.class_name, src.has_rnn, "argument")
+    # A loader's result stays one (what proves it a module is read from its uses).
+    evidence = "loaded+use" if src.evidence == "loaded+use" else "argument"
+    return ModelInfo(key, src.built_at, src.class_name, src.has_rnn, evidence)

@@ -317,6 +317,17 @@ class ModelEvidence:
                 mine = ext.caller_key(key)
                 parts = mine.split(".") if mine is not None else []
                 out.extend(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+        func = call.func
+        owner = dotted(func.value) if isinstance(func, ast.Attribute) else None
+        if owner is not None and owner not in out:
+            # ``model.predict(x)``: a forward method of the class of another
+            # file ``model`` was built from (``ModelIndex._imported_forward``).
+            assert isinstance(func, ast.Attribute)
+            for value in self._instances.get(owner, []):
+                cls = self.view.lookup(value.func)
+                if isinstance(cls, ClassSummary) and func.attr in cls.forward_methods:
+                    out.append(owner)
+                    break
         return out
 
     def _direct_keys(self, call: ast.Call) -> list[str]:
