@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from rnnfix.analysis.modes.condowner import owned_only_when
+from rnnfix.analysis.modes.elements import Elements, loop_spelling
 from rnnfix.analysis.modes.flagpaths import reaching_through_flag
 from rnnfix.analysis.modes.modeapi import has_mode_setter
 from rnnfix.analysis.modes.modeflow import Mode, ModeFact, ModeFlow
@@ -18,6 +19,7 @@ from rnnfix.analysis.modes.regions import function_is_eval
 from rnnfix.analysis.modes.state import ModeState, is_prefix
 from rnnfix.analysis.project.summaries import FunctionSummary
 from rnnfix.analysis.ruletext import STEP_REACH, call_facts
+from rnnfix.analysis.syntax.walks import scope_of
 from rnnfix.analysis.torch.api import mode_switch
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
 from rnnfix.source.edits import InsertStatements, Pos
@@ -693,7 +695,10 @@ def _finding(ctx: FileContext, flow: ModeFlow, group: _Group) -> Finding:
     if group.blocked is not None:
         message += f"; not fixed: {group.blocked}"
     elif group.anchor is not None:
-        code = tuple(_train_code(ctx, flow, group, m) for m in models)
+        loop = _author_loop(ctx, flow, group, facts)
+        code = (
+            (loop,) if loop is not None else tuple(_train_code(ctx, flow, group, m) for m in models)
+        )
         where = _where(flow, group.anchor)
         fix = Fix(
             edits=(InsertStatements(anchor=_pos(ctx, group.anchor), code=code, where="before"),),
@@ -701,6 +706,24 @@ def _finding(ctx: FileContext, flow: ModeFlow, group: _Group) -> Finding:
             description=f"Insert {_join_names([' '.join(c.split()) for c in code])} {where}",
         )
     return ctx.finding("RNF001", step.node, message, fix)
+
+
+def _author_loop(
+    ctx: FileContext, flow: ModeFlow, group: _Group, facts: list[ModeFact]
+) -> str | None:
+    """``for m in models:\n    m.train()`` when every eval of the group comes
+    from the author's own loop over exactly these models (``for m in models:
+    m.eval()``): the fix is written the way the code writes its mode calls."""
+    if group.conditions or not facts or group.anchor is None:
+        return None
+    origins = {id(f.origin): f.origin for f in facts}
+    if len(origins) != 1:
+        return None
+    (switch,) = origins.values()
+    scope = scope_of(flow.parents, group.anchor)
+    elements = Elements(ctx.tree, flow.parents)
+    found = loop_spelling(elements, switch, set(group.models), ctx.source, scope)
+    return found.format(method="train") if found is not None else None
 
 
 def _train_code(ctx: FileContext, flow: ModeFlow, group: _Group, model: str) -> str:
