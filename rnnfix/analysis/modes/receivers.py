@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from rnnfix.analysis.syntax.imports import ImportMap
-from rnnfix.analysis.syntax.names import dotted, strip_self_returning
+from rnnfix.analysis.syntax.names import dotted, is_below, strip_self_returning
 from rnnfix.analysis.syntax.walks import walk_tree
 from rnnfix.analysis.torch import classfacts, library
 from rnnfix.analysis.torch.api import WRAPPERS, is_stateless_torch_module, module_mode_switch
@@ -390,7 +390,7 @@ class Receivers:
         when ``model`` is there too): ``Module.train`` recurses, so one call on
         the outermost model covers its submodules."""
         keys = list(dict.fromkeys(keys))
-        return [k for k in keys if not any(k != o and k.startswith(o + ".") for o in keys)]
+        return [k for k in keys if not any(k != o and is_below(k, o) for o in keys)]
 
     def _check(self, key: str, method: Method) -> ReceiverCheck:
         refs = self._refs(key, 0)

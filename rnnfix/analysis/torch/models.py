@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from rnnfix.analysis.syntax.imports import ImportMap
-from rnnfix.analysis.syntax.names import dotted, strip_self_returning
+from rnnfix.analysis.syntax.names import dotted, is_below, strip_self_returning
 from rnnfix.analysis.syntax.scopes import FileIndex, FuncNode
 from rnnfix.analysis.syntax.walks import walk_subtree, walk_tree
 from rnnfix.analysis.torch import library
@@ -325,7 +325,7 @@ def find_models(
         _forwarded_receivers(index, pending, imports, rebound, models)
     # A submodule path of a model built here (``self.model.lstm.eval()``) is a model too.
     for key in sorted(mode_receivers - models.keys() - not_models):
-        if any(key.startswith(m + ".") for m in models):
+        if any(key != m and is_below(key, m) for m in models):
             models[key] = ModelInfo(key, None, None, None, "submodule")
     _propagate(tree, index, models)
     return models

@@ -119,7 +119,9 @@ class RegionJudge:
         calls = {
             m: cs
             for m, cs in self.index.model_calls(body).items()
-            if m not in ("self", "cls") and m.split(".")[0] not in functions
+            if m not in ("self", "cls")
+            and m.split(".")[0] not in functions
+            and not self._unproven_load(m)
         }
         if not body or not calls:
             return Verdict.NOT_A_REGION
@@ -157,6 +159,17 @@ class RegionJudge:
             need.grad_helper = next(filter(None, map(self.local.gradient_helper, body)), None)
         need.escape = self._escape(region, body)
         return self._finding(region, body, calls, need)
+
+    def _unproven_load(self, model: str) -> bool:
+        """A loader's result (``torch.load``, ``torch.hub.load``) that nothing
+        proves a module (``ModelIndex.is_known_module``): RNF006's inference
+        question, not an evaluation RNF003 can fix."""
+        info = self.ctx.facts.modes.model_info(model)
+        return (
+            info is not None
+            and info.evidence == "loaded+use"
+            and not self.index.is_known_module(model)
+        )
 
     # --- where a model call runs -------------------------------------------
     def _at(self, site: ast.AST, region_node: ast.AST) -> ast.AST:
