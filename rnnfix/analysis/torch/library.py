@@ -211,24 +211,25 @@ def method_row(
     name, any receiver (the accelerator is an instance, not an import);
     ``receiver_qualname``: what the receiver names when it is an import
     (``AutoModel`` -> ``transformers.AutoModel``), for rows of one library."""
+    named = (receiver_qualname or receiver or "").rsplit(".", 1)[-1]
     for found in _METHODS.get(method, ()):
         if found.receiver_hint is not None:
-            last = (receiver or "").rsplit(".", 1)[-1].lower()
-            if found.receiver_hint not in last:
+            if found.receiver_hint not in (receiver or "").rsplit(".", 1)[-1].lower():
                 continue
+        if found.kind in ("factory", "loader") and named.endswith(NOT_MODEL_SUFFIXES):
+            return None  # ``AutoTokenizer.from_pretrained``: no model, whatever the library
         if found.library is not None:
             q = receiver_qualname or ""
-            last = q.rsplit(".", 1)[-1]
-            # A model class, not a tokenizer, a config or a processor.
-            if not q.startswith(found.library) or not last[:1].isupper():
-                continue
-            if last.endswith(NOT_MODEL_SUFFIXES):
+            # A model class of that library.
+            if not q.startswith(found.library) or not named[:1].isupper():
                 continue
         return found
     return None
 
 
-# Classes a library's ``from_pretrained`` loads that are no models.
+# Classes a library's ``from_pretrained`` loads that are no models (a
+# tokenizer or a diffusers pipeline is called like one, but has no
+# ``train()``/``eval()``).
 NOT_MODEL_SUFFIXES = (
     "Tokenizer",
     "TokenizerFast",
@@ -236,6 +237,8 @@ NOT_MODEL_SUFFIXES = (
     "Processor",
     "FeatureExtractor",
     "ImageProcessor",
+    "Pipeline",
+    "Scheduler",
 )
 
 

@@ -23,6 +23,7 @@ bound to imported non-torch modules are never models.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,6 +60,9 @@ class ModelInfo:
     has_rnn: bool | None  # contains an LSTM/GRU/RNN (None: not known)
     # "built" | "mode+call" | "call+parameters" | "loaded+use" | "argument" | "submodule"
     evidence: str
+    # Methods that run its forward, from the library table (a transformers
+    # model's ``generate``); an in-repo class's are ``forwards.forward_methods``.
+    forwards: frozenset[str] = frozenset()
 
 
 class _Classes(Protocol):
@@ -202,6 +206,20 @@ def built_class(
     return _imported_module(value, classes)
 
 
+def _loader_row(value: ast.Call, imports: ImportMap) -> library.Row | None:
+    found = library.row(imports.qualname(value.func))
+    if found is None and isinstance(value.func, ast.Attribute):
+        owner = value.func.value
+        found = library.method_row(value.func.attr, dotted(owner), imports.qualname(owner))
+    return found
+
+
+def library_forwards(call: ast.Call, imports: ImportMap) -> frozenset[str]:
+    """The forward methods the library table gives the model ``call`` loads."""
+    found = _loader_row(call, imports)
+    return found.forward_methods if found is not None else frozenset()
+
+
 def loaded(value: ast.AST, imports: ImportMap) -> ast.Call | None:
     """The call of a loader whose result is a model only when the code uses it
     as one (the library table's ``needs_use`` rows): ``torch.load(f)``,
@@ -210,10 +228,7 @@ def loaded(value: ast.AST, imports: ImportMap) -> ast.Call | None:
     value = unwrap_built(value, imports)
     if not isinstance(value, ast.Call):
         return None
-    found = library.row(imports.qualname(value.func))
-    if found is None and isinstance(value.func, ast.Attribute):
-        owner = value.func.value
-        found = library.method_row(value.func.attr, dotted(owner), imports.qualname(owner))
+    found = _loader_row(value, imports)
     if found is not None and found.kind in ("factory", "loader") and found.needs_use:
         return value
     return None
@@ -317,9 +332,14 @@ def find_models(
         elif key in loads:
             # ``decoder = torch.load(f)`` then ``decoder(x)``: a state dict
             # or a checkpoint is never called, switched or asked for parameters.
-            models[key] = ModelInfo(key, None, None, None, "loaded+use")
+            forwards = library_forwards(loads[key], imports)
+            models[key] = ModelInfo(key, None, None, None, "loaded+use", forwards)
         elif key in called and key in parameters:
             models[key] = ModelInfo(key, None, None, None, "call+parameters")
+    for key, load in loads.items():
+        info = models.get(key)
+        if info is not None and not info.forwards and (forwards := library_forwards(load, imports)):
+            models[key] = dataclasses.replace(info, forwards=forwards)  # whatever proved it
     pending = mode_receivers - models.keys() - not_models
     if pending:
         _forwarded_receivers(index, pending, imports, rebound, models)
@@ -483,4 +503,4 @@ def _weak(info: ModelInfo) -> bool:
 def _derived(key: str, src: ModelInfo) -> ModelInfo:
     # A loader's result stays one (what proves it a module is read from its uses).
     evidence = "loaded+use" if src.evidence == "loaded+use" else "argument"
-    return ModelInfo(key, src.built_at, src.class_name, src.has_rnn, evidence)
+    return ModelInfo(key, src.built_at, src.class_name, src.has_rnn, evidence, src.forwards)

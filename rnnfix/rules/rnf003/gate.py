@@ -303,6 +303,8 @@ class ModelEvidence:
                         keys.extend(self._direct_keys(n))
         elif methods and owner is not None and owner not in keys:
             keys.append(owner)  # ``model.infer(x)``: a method of a class of this file
+        elif owner is not None and func.attr in _LIBRARY_FORWARDS:
+            keys.append(owner)  # ``model.generate(ids)``: ``ModelInfo.forwards``
         return keys + self._external_forwards(call)
 
     def _external_forwards(self, call: ast.Call) -> list[str]:
@@ -398,6 +400,8 @@ _TORCH_MODULES = (
     "torch.nn.",
     *(r.name for r in library.TABLE if r.kind in ("factory", "loader") and r.match != "method"),
 )
+# Methods of library classes that run the forward (``ModelInfo.forwards``).
+_LIBRARY_FORWARDS = frozenset(m for r in library.TABLE for m in r.forward_methods)
 # Methods the table knows as loaders (``X.from_pretrained(...)``), any receiver.
 _LOAD_METHODS = frozenset(
     r.name for r in library.TABLE if r.kind in ("factory", "loader") and r.match == "method"

@@ -311,6 +311,8 @@ class ModelIndex:
             return ()
         info = self.ctx.facts.modes.model_info(owner)
         cls = self._classes.get(info.class_name) if info is not None and info.class_name else None
+        if info is not None and func.attr in info.forwards:
+            return (owner,)  # ``model.generate(ids)``: the library table's forward method
         if cls is not None and func.attr in forward_methods(cls):
             return (owner,)  # ``model.predict(x)`` -> ``self.scores(x)`` -> ``self(x)``
         method = self._local.methods.get((cls, func.attr)) if cls is not None else None
