@@ -19,6 +19,7 @@ from rnnfix.analysis.modes.regions import function_is_eval
 from rnnfix.analysis.modes.state import ModeState, is_prefix
 from rnnfix.analysis.project.summaries import FunctionSummary
 from rnnfix.analysis.ruletext import STEP_REACH, call_facts
+from rnnfix.analysis.syntax.names import parent_path
 from rnnfix.analysis.syntax.walks import scope_of
 from rnnfix.analysis.torch.api import mode_switch
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
@@ -696,9 +697,13 @@ def _finding(ctx: FileContext, flow: ModeFlow, group: _Group) -> Finding:
         message += f"; not fixed: {group.blocked}"
     elif group.anchor is not None:
         loop = _author_loop(ctx, flow, group, facts)
-        code = (
-            (loop,) if loop is not None else tuple(_train_code(ctx, flow, group, m) for m in models)
-        )
+        whole = _switched_whole(ctx, flow, group, step) if loop is None else None
+        if loop is not None:
+            code: tuple[str, ...] = (loop,)
+        elif whole is not None:
+            code = (f"{flow.spelling(whole, group.anchor)}.train()",)
+        else:
+            code = tuple(_train_code(ctx, flow, group, m) for m in models)
         where = _where(flow, group.anchor)
         fix = Fix(
             edits=(InsertStatements(anchor=_pos(ctx, group.anchor), code=code, where="before"),),
@@ -706,6 +711,32 @@ def _finding(ctx: FileContext, flow: ModeFlow, group: _Group) -> Finding:
             description=f"Insert {_join_names([' '.join(c.split()) for c in code])} {where}",
         )
     return ctx.finding("RNF001", step.node, message, fix)
+
+
+def _switched_whole(
+    ctx: FileContext, flow: ModeFlow, group: _Group, step: TrainingStep
+) -> str | None:
+    """The module whose own ``eval()`` put every model of the group in eval
+    (``self.eval()`` in a sampling method, the step then running
+    ``self.encoder`` and ``self.decoder``): its ``train()`` undoes exactly
+    the author's call. Only when each model's mode at the step is the
+    module's (nothing switched a part of it on its own: no partial modes),
+    and a fix may call ``train()`` on it."""
+    models = list(group.models)
+    if group.conditions or group.anchor is None or len(models) < 2:
+        return None
+    whole: str | None = models[0]
+    while whole is not None and not all(is_prefix(whole, m) and m != whole for m in models):
+        whole = parent_path(whole)
+    if whole is None:
+        return None
+    facts = flow.mode_before(step.node, whole).facts
+    if not facts or any(flow.mode_before(step.node, m).facts != facts for m in models):
+        return None
+    if any(c.model != whole and is_prefix(whole, c.model) for c in flow.mode_calls):
+        return None  # a part of it is switched on its own somewhere: partial modes
+    check = ctx.facts.receivers.check(whole, "train", at=group.anchor)
+    return whole if check.provable else None
 
 
 def _author_loop(
