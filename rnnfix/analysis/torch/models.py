@@ -58,7 +58,8 @@ class ModelInfo:
     built_at: ast.Call | None  # the constructor call, when built in this file
     class_name: str | None  # local class name or qualified torch name ("torch.nn.LSTM")
     has_rnn: bool | None  # contains an LSTM/GRU/RNN (None: not known)
-    # "built" | "mode+call" | "call+parameters" | "loaded+use" | "argument" | "submodule"
+    # "built" | "mode+call" | "call+parameters" | "loaded+use" | "argument" | "submodule",
+    # or "external": only a function of another file it is passed to uses it as one
     evidence: str
     # Methods that run its forward, from the library table (a transformers
     # model's ``generate``); an in-repo class's are ``forwards.forward_methods``.

@@ -266,9 +266,18 @@ class ModelIndex:
             if mine is None:
                 continue
             model = self._model_prefix(mine)
-            if model is not None and model not in out:
+            if model is not None and model not in out and self._own_evidence(model):
                 out.append(model)
         return tuple(out)
+
+    def _own_evidence(self, model: str) -> bool:
+        """This file shows ``model`` is a model, not only the summary of the
+        callee it is passed to (``self.metric.append(...)`` whose method
+        calls ``self.metric_fn(x)``: a metric's function, no model)."""
+        info = self.ctx.facts.modes.model_info(model)
+        return (info is not None and info.evidence != "external") or any(
+            is_prefix(p, model) for p in self._own
+        )
 
     def _model_prefix(self, text: str) -> str | None:
         """``text`` or its longest prefix that is a model (``model.encoder`` -> ``model``)."""
