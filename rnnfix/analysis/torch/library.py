@@ -35,7 +35,9 @@ method any receiver may have, its name):
   name contains it (``fabric.setup``: ``setup`` alone is too common a name).
 - ``forward_methods``: methods of an instance that run its forward
   (transformers' ``generate``), for library classes only: an in-repo class's
-  are computed from its code (``forwards.forward_methods``).
+  are computed from its code (``forwards.forward_methods``);
+  ``no_grad_methods`` those the library runs under ``torch.no_grad()``
+  itself (their grad needs nothing from the caller, their mode does).
 
 Facts, with where they come from, not guesses: a row is added only when the
 library's source shows it (the ``why`` column).
@@ -65,6 +67,8 @@ class Row:
     receiver_hint: str | None = None
     library: str | None = None  # a method row: the receiver is a class imported from it
     forward_methods: frozenset[str] = frozenset()
+    # Of those, the ones the library runs under ``torch.no_grad()`` itself.
+    no_grad_methods: frozenset[str] = frozenset()
 
 
 _DATA_PARALLEL_NAMES = (
@@ -137,6 +141,7 @@ TABLE: tuple[Row, ...] = (
         needs_use=True,  # the name says nothing of the class: a model once used as one
         library="transformers.",
         forward_methods=frozenset({"generate"}),
+        no_grad_methods=frozenset({"generate"}),  # GenerationMixin.generate: @torch.no_grad()
     ),
     Row(
         "from_pretrained",
@@ -263,6 +268,8 @@ for _r in TABLE:
 
 DATA_PARALLEL = frozenset(r.name for r in TABLE if r.kind == "wrapper" and r.holds_as == "module")
 WRAPPERS = names("wrapper")
+# Library forward methods that run under ``torch.no_grad()`` themselves.
+NO_GRAD_METHODS = frozenset(m for r in TABLE for m in r.no_grad_methods)
 FACTORY_PREFIXES = tuple(r.name for r in _PREFIXES if r.kind == "factory")
 # Model zoos: a class or builder of these packages builds a module, but
 # which one (its layers, its overrides) is not ours to say.

@@ -32,6 +32,7 @@ from rnnfix.analysis.syntax.walks import (
     walk_local,
     walk_tree,
 )
+from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.api import mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.passthrough import rewraps
@@ -561,6 +562,8 @@ class RegionJudge:
     def _grad_on(self, site: ast.AST) -> bool:
         if self.ctx.facts.modes.grad_enabled(site) is False:
             return False
+        if _library_no_grad(self.ctx, site):
+            return False  # ``model.generate(ids)``: transformers runs it under no_grad
         state = self.grad.in_function(site)
         if state is not None:
             return state == "on"
@@ -745,6 +748,19 @@ def _binds(stmt: ast.stmt, name: str) -> bool:
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == name:
             return True
     return False
+
+
+def _library_no_grad(ctx: FileContext, site: ast.AST) -> bool:
+    """``site`` calls a library forward method the library runs under
+    ``torch.no_grad()`` itself (the table's ``no_grad_methods``)."""
+    if not (isinstance(site, ast.Call) and isinstance(site.func, ast.Attribute)):
+        return False
+    method = site.func.attr
+    if method not in library.NO_GRAD_METHODS:
+        return False
+    owner = dotted(site.func.value)
+    info = ctx.facts.modes.model_info(owner) if owner is not None else None
+    return info is not None and method in info.forwards
 
 
 def _wrapper_exprs(node: ast.AST) -> list[ast.expr]:
