@@ -136,6 +136,11 @@ class RegionJudge:
         # test-time optimisation) or training: not evaluation.
         if any(True for _ in walk_gradient_uses(self.ctx, body)):
             return Verdict.LEFT_ALONE
+        if self._trains_elsewhere(body, scope):
+            # ``model.set_forward_adaptation(z)``: a method of another file
+            # that steps an optimizer or takes a gradient (test-time
+            # fine-tuning): ``no_grad`` would break it, ``eval()`` change it.
+            return Verdict.LEFT_ALONE
         restore = False
         if self._fed_into_training(region, body):
             if not self._evaluates_between_steps(region, sites):
@@ -160,6 +165,23 @@ class RegionJudge:
             need.grad_helper = next(filter(None, map(self.local.gradient_helper, body)), None)
         need.escape = self._escape(region, body)
         return self._finding(region, body, calls, need)
+
+    def _trains_elsewhere(self, body: list[ast.stmt], scope: ast.AST) -> bool:
+        """A call in ``body`` runs a function of another file of the run whose
+        summary trains or takes an input gradient."""
+        flow = self.ctx.facts.modes
+        if flow.project is None:
+            return False
+        func = scope if isinstance(scope, FUNCTIONS) else None
+        for stmt in body:
+            for n in walk_local(stmt):
+                if not isinstance(n, ast.Call):
+                    continue
+                found = flow.external(n, func)
+                s = found.summary if found is not None else None
+                if s is not None and (s.optimizer_step or s.entry_trains or s.entry_grads):
+                    return True
+        return False
 
     def _unproven_load(self, model: str) -> bool:
         """A loader's result (``torch.load``, ``torch.hub.load``) that nothing

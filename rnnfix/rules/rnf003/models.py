@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from rnnfix.analysis.grads.gradctx import LocalFunctions
 from rnnfix.analysis.modes.state import is_prefix
-from rnnfix.analysis.syntax.names import dotted, strip_self_returning
+from rnnfix.analysis.syntax.names import dotted, parent_path, strip_self_returning
 from rnnfix.analysis.syntax.walks import FUNCTIONS, scope_of, walk_local, walk_tree
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.forwards import forward_methods
@@ -265,19 +265,26 @@ class ModelIndex:
             mine = ext.caller_key(key)
             if mine is None:
                 continue
-            model = self._model_prefix(mine)
-            if model is not None and model not in out and self._own_evidence(model):
+            model = self._own_model_prefix(mine)
+            if model is not None and model not in out:
                 out.append(model)
         return tuple(out)
 
-    def _own_evidence(self, model: str) -> bool:
-        """This file shows ``model`` is a model, not only the summary of the
-        callee it is passed to (``self.metric.append(...)`` whose method
-        calls ``self.metric_fn(x)``: a metric's function, no model)."""
-        info = self.ctx.facts.modes.model_info(model)
-        return (info is not None and info.evidence != "external") or any(
-            is_prefix(p, model) for p in self._own
-        )
+    def _own_model_prefix(self, text: str) -> str | None:
+        """``text`` or its longest prefix that this file itself shows is a
+        model, not only the summary of the callee it is passed to
+        (``self.metric.append(...)`` whose method calls ``self.metric(x)``: a
+        metric's function; ``model.set_forward(x)`` whose method calls
+        ``self.parse_feature(x)``, a method of a base class in a third file:
+        the model is ``model``, not ``model.parse_feature``)."""
+        models = self.ctx.facts.modes.models
+        probe: str | None = text
+        while probe is not None:
+            info = models.get(probe)
+            if (info is not None and info.evidence != "external") or probe in self._own:
+                return probe
+            probe = parent_path(probe)
+        return None
 
     def _model_prefix(self, text: str) -> str | None:
         """``text`` or its longest prefix that is a model (``model.encoder`` -> ``model``)."""
