@@ -106,7 +106,7 @@ def _guard_key(test: ast.expr) -> tuple[str, bool]:
 
 # Dropped with the tree (trees are never changed after parsing).
 # Per mode flow: the containers its loops switch the models of.
-_ELEMENTS: weakref.WeakKeyDictionary[ModeFlow, Elements] = weakref.WeakKeyDictionary()
+_ELEMENTS: weakref.WeakKeyDictionary[FlowView, Elements] = weakref.WeakKeyDictionary()
 _GUARD_KEYS: weakref.WeakKeyDictionary[ast.expr, tuple[str, bool]] = weakref.WeakKeyDictionary()
 
 
