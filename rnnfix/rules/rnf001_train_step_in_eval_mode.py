@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from rnnfix.analysis.modes.condowner import owned_only_when
+from rnnfix.analysis.modes.elements import Elements, loop_spelling
 from rnnfix.analysis.modes.flagpaths import reaching_through_flag
 from rnnfix.analysis.modes.modeapi import has_mode_setter
 from rnnfix.analysis.modes.modeflow import Mode, ModeFact, ModeFlow
@@ -18,6 +19,8 @@ from rnnfix.analysis.modes.regions import function_is_eval
 from rnnfix.analysis.modes.state import ModeState, is_prefix
 from rnnfix.analysis.project.summaries import FunctionSummary
 from rnnfix.analysis.ruletext import STEP_REACH, call_facts
+from rnnfix.analysis.syntax.names import parent_path
+from rnnfix.analysis.syntax.walks import scope_of
 from rnnfix.analysis.torch.api import mode_switch
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
 from rnnfix.source.edits import InsertStatements, Pos
@@ -693,7 +696,14 @@ def _finding(ctx: FileContext, flow: ModeFlow, group: _Group) -> Finding:
     if group.blocked is not None:
         message += f"; not fixed: {group.blocked}"
     elif group.anchor is not None:
-        code = tuple(_train_code(ctx, flow, group, m) for m in models)
+        loop = _author_loop(ctx, flow, group, facts)
+        whole = _switched_whole(ctx, flow, group, step) if loop is None else None
+        if loop is not None:
+            code: tuple[str, ...] = (loop,)
+        elif whole is not None:
+            code = (f"{flow.spelling(whole, group.anchor)}.train()",)
+        else:
+            code = tuple(_train_code(ctx, flow, group, m) for m in models)
         where = _where(flow, group.anchor)
         fix = Fix(
             edits=(InsertStatements(anchor=_pos(ctx, group.anchor), code=code, where="before"),),
@@ -701,6 +711,50 @@ def _finding(ctx: FileContext, flow: ModeFlow, group: _Group) -> Finding:
             description=f"Insert {_join_names([' '.join(c.split()) for c in code])} {where}",
         )
     return ctx.finding("RNF001", step.node, message, fix)
+
+
+def _switched_whole(
+    ctx: FileContext, flow: ModeFlow, group: _Group, step: TrainingStep
+) -> str | None:
+    """The module whose own ``eval()`` put every model of the group in eval
+    (``self.eval()`` in a sampling method, the step then running
+    ``self.encoder`` and ``self.decoder``): its ``train()`` undoes exactly
+    the author's call. Only when each model's mode at the step is the
+    module's (nothing switched a part of it on its own: no partial modes),
+    and a fix may call ``train()`` on it."""
+    models = list(group.models)
+    if group.conditions or group.anchor is None or len(models) < 2:
+        return None
+    whole: str | None = models[0]
+    while whole is not None and not all(is_prefix(whole, m) and m != whole for m in models):
+        whole = parent_path(whole)
+    if whole is None:
+        return None
+    facts = flow.mode_before(step.node, whole).facts
+    if not facts or any(flow.mode_before(step.node, m).facts != facts for m in models):
+        return None
+    if any(c.model != whole and is_prefix(whole, c.model) for c in flow.mode_calls):
+        return None  # a part of it is switched on its own somewhere: partial modes
+    check = ctx.facts.receivers.check(whole, "train", at=group.anchor)
+    return whole if check.provable else None
+
+
+def _author_loop(
+    ctx: FileContext, flow: ModeFlow, group: _Group, facts: list[ModeFact]
+) -> str | None:
+    """``for m in models:\n    m.train()`` when every eval of the group comes
+    from the author's own loop over exactly these models (``for m in models:
+    m.eval()``): the fix is written the way the code writes its mode calls."""
+    if group.conditions or not facts or group.anchor is None:
+        return None
+    origins = {id(f.origin): f.origin for f in facts}
+    if len(origins) != 1:
+        return None
+    (switch,) = origins.values()
+    scope = scope_of(flow.parents, group.anchor)
+    elements = Elements(ctx.tree, flow.parents)
+    found = loop_spelling(elements, switch, set(group.models), ctx.source, scope)
+    return found.format(method="train") if found is not None else None
 
 
 def _train_code(ctx: FileContext, flow: ModeFlow, group: _Group, model: str) -> str:

@@ -18,6 +18,7 @@ from rnnfix.analysis.ruletext import (
     may_switch_cudnn_off,
     may_switch_mode,
 )
+from rnnfix.analysis.syntax.names import is_below
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.rnns import RnnSpec
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
@@ -417,7 +418,7 @@ def _rnn_train_code(
     if all(s.nameable and s.path for s in rnns):
         paths = sorted({s.path for s in rnns})
         # ``enc`` already covers ``enc.lstm``.
-        paths = [p for p in paths if not any(p.startswith(q + ".") for q in paths)]
+        paths = [p for p in paths if not any(p != q and is_below(p, q) for q in paths)]
         code = tuple(f"{model}.{p}.train()" for p in paths)
         description = "put " + ", ".join(f"`{model}.{p}`" for p in paths) + " in train mode"
         return code, (), description

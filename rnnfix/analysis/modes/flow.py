@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from rnnfix.analysis.modes.elements import Elements
 from rnnfix.analysis.modes.mayalias import Alias, module_plain_names, plain_names
 from rnnfix.analysis.modes.pretrained import transformers_load
 from rnnfix.analysis.modes.records import Effect
@@ -104,6 +105,8 @@ def _guard_key(test: ast.expr) -> tuple[str, bool]:
 
 
 # Dropped with the tree (trees are never changed after parsing).
+# Per mode flow: the containers its loops switch the models of.
+_ELEMENTS: weakref.WeakKeyDictionary[FlowView, Elements] = weakref.WeakKeyDictionary()
 _GUARD_KEYS: weakref.WeakKeyDictionary[ast.expr, tuple[str, bool]] = weakref.WeakKeyDictionary()
 
 
@@ -264,6 +267,7 @@ class ScopeRun:
         self.loops.append(ctx)
         head = entry.copy()
         tested = head
+        back: list[Frame] = []
         for _ in range(MAX_LOOP_PASSES):
             tested = self.exprs(test, head.copy()) if test is not None else head.copy()
             end = self.block(s.body, tested.copy())
@@ -278,7 +282,12 @@ class ScopeRun:
         infinite = (
             isinstance(s, ast.While) and isinstance(s.test, ast.Constant) and bool(s.test.value)
         )
-        normal = None if infinite else self.block(s.orelse, tested.copy())
+        exit_from: Frame | None = tested
+        if isinstance(s, ast.For) and self._elements().of_loop(s):
+            # ``for m in (encoder, decoder):``: written-out elements, so the
+            # body runs at least once; the loop never exits as it entered.
+            exit_from = join(back)
+        normal = None if infinite or exit_from is None else self.block(s.orelse, exit_from.copy())
         return join([normal, *ctx.breaks])
 
     def try_(self, s: ast.Try | ast.TryStar, f: Frame) -> Frame | None:
@@ -408,6 +417,12 @@ class ScopeRun:
                 facts = self.fact(switch.mode, call)
                 f.set(self.flow.mode_target(self.key(recv)), facts)
                 self._through_aliases(self.key(recv), facts, f, replace=True)
+            if recv is not None and "." not in recv:
+                # ``for m in models: m.eval()``: every model ``models`` holds.
+                for element in self._loop_elements(recv, call):
+                    facts = self.fact(switch.mode, call)
+                    f.set(self.flow.mode_target(self.key(element)), facts)
+                    self._through_aliases(self.key(element), facts, f, replace=True)
             return
         res = self.flow.resolve(call, self.scope, ctor_target)
         if res is None:
@@ -420,6 +435,20 @@ class ScopeRun:
         self.call_frames[call] = join([old, f]) if old is not None else f.copy()  # type: ignore[assignment]
         self.resolved[call] = res
         self.apply(call, self.flow.summary(res.callee).effects, res.caller_key, f)
+
+    def _elements(self) -> Elements:
+        found = _ELEMENTS.get(self.flow)
+        if found is None:
+            found = _ELEMENTS[self.flow] = Elements(self.flow.tree, self.flow.parents)
+        return found
+
+    def _loop_elements(self, name: str, call: ast.Call) -> tuple[str, ...]:
+        """The models a loop variable runs through (``elements``), when every
+        one of them is a model the flow tracks; else none."""
+        elements = self._elements().of_loop_variable(name, call)
+        if not elements or not all(self.flow.tracks(e) for e in elements):
+            return ()
+        return elements
 
     def apply(
         self,

@@ -48,8 +48,8 @@ from rnnfix.analysis.modes.loads import (
 from rnnfix.analysis.modes.modeluse import ModelUses
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_tree, words
+from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.api import MODULE_METHODS, module_mode_switch
-from rnnfix.analysis.torch.classfacts import MODE_LAYERS
 from rnnfix.source.files import is_test_source
 
 if TYPE_CHECKING:
@@ -244,7 +244,7 @@ class InferenceClasses:
             if not isinstance(node, ast.Call):
                 continue
             q = qualname(node.func) or ""
-            if q.startswith("torch.nn.") and q.rsplit(".", 1)[-1] in MODE_LAYERS:
+            if library.mode_layer(q):
                 return True
             if isinstance(node.func, ast.Name) and node.func.id in table.classes:
                 if table.mode_layers(node.func.id):

@@ -61,6 +61,7 @@ from rnnfix.analysis.modes.tracked import (
     switched_receivers,
 )
 from rnnfix.analysis.syntax.aliases import canonical, function_aliases
+from rnnfix.analysis.syntax.names import parent_path
 from rnnfix.analysis.syntax.scopes import LOOPS, FuncNode, FunctionInfo, Resolved
 from rnnfix.analysis.syntax.walks import walk_local, walk_subtree
 from rnnfix.analysis.torch.api import module_mode_switch
@@ -175,13 +176,12 @@ class ModeFlow:
 
     def model_info(self, key: str) -> ModelInfo | None:
         """The info of ``key`` or of the model it is a submodule of."""
-        probe = key
-        while True:
+        probe: str | None = key
+        while probe is not None:
             if probe in self.models:
                 return self.models[probe]
-            if "." not in probe:
-                return None
-            probe = probe.rsplit(".", 1)[0]
+            probe = parent_path(probe)  # ``model.encoder``, ``nets["G"]``
+        return None
 
     def mode_before(self, node: ast.AST, model: str) -> ModeState:
         stmt = self.stmt_of(node)
@@ -482,11 +482,10 @@ class ModeFlow:
             return None
         # ``model.encoder(x)`` runs part of ``model``: it is ``model`` whose
         # mode matters and that gets ``train()``.
-        probe = text
-        while True:
+        probe: str | None = text
+        while probe is not None:
             info = self.models.get(probe)
             if info is not None and info.evidence != "submodule":
                 return probe
-            if "." not in probe:
-                return None
-            probe = probe.rsplit(".", 1)[0]
+            probe = parent_path(probe)
+        return None

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import SELF_RETURNING, dotted
 from rnnfix.analysis.syntax.walks import walk_tree
+from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.mode import Mode
 
 if TYPE_CHECKING:
@@ -37,14 +38,13 @@ if TYPE_CHECKING:
     from rnnfix.analysis.syntax.imports import ImportMap
     from rnnfix.analysis.syntax.scopes import FuncNode
 
-_LIBRARY = "transformers."
-
 
 def transformers_load(value: ast.AST, imports: ImportMap) -> ast.Call | None:
     """The ``X.from_pretrained(...)`` call of ``value`` (through ``.to(dev)``,
-    ``.cuda()``, ``.half()``), where ``X`` is a class imported from transformers
-    (``AutoModelForCausalLM``, ``BertForSequenceClassification``,
-    ``transformers.AutoModel``); None otherwise."""
+    ``.cuda()``, ``.half()``), where ``X`` is a model class whose library's
+    ``from_pretrained`` returns eval mode (the library table's row: a class
+    imported from transformers, ``AutoModelForCausalLM``,
+    ``transformers.AutoModel``, not a tokenizer or a config); None otherwise."""
     while (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Attribute)
@@ -57,24 +57,9 @@ def transformers_load(value: ast.AST, imports: ImportMap) -> ast.Call | None:
         and value.func.attr == "from_pretrained"
     ):
         return None
-    q = imports.qualname(value.func.value)
-    if q is None or not q.startswith(_LIBRARY):
-        return None
-    last = q.rsplit(".", 1)[-1]
-    # A model class, not a tokenizer, a config or a processor.
-    if not last[:1].isupper() or last.endswith(_NOT_MODELS):
-        return None
-    return value
-
-
-_NOT_MODELS = (
-    "Tokenizer",
-    "TokenizerFast",
-    "Config",
-    "Processor",
-    "FeatureExtractor",
-    "ImageProcessor",
-)
+    owner = value.func.value
+    found = library.method_row("from_pretrained", dotted(owner), imports.qualname(owner))
+    return value if found is not None and found.returns == "eval" else None
 
 
 def eval_origin(fact: ModeFact, imports: ImportMap) -> ast.Assign | ast.AnnAssign | None:

@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from rnnfix.analysis.syntax.imports import ImportMap
-from rnnfix.analysis.syntax.names import dotted, strip_self_returning
+from rnnfix.analysis.syntax.names import dotted, is_below, strip_self_returning
 from rnnfix.analysis.syntax.walks import walk_tree
-from rnnfix.analysis.torch import classfacts
+from rnnfix.analysis.torch import classfacts, library
 from rnnfix.analysis.torch.api import WRAPPERS, is_stateless_torch_module, module_mode_switch
 
 if TYPE_CHECKING:
@@ -55,7 +55,6 @@ _CONTAINERS = frozenset(
     for c in ("Sequential", "ModuleList", "ModuleDict")
 )
 _BASE_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
-_MODEL_FACTORIES = ("torchvision.models.", "timm.", "transformers.")
 _MAX_DEPTH = 4
 _COPIES = frozenset({"copy.deepcopy", "copy.copy"})
 
@@ -142,8 +141,11 @@ class ClassTable:
             last = q.rsplit(".", 1)[-1]
             if last[:1].isupper() and last not in _NOT_MODULES:
                 return ClassRef(q, True, not is_stateless_torch_module(q))
-        if q is not None and q.startswith(_MODEL_FACTORIES):
+        if q is not None and q.startswith(library.ZOOS):
             return ClassRef(q, None)  # a model zoo: a module, but which is not ours to say
+        row = library.row(q)
+        if q is not None and row is not None and row.kind == "loader" and not row.needs_use:
+            return ClassRef(q, True)  # ``torch.jit.load(f)``: a ScriptModule
         found = self.lookup(func) if self.lookup is not None else None
         if found is not None:
             if not found.is_module:
@@ -388,7 +390,7 @@ class Receivers:
         when ``model`` is there too): ``Module.train`` recurses, so one call on
         the outermost model covers its submodules."""
         keys = list(dict.fromkeys(keys))
-        return [k for k in keys if not any(k != o and k.startswith(o + ".") for o in keys)]
+        return [k for k in keys if not any(k != o and is_below(k, o) for o in keys)]
 
     def _check(self, key: str, method: Method) -> ReceiverCheck:
         refs = self._refs(key, 0)

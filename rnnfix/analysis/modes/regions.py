@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from rnnfix.analysis.grads.gradctx import training_steps
-from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.names import dotted, is_below
 from rnnfix.analysis.syntax.walks import (
     FUNCTIONS,
     LOOPS,
@@ -357,7 +357,7 @@ def _calls_any(loop: ast.stmt, models: set[str]) -> bool:
     for n in ast.walk(loop):
         if isinstance(n, ast.Call):
             text = dotted(n.func)
-            if text and any(text == m or text.startswith(m + ".") for m in models):
+            if text and any(is_below(text, m) for m in models):
                 if module_mode_switch(n) is None:
                     return True
     return False

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from rnnfix.analysis.modes.mayalias import Alias
+from rnnfix.analysis.syntax.names import is_below, parent_path
 from rnnfix.analysis.torch.mode import Mode
 
 
@@ -80,7 +81,8 @@ EntryLookup = Callable[[str], Facts]
 
 
 def is_prefix(prefix: str, key: str) -> bool:
-    return key == prefix or key.startswith(prefix + ".")
+    """``key`` is ``prefix`` or a part of it (``model.encoder``, ``nets["G"]``)."""
+    return is_below(key, prefix)
 
 
 class Frame:
@@ -115,23 +117,22 @@ class Frame:
         )
 
     def lookup(self, key: str) -> Facts:
-        probe = key
-        while True:
+        probe: str | None = key
+        while probe is not None:
             found = self.values.get(probe)
             if found is not None:
                 return found
-            if "." not in probe:
-                return self.entry(key)
-            probe = probe.rsplit(".", 1)[0]
+            probe = parent_path(probe)
+        return self.entry(key)
 
     def set(self, key: str, facts: Facts) -> None:
-        for k in [k for k in self.values if k.startswith(key + ".")]:
+        for k in [k for k in self.values if k != key and is_below(k, key)]:
             del self.values[k]
         self.values[key] = facts
 
     def add(self, key: str, facts: Facts) -> None:
         """A path that may or may not change ``key``: keep the old facts too."""
-        for k in [k for k in self.values if k.startswith(key + ".")]:
+        for k in [k for k in self.values if k != key and is_below(k, key)]:
             self.values[k] = self.values[k] | facts
         self.values[key] = self.lookup(key) | facts
 
@@ -140,7 +141,7 @@ class Frame:
         the other paths ``key`` keeps its facts, so they are kept; with
         ``replace`` the facts an earlier change through ``name`` added go."""
         old = self.via.get((name, key), frozenset()) if replace else frozenset()
-        for k in [k for k in self.values if k.startswith(key + ".")]:
+        for k in [k for k in self.values if k != key and is_below(k, key)]:
             self.values[k] = (self.values[k] - old) | facts
         self.values[key] = (self.lookup(key) - old) | facts
         self.via[(name, key)] = (self.via.get((name, key), frozenset()) - old) | facts

@@ -37,7 +37,7 @@ def add_argument_models(flow: FlowView) -> None:
                 mine = ext.caller_key(key)
                 if mine is None or mine in flow.models or mine.split(".")[0] in taken:
                     continue
-                flow.models[mine] = ModelInfo(mine, None, None, None, "argument")
+                flow.models[mine] = ModelInfo(mine, None, None, None, "external")
 
 
 def add_parameter_models(flow: FlowView) -> None:

@@ -14,9 +14,24 @@ if TYPE_CHECKING:
     pass
 
 
+def star_key(level: int, module: tuple[str, ...]) -> str:
+    """The key ``import_bindings`` files ``from <module> import *`` under: no
+    identifier starts with ``*``, so no name lookup ever finds it, and a walk
+    over the values follows it like any other import."""
+    return "*" + "." * level + ".".join(module)
+
+
+def stars(bindings: dict[str, Binding]) -> list[Binding]:
+    """The star imports among ``bindings``, the last one first (a later
+    ``import *`` rebinds the names an earlier one bound)."""
+    return [b for k, b in reversed(bindings.items()) if k.startswith("*")]
+
+
 def import_bindings(tree: ast.Module) -> dict[str, Binding]:
     """Local name -> what it is bound to, relative imports included (the
-    ``ImportMap`` of ``rnnfix.analysis.syntax.imports`` keeps absolute ones only)."""
+    ``ImportMap`` of ``rnnfix.analysis.syntax.imports`` keeps absolute ones
+    only); ``from m import *`` under ``star_key`` (a package's ``__init__.py``
+    re-exporting ``from .tensor import *``)."""
     out: dict[str, Binding] = {}
     for node in statements(tree.body):
         if isinstance(node, ast.Import):
@@ -31,6 +46,8 @@ def import_bindings(tree: ast.Module) -> dict[str, Binding]:
             for alias in node.names:
                 if alias.name != "*":
                     out[alias.asname or alias.name] = (node.level, (*module, alias.name))
+                else:
+                    out[star_key(node.level, module)] = (node.level, module)
     return out
 
 

@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
-from rnnfix.analysis.project.bindings import Binding, import_bindings
+from rnnfix.analysis.project.bindings import Binding, import_bindings, stars
 from rnnfix.analysis.project.index import normalise
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
@@ -82,14 +82,10 @@ class _Finder:
             tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError):
             return
+        # ``from __init__ import *`` among them: the module itself (RNF005
+        # reads the ``torch`` it binds).
         for binding in import_bindings(tree).values():
             self._follow(path, binding, 0)
-        # ``from __init__ import *``: the module itself (RNF005 reads the
-        # ``torch`` it binds; ``import_bindings`` keeps named imports only).
-        for node in tree.body:
-            if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-                module = tuple(node.module.split(".")) if node.module else ()
-                self._follow(path, (node.level, module), 0)
 
     def _line_outside(self, folder: str, line: tuple[str | None, ...]) -> bool:
         # The files of a folder import the same names: answered once.
@@ -175,6 +171,9 @@ class _Finder:
             named = bindings.get(rest[0])
             if named is not None:
                 self._follow(file, (named[0], named[1] + rest[1:]), depth + 1)
+            else:  # ``from .tensor import *`` may bind it
+                for level, parts in stars(bindings):
+                    self._follow(file, (level, parts + rest), depth + 1)
         else:
             for each in bindings.values():
                 self._follow(file, each, depth + 1)

@@ -54,7 +54,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rnnfix.analysis.project.bindings import Binding, import_bindings, statements
+from rnnfix.analysis.project.bindings import Binding, import_bindings, stars, statements
 from rnnfix.analysis.project.summaries import (
     ClassSummary,
     FunctionSummary,
@@ -199,8 +199,8 @@ class LazySummaries(Mapping[str, "ModuleSummary | None"]):
         data = _read(self._paths[key])
         if data is None:
             return None
-        if name.isascii() and name.encode() not in data:
-            return {}
+        if name.isascii() and name.encode() not in data and b"*" not in data:
+            return {}  # (``from m import *`` may bind it without naming it)
         # Most files have only plain import lines: read from the text.
         lines = self.__dict__.setdefault("_text_bindings", {})
         if key not in lines:
@@ -470,7 +470,17 @@ class ProjectIndex:
                 return cls
             return cls.methods.get(rest[0]) if len(rest) == 1 else None
         binding = module.imports.get(head)
-        if binding is None or depth >= MAX_REEXPORTS:
+        if depth >= MAX_REEXPORTS:
+            return None
+        if binding is None:
+            # ``from .tensor import *`` in a package's ``__init__.py``: the
+            # name may be any star-imported module's (the last one's first).
+            for level, parts in stars(module.imports):
+                found = self.resolve(file, level, parts + names)
+                if found is not None and found[0] != file:
+                    member = self.member(found[0], found[1], consulted, depth + 1)
+                    if member is not None:
+                        return member
             return None
         found = self.resolve(file, binding[0], binding[1] + rest)
         if found is None or found[0] == file:
@@ -546,7 +556,7 @@ class ProjectIndex:
             return True
         binding = bindings.get(name)
         if binding is None:
-            return False
+            return bool(stars(bindings))  # a star import may bind it: maybe
         found = self.resolve(file, binding[0], binding[1])
         if found is None or len(found[1]) != 1:
             return False  # (a file importing from itself is followed, as ``_module_fact`` does)
@@ -618,7 +628,7 @@ class ProjectIndex:
             return True
         binding = bindings.get(names[0])
         if binding is None:
-            return False
+            return bool(stars(bindings))  # a star import may bind it: anything may be there
         found = self.resolve(file, binding[0], binding[1] + names[1:])
         if found is None or found[0] == file:
             return False

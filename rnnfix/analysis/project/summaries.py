@@ -89,6 +89,9 @@ class ClassSummary:
     # gradient through (``rnnfix.analysis.project.ctorgrads``), and the constructor's
     # signature to bind a construction's arguments.
     ctor_grads: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Methods that run the module's forward (``forwards.forward_methods``):
+    # ``model.predict(x)`` of a caller is a forward of ``model``.
+    forward_methods: frozenset[str] = frozenset()
     init_params: tuple[str, ...] = ()
     init_kwonly: tuple[str, ...] = ()
 

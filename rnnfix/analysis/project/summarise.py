@@ -80,6 +80,7 @@ def _summarise(
     from rnnfix.analysis.project.testcode import test_case_classes
     from rnnfix.analysis.syntax.imports import ImportMap
     from rnnfix.analysis.syntax.scopes import FileIndex
+    from rnnfix.analysis.torch.forwards import forward_methods
     from rnnfix.analysis.torch.models import ModuleClasses
     from rnnfix.analysis.torch.rnns import RnnIndex
 
@@ -135,6 +136,9 @@ def _summarise(
                     holds_state=state,
                     mode_layers=table.mode_layers(name) if is_module else False,
                     ctor_grads=grads,
+                    forward_methods=(
+                        forward_methods(defs[name]) if is_module and name in defs else frozenset()
+                    ),
                     init_params=ctor.params if grads and ctor is not None else (),
                     init_kwonly=ctor.kwonly if grads and ctor is not None else (),
                 )

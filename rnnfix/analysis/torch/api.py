@@ -14,23 +14,14 @@ import ast
 from dataclasses import dataclass
 
 from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.mode import Mode
 
-# Wrappers that hold the module they wrap as ``.module``; their ``train()``
-# reaches it (``Module.train`` recurses).
-DATA_PARALLEL = frozenset(
-    {
-        "torch.nn.DataParallel",
-        "torch.nn.parallel.DataParallel",
-        "torch.nn.parallel.data_parallel.DataParallel",
-        "torch.nn.parallel.DistributedDataParallel",
-        "torch.nn.parallel.distributed.DistributedDataParallel",
-        "torch.distributed.fsdp.FullyShardedDataParallel",
-        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
-    }
-)
-# Calls whose result runs the same modules as their first argument.
-WRAPPERS = DATA_PARALLEL | {"torch.compile"}
+# Wrappers that hold the module they wrap as ``.module`` (their ``train()``
+# reaches it: ``Module.train`` recurses), and calls whose result runs the
+# same modules as their first argument: rows of the library table.
+DATA_PARALLEL = library.DATA_PARALLEL
+WRAPPERS = library.WRAPPERS
 
 # ``nn.Module`` API: calling one of these on a model does not run its forward.
 MODULE_METHODS = frozenset(

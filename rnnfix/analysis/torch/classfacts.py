@@ -24,6 +24,7 @@ import ast
 from collections.abc import Callable, Iterator
 
 from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.torch import library
 
 FuncDef = ast.FunctionDef | ast.AsyncFunctionDef
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -168,14 +169,6 @@ def holds_state(cls: ast.ClassDef, is_stateless_value: Callable[[ast.expr, FuncD
     return False
 
 
-# torch.nn classes whose forward depends on the mode (issue 24.4's evidence).
-MODE_LAYERS = frozenset(
-    {"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
-     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d",
-     "LazyBatchNorm2d", "LazyBatchNorm3d"}
-)  # fmt: skip
-
-
 def builds_mode_layers(
     cls: ast.ClassDef, qualname: Callable[[ast.AST], str | None], local: Callable[[str], bool]
 ) -> bool:
@@ -188,7 +181,7 @@ def builds_mode_layers(
             return True
         if isinstance(node, ast.Call):
             q = qualname(node.func)
-            if q is not None and q.startswith("torch.nn.") and q.rsplit(".", 1)[-1] in MODE_LAYERS:
+            if library.mode_layer(q):
                 return True
             if isinstance(node.func, ast.Name) and node.func.id != cls.name and local(node.func.id):
                 return True

@@ -3,7 +3,12 @@
 Never guessed from a name: an object is a model when
 
 - it is built from an ``nn.Module`` subclass of this file or a torch module
-  (``Net()``, ``nn.LSTM(...)``, ``nn.DataParallel(Net()).to(dev)``, torchvision), or
+  (``Net()``, ``nn.LSTM(...)``, ``nn.DataParallel(Net()).to(dev)``), or by a
+  factory of the library table (``rnnfix.analysis.torch.library``:
+  torchvision's builders, ``timm.create_model``, ``torch.jit.load``), or
+- it is bound to a loader's result (``torch.load``, ``torch.hub.load``,
+  ``X.from_pretrained``: the table's ``needs_use`` rows) and called, switched
+  or asked for its ``.parameters()`` (a checkpoint dict is none of these), or
 - ``.eval()`` / ``.train()`` / ``.train(False)`` is called on it *and* it is called
   (``model(x)``, ``model.forward(x)``) or its ``.parameters()`` are used, or
 - it is called and its ``.parameters()`` are used (e.g. fed to an optimizer), or
@@ -18,15 +23,17 @@ bound to imported non-torch modules are never models.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from rnnfix.analysis.syntax.imports import ImportMap
-from rnnfix.analysis.syntax.names import dotted, strip_self_returning
+from rnnfix.analysis.syntax.names import dotted, is_below, strip_self_returning
 from rnnfix.analysis.syntax.scopes import FileIndex, FuncNode
 from rnnfix.analysis.syntax.walks import walk_subtree, walk_tree
+from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.api import MODULE_METHODS, WRAPPERS, mode_switch
 from rnnfix.analysis.torch.passthrough import unwrapped
 from rnnfix.analysis.torch.rnns import RNN_CLASSES
@@ -51,7 +58,12 @@ class ModelInfo:
     built_at: ast.Call | None  # the constructor call, when built in this file
     class_name: str | None  # local class name or qualified torch name ("torch.nn.LSTM")
     has_rnn: bool | None  # contains an LSTM/GRU/RNN (None: not known)
-    evidence: str  # "built" | "mode+call" | "call+parameters" | "argument"
+    # "built" | "mode+call" | "call+parameters" | "loaded+use" | "argument" | "submodule",
+    # or "external": only a function of another file it is passed to uses it as one
+    evidence: str
+    # Methods that run its forward, from the library table (a transformers
+    # model's ``generate``); an in-repo class's are ``forwards.forward_methods``.
+    forwards: frozenset[str] = frozenset()
 
 
 class _Classes(Protocol):
@@ -189,9 +201,38 @@ def built_class(
         and not last.endswith("Loss")
     ):
         return value, q, q in RNN_CLASSES
-    if q.startswith("torchvision.models.") or q == "timm.create_model":
-        return value, q, False
+    found = library.row(q)
+    if found is not None and found.kind in ("factory", "loader") and not found.needs_use:
+        return value, q, False  # ``torchvision.models.resnet18()``, ``torch.jit.load(f)``
     return _imported_module(value, classes)
+
+
+def _loader_row(value: ast.Call, imports: ImportMap) -> library.Row | None:
+    found = library.row(imports.qualname(value.func))
+    if found is None and isinstance(value.func, ast.Attribute):
+        owner = value.func.value
+        found = library.method_row(value.func.attr, dotted(owner), imports.qualname(owner))
+    return found
+
+
+def library_forwards(call: ast.Call, imports: ImportMap) -> frozenset[str]:
+    """The forward methods the library table gives the model ``call`` loads."""
+    found = _loader_row(call, imports)
+    return found.forward_methods if found is not None else frozenset()
+
+
+def loaded(value: ast.AST, imports: ImportMap) -> ast.Call | None:
+    """The call of a loader whose result is a model only when the code uses it
+    as one (the library table's ``needs_use`` rows): ``torch.load(f)``,
+    ``torch.hub.load(repo, name)``, ``X.from_pretrained(path)``; through
+    ``.to(device)`` and wrappers."""
+    value = unwrap_built(value, imports)
+    if not isinstance(value, ast.Call):
+        return None
+    found = _loader_row(value, imports)
+    if found is not None and found.kind in ("factory", "loader") and found.needs_use:
+        return value
+    return None
 
 
 def _imported_module(value: ast.Call, classes: ModuleClasses) -> tuple[ast.Call, str, bool] | None:
@@ -229,6 +270,7 @@ def find_models(
     tree: ast.Module, index: FileIndex, imports: ImportMap, classes: ModuleClasses
 ) -> dict[str, ModelInfo]:
     built: dict[str, ModelInfo] = {}
+    loads: dict[str, ast.Call] = {}  # path -> the loader call it was bound to
     mode_receivers: set[str] = set()
     not_models: set[str] = set()
     called: set[str] = set()
@@ -243,6 +285,8 @@ def find_models(
                 if found and text:
                     call, name, rnn = found
                     built[text] = ModelInfo(text, call, name, rnn, "built")
+                elif text and (load := loaded(value, imports)) is not None:
+                    loads.setdefault(text, load)
         elif isinstance(node, ast.Call):
             func = node.func
             text = dotted(func)
@@ -273,7 +317,8 @@ def find_models(
             not_models.add(text)
     models: dict[str, ModelInfo] = dict(built)
     rebound = _rebound_imports(tree, imports)
-    for key in sorted(mode_receivers | (called & parameters)):
+    used = called | parameters | mode_receivers
+    for key in sorted(mode_receivers | (called & parameters) | (loads.keys() & used)):
         if key in models or key in not_models:
             continue
         root = key.split(".")[0]
@@ -285,14 +330,23 @@ def find_models(
             continue
         if key in mode_receivers and (key in called or key in parameters):
             models[key] = ModelInfo(key, None, None, None, "mode+call")
+        elif key in loads:
+            # ``decoder = torch.load(f)`` then ``decoder(x)``: a state dict
+            # or a checkpoint is never called, switched or asked for parameters.
+            forwards = library_forwards(loads[key], imports)
+            models[key] = ModelInfo(key, None, None, None, "loaded+use", forwards)
         elif key in called and key in parameters:
             models[key] = ModelInfo(key, None, None, None, "call+parameters")
+    for key, load in loads.items():
+        info = models.get(key)
+        if info is not None and not info.forwards and (forwards := library_forwards(load, imports)):
+            models[key] = dataclasses.replace(info, forwards=forwards)  # whatever proved it
     pending = mode_receivers - models.keys() - not_models
     if pending:
         _forwarded_receivers(index, pending, imports, rebound, models)
     # A submodule path of a model built here (``self.model.lstm.eval()``) is a model too.
     for key in sorted(mode_receivers - models.keys() - not_models):
-        if any(key.startswith(m + ".") for m in models):
+        if any(key != m and is_below(key, m) for m in models):
             models[key] = ModelInfo(key, None, None, None, "submodule")
     _propagate(tree, index, models)
     return models
@@ -444,8 +498,10 @@ def _propagate(tree: ast.Module, index: FileIndex, models: dict[str, ModelInfo])
 
 
 def _weak(info: ModelInfo) -> bool:
-    return info.evidence in ("mode+call", "call+parameters")
+    return info.evidence in ("mode+call", "call+parameters", "loaded+use")
 
 
 def _derived(key: str, src: ModelInfo) -> ModelInfo:
-    return ModelInfo(key, src.built_at, src.class_name, src.has_rnn, "argument")
+    # A loader's result stays one (what proves it a module is read from its uses).
+    evidence = "loaded+use" if src.evidence == "loaded+use" else "argument"
+    return ModelInfo(key, src.built_at, src.class_name, src.has_rnn, evidence, src.forwards)

@@ -16,7 +16,7 @@ import ast
 from typing import TYPE_CHECKING, Protocol
 
 from rnnfix.analysis.syntax.aliases import canonical
-from rnnfix.analysis.syntax.names import dotted, strip_self_returning
+from rnnfix.analysis.syntax.names import dotted, is_below, strip_self_returning
 from rnnfix.analysis.syntax.scopes import FuncNode
 from rnnfix.analysis.syntax.walks import walk_subtree
 from rnnfix.analysis.torch.passthrough import passed_back
@@ -180,7 +180,7 @@ class Optimizers:
         """Some optimizer of the file may update ``model``: one built from its
         parameters, or one whose owners are not all known."""
         for owners in self._owners.values():
-            if owners is None or any(model == o or model.startswith(o + ".") for o in owners):
+            if owners is None or any(is_below(model, o) for o in owners):
                 return True
         return False
 
@@ -214,7 +214,7 @@ class Optimizers:
         """Some optimizer of the file is built over ``model``'s parameters (or
         those of a part of it): known owners only, unlike ``may_own``."""
         return any(
-            owners is not None and any(o == model or o.startswith(model + ".") for o in owners)
+            owners is not None and any(is_below(o, model) for o in owners)
             for owners in self._owners.values()
         )
 

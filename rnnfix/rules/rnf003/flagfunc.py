@@ -26,6 +26,7 @@ import ast
 
 from rnnfix.analysis.grads.gradctx import GradContexts, training_steps
 from rnnfix.analysis.modes.regions import flag_parameter
+from rnnfix.analysis.syntax.names import is_below
 from rnnfix.analysis.syntax.walks import body_without_docstring, enclosing_stmt, walk_tree
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.models import built_class, mode_receiver
@@ -88,7 +89,7 @@ def _switched(ctx: FileContext) -> set[str]:
 
 
 def _related(a: str, b: str) -> bool:
-    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+    return is_below(a, b) or is_below(b, a)
 
 
 def _trained_module(ctx: FileContext, index: ModelIndex, model: str) -> bool:

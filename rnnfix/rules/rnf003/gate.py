@@ -44,6 +44,7 @@ from rnnfix.analysis.project.summaries import ClassSummary, ExternalCall, Functi
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import bind_arguments
 from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_local, walk_tree
+from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.api import MODULE_METHODS
 
 if TYPE_CHECKING:
@@ -302,7 +303,34 @@ class ModelEvidence:
                         keys.extend(self._direct_keys(n))
         elif methods and owner is not None and owner not in keys:
             keys.append(owner)  # ``model.infer(x)``: a method of a class of this file
-        return keys
+        elif owner is not None and func.attr in _LIBRARY_FORWARDS:
+            keys.append(owner)  # ``model.generate(ids)``: ``ModelInfo.forwards``
+        return keys + self._external_forwards(call)
+
+    def _external_forwards(self, call: ast.Call) -> list[str]:
+        """``ModelIndex.external_models``: the caller's paths (and each of
+        their prefixes) for what a function of another file the call may run
+        calls forward (``Summary.forwards``)."""
+        if self.view is None or not self.view.bindings and not self._instances:
+            return []
+        out: list[str] = []
+        for ext in self._external_calls(call):
+            for key in ext.summary.forwards:
+                mine = ext.caller_key(key)
+                parts = mine.split(".") if mine is not None else []
+                out.extend(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+        func = call.func
+        owner = dotted(func.value) if isinstance(func, ast.Attribute) else None
+        if owner is not None and owner not in out:
+            # ``model.predict(x)``: a forward method of the class of another
+            # file ``model`` was built from (``ModelIndex._imported_forward``).
+            assert isinstance(func, ast.Attribute)
+            for value in self._instances.get(owner, []):
+                cls = self.view.lookup(value.func)
+                if isinstance(cls, ClassSummary) and func.attr in cls.forward_methods:
+                    out.append(owner)
+                    break
+        return out
 
     def _direct_keys(self, call: ast.Call) -> list[str]:
         """The paths ``called_model`` may answer for ``call``."""
@@ -366,8 +394,18 @@ def _root(expr: ast.expr) -> str | None:
     return expr.id if isinstance(expr, ast.Name) else None
 
 
-# Qualified names ``built_class`` knows as modules without the project index.
-_TORCH_MODULES = ("torch.nn.", "torchvision.models.", "timm.create_model")
+# Qualified names ``built_class`` (and ``loaded``) know as modules without the
+# project index: torch.nn and the library table's factories and loaders.
+_TORCH_MODULES = (
+    "torch.nn.",
+    *(r.name for r in library.TABLE if r.kind in ("factory", "loader") and r.match != "method"),
+)
+# Methods of library classes that run the forward (``ModelInfo.forwards``).
+_LIBRARY_FORWARDS = frozenset(m for r in library.TABLE for m in r.forward_methods)
+# Methods the table knows as loaders (``X.from_pretrained(...)``), any receiver.
+_LOAD_METHODS = frozenset(
+    r.name for r in library.TABLE if r.kind in ("factory", "loader") and r.match == "method"
+)
 
 
 def _bind_imports(node: ast.Import | ast.ImportFrom, imports: dict[str, set[str]]) -> None:
@@ -399,6 +437,8 @@ def _builds(
             continue
         func = cur.func
         if isinstance(func, ast.Attribute):
+            if func.attr in _LOAD_METHODS:
+                return True, []  # ``X.from_pretrained(path)``: ``models.loaded``
             stack.append(func.value)
         if cur.args:
             stack.append(cur.args[0])

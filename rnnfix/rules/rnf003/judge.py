@@ -32,8 +32,10 @@ from rnnfix.analysis.syntax.walks import (
     walk_local,
     walk_tree,
 )
+from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.api import mode_switch
 from rnnfix.analysis.torch.mode import Mode
+from rnnfix.analysis.torch.passthrough import rewraps
 from rnnfix.rules.base import FileContext, Finding, Fix
 from rnnfix.rules.rnf003.effects import train_mode_effects
 from rnnfix.rules.rnf003.escape import Escape, escapes, no_caller_reason
@@ -118,7 +120,9 @@ class RegionJudge:
         calls = {
             m: cs
             for m, cs in self.index.model_calls(body).items()
-            if m not in ("self", "cls") and m.split(".")[0] not in functions
+            if m not in ("self", "cls")
+            and m.split(".")[0] not in functions
+            and not self._unproven_load(m)
         }
         if not body or not calls:
             return Verdict.NOT_A_REGION
@@ -131,6 +135,11 @@ class RegionJudge:
         # A region that computes gradients is a gradient evaluator (saliency,
         # test-time optimisation) or training: not evaluation.
         if any(True for _ in walk_gradient_uses(self.ctx, body)):
+            return Verdict.LEFT_ALONE
+        if self._trains_elsewhere(body, scope):
+            # ``model.set_forward_adaptation(z)``: a method of another file
+            # that steps an optimizer or takes a gradient (test-time
+            # fine-tuning): ``no_grad`` would break it, ``eval()`` change it.
             return Verdict.LEFT_ALONE
         restore = False
         if self._fed_into_training(region, body):
@@ -156,6 +165,34 @@ class RegionJudge:
             need.grad_helper = next(filter(None, map(self.local.gradient_helper, body)), None)
         need.escape = self._escape(region, body)
         return self._finding(region, body, calls, need)
+
+    def _trains_elsewhere(self, body: list[ast.stmt], scope: ast.AST) -> bool:
+        """A call in ``body`` runs a function of another file of the run whose
+        summary trains or takes an input gradient."""
+        flow = self.ctx.facts.modes
+        if flow.project is None:
+            return False
+        func = scope if isinstance(scope, FUNCTIONS) else None
+        for stmt in body:
+            for n in walk_local(stmt):
+                if not isinstance(n, ast.Call):
+                    continue
+                found = flow.external(n, func)
+                s = found.summary if found is not None else None
+                if s is not None and (s.optimizer_step or s.entry_trains or s.entry_grads):
+                    return True
+        return False
+
+    def _unproven_load(self, model: str) -> bool:
+        """A loader's result (``torch.load``, ``torch.hub.load``) that nothing
+        proves a module (``ModelIndex.is_known_module``): RNF006's inference
+        question, not an evaluation RNF003 can fix."""
+        info = self.ctx.facts.modes.model_info(model)
+        return (
+            info is not None
+            and info.evidence == "loaded+use"
+            and not self.index.is_known_module(model)
+        )
 
     # --- where a model call runs -------------------------------------------
     def _at(self, site: ast.AST, region_node: ast.AST) -> ast.AST:
@@ -488,12 +525,13 @@ class RegionJudge:
     def _through_rewraps(
         self, facts: frozenset[ModeFact], model: str, depth: int = 0
     ) -> frozenset[ModeFact]:
-        """``model = prepare(model, ...)`` (``accelerator.prepare``,
-        ``prepare_pippy``, a wrapper the flow does not know) gives back the
-        same modules, in the mode they had: read the mode from before it."""
+        """``model = prepare_pippy(model, ...)``, a wrapper the library table
+        does not know (``passthrough.rewraps``; the flow keeps the mode through
+        the table's own, ``accelerator.prepare``), gives back the same
+        modules, in the mode they had: read the mode from before it."""
         out: set[ModeFact] = set()
         for f in facts:
-            if depth < 3 and f.mode is Mode.UNKNOWN and _rewraps(f.origin, model):
+            if depth < 3 and f.mode is Mode.UNKNOWN and rewraps(f.origin, model):
                 before = self.ctx.facts.modes.mode_before(f.origin, model).facts
                 out |= self._through_rewraps(before, model, depth + 1)
             else:
@@ -546,6 +584,8 @@ class RegionJudge:
     def _grad_on(self, site: ast.AST) -> bool:
         if self.ctx.facts.modes.grad_enabled(site) is False:
             return False
+        if _library_no_grad(self.ctx, site):
+            return False  # ``model.generate(ids)``: transformers runs it under no_grad
         state = self.grad.in_function(site)
         if state is not None:
             return state == "on"
@@ -732,16 +772,17 @@ def _binds(stmt: ast.stmt, name: str) -> bool:
     return False
 
 
-def _rewraps(node: ast.AST, model: str) -> bool:
-    """``model = f(model, ...)``: a call given the model rebinds its name."""
-    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+def _library_no_grad(ctx: FileContext, site: ast.AST) -> bool:
+    """``site`` calls a library forward method the library runs under
+    ``torch.no_grad()`` itself (the table's ``no_grad_methods``)."""
+    if not (isinstance(site, ast.Call) and isinstance(site.func, ast.Attribute)):
         return False
-    value = node.value
-    return (
-        dotted(node.targets[0]) == model
-        and isinstance(value, ast.Call)
-        and any(dotted(a) == model for a in [*value.args, *(k.value for k in value.keywords)])
-    )
+    method = site.func.attr
+    if method not in library.NO_GRAD_METHODS:
+        return False
+    owner = dotted(site.func.value)
+    info = ctx.facts.modes.model_info(owner) if owner is not None else None
+    return info is not None and method in info.forwards
 
 
 def _wrapper_exprs(node: ast.AST) -> list[ast.expr]:

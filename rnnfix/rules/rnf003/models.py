@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING
 
 from rnnfix.analysis.grads.gradctx import LocalFunctions
 from rnnfix.analysis.modes.state import is_prefix
-from rnnfix.analysis.syntax.names import dotted, strip_self_returning
-from rnnfix.analysis.syntax.walks import walk_local, walk_tree
+from rnnfix.analysis.syntax.names import dotted, parent_path, strip_self_returning
+from rnnfix.analysis.syntax.walks import FUNCTIONS, scope_of, walk_local, walk_tree
 from rnnfix.analysis.torch.api import module_mode_switch
-from rnnfix.analysis.torch.models import built_class, unwrap_built
+from rnnfix.analysis.torch.forwards import forward_methods
+from rnnfix.analysis.torch.models import ModelInfo, built_class, unwrap_built
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
@@ -127,12 +128,29 @@ class ModelIndex:
         if any(is_prefix(p, key) for p in self._own):
             return True
         info = self.ctx.facts.modes.model_info(key)
+        if info is not None and info.evidence == "loaded+use":
+            # ``net = torch.hub.load(...)`` (or ``torch.load``): a module once a
+            # method only a module has is called on it (``net.parameters()``);
+            # being called alone proves no class (a pickled callable).
+            return key in self._module_method_receivers
         if info is None or info.built_at is None:
             return False
         # A class of another file of the run (through the project index) is an
         # nn.Module, but that alone does not show its mode matters (a weighted
         # loss): only its Dropout/BatchNorm layers do (issue 24.4).
         return self.builds_module(info.built_at) or self._project_mode_layers(info.built_at)
+
+    @functools.cached_property
+    def _module_method_receivers(self) -> frozenset[str]:
+        """Paths a method only an ``nn.Module`` has is called on."""
+        return frozenset(
+            text
+            for n in walk_tree(self.ctx.tree)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in _MODULE_ONLY_METHODS
+            and (text := dotted(n.func.value)) is not None
+        )
 
     def _project_mode_layers(self, built: ast.expr) -> bool:
         view = self.ctx.facts.project
@@ -220,9 +238,62 @@ class ModelIndex:
             for n in walk_local(root):
                 if isinstance(n, ast.Call):
                     m = self.called_model(n)
-                    for model in (m,) if m is not None else self.wrapped_models(n):
+                    found = (m,) if m is not None else self.wrapped_models(n)
+                    for model in found or self.external_models(n):
                         out.setdefault(model, []).append(n)
         return out
+
+    def external_models(self, call: ast.Call) -> tuple[str, ...]:
+        """The models a call into another file of the run runs (issue 36.2):
+        ``model_predict(model, ids)`` whose body (or a helper of its file)
+        calls ``model(ids)``, ``trainer.predict(x)`` whose class's method runs
+        ``self(x)``, as the callee's summary records its forwards
+        (``Summary.forwards``), mapped to this file's names. A callee that
+        switches the mode of the model itself manages it: not counted."""
+        flow = self.ctx.facts.modes
+        if flow.project is None:
+            return ()
+        scope = scope_of(self.ctx.facts.parents, call)
+        ext = flow.external(call, scope if isinstance(scope, FUNCTIONS) else None)
+        if ext is None or not ext.summary.forwards:
+            return ()
+        out: list[str] = []
+        for key in ext.summary.forwards:
+            effect = ext.summary.effects.get(key)
+            if effect is not None and effect.sets:
+                continue  # ``def predict(model, x): model.eval(); ...``: its own mode
+            mine = ext.caller_key(key)
+            if mine is None:
+                continue
+            model = self._own_model_prefix(mine)
+            if model is not None and model not in out:
+                out.append(model)
+        return tuple(out)
+
+    def _own_model_prefix(self, text: str) -> str | None:
+        """``text`` or its longest prefix that this file itself shows is a
+        model, not only the summary of the callee it is passed to
+        (``self.metric.append(...)`` whose method calls ``self.metric(x)``: a
+        metric's function; ``model.set_forward(x)`` whose method calls
+        ``self.parse_feature(x)``, a method of a base class in a third file:
+        the model is ``model``, not ``model.parse_feature``)."""
+        models = self.ctx.facts.modes.models
+        probe: str | None = text
+        while probe is not None:
+            info = models.get(probe)
+            if (info is not None and info.evidence != "external") or probe in self._own:
+                return probe
+            probe = parent_path(probe)
+        return None
+
+    def _model_prefix(self, text: str) -> str | None:
+        """``text`` or its longest prefix that is a model (``model.encoder`` -> ``model``)."""
+        parts = text.split(".")
+        for i in range(len(parts), 0, -1):
+            prefix = ".".join(parts[:i])
+            if prefix in self.models:
+                return prefix
+        return None
 
     def wrapped_models(self, call: ast.Call) -> tuple[str, ...]:
         """The models a call of a forward wrapper of this file runs (issue
@@ -256,10 +327,26 @@ class ModelIndex:
             return ()
         info = self.ctx.facts.modes.model_info(owner)
         cls = self._classes.get(info.class_name) if info is not None and info.class_name else None
+        if info is not None and func.attr in info.forwards:
+            return (owner,)  # ``model.generate(ids)``: the library table's forward method
+        if cls is not None and func.attr in forward_methods(cls):
+            return (owner,)  # ``model.predict(x)`` -> ``self.scores(x)`` -> ``self(x)``
         method = self._local.methods.get((cls, func.attr)) if cls is not None else None
-        if method is None or "self" not in self._runs(method):
-            return ()
-        return (owner,)
+        if method is not None and "self" in self._runs(method):
+            return (owner,)
+        if cls is None and info is not None and self._imported_forward(info, func.attr):
+            return (owner,)
+        return ()
+
+    def _imported_forward(self, info: ModelInfo, method: str) -> bool:
+        """``method`` runs the forward of the class of another file of the run
+        that ``info``'s model was built from (``ClassSummary.forward_methods``)."""
+        view = self.ctx.facts.project
+        call = unwrap_built(info.built_at, self.ctx.facts.imports) if info.built_at else None
+        if view is None or not isinstance(call, ast.Call):
+            return False
+        found = view.lookup_class(call.func)
+        return found is not None and found.is_module and method in found.forward_methods
 
     def _local_base(self, base: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
         """``object``, or a class of this file whose own bases are too."""

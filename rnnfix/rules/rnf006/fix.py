@@ -18,7 +18,7 @@ from rnnfix.analysis.grads.gradctx import LocalFunctions
 from rnnfix.analysis.modes.inference import GLOBAL, Inference
 from rnnfix.analysis.project.index import called_from_other_files
 from rnnfix.analysis.syntax.walks import FUNCTIONS, block_of
-from rnnfix.analysis.torch.classfacts import MODE_LAYERS
+from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.models import unwrap_built
 from rnnfix.rules.base import FileContext, Finding, Fix
 from rnnfix.rules.rnf003.escape import escapes, no_caller_reason
@@ -187,7 +187,7 @@ def _builds_mode_layers(ctx: FileContext, built: ast.AST) -> bool:
         return any(_builds_mode_layers(ctx, a) for a in call.args)
     if qual.startswith("torch.nn."):
         last = qual.rsplit(".", 1)[-1]
-        return last in MODE_LAYERS or last in ("RNN", "LSTM", "GRU") or "Transformer" in last
+        return library.mode_layer(qual) or last in ("RNN", "LSTM", "GRU") or "Transformer" in last
     if isinstance(call.func, ast.Name) and call.func.id in ctx.facts.receivers.table.classes:
         return ctx.facts.receivers.table.mode_layers(call.func.id)
     view = ctx.facts.project
