@@ -9,6 +9,12 @@ Three signals, all syntactic:
   ``validate``, ``test``, ``eval_*``, ``predict``, ``inference``;
 - *after-eval*: a loop that follows ``<model>.eval()`` in the same block and
   calls that model;
+- *self-eval*: a function, whatever its name, that switches a model to
+  eval itself (``model.eval()`` among its own statements, not under a
+  condition) and then runs it outside a loop (``get_scores``,
+  ``sample_text``, ``captcha_test``), and runs no training step: its author
+  says it evaluates; a loop right after the ``eval()`` is an *after-eval*
+  region of its own;
 - *flag*: a function shared by training and evaluation through a boolean
   parameter (``def iteration(self, epoch, loader, train=True)``) whose
   training step runs only under ``if train:``, called in the file with the
@@ -48,7 +54,7 @@ from rnnfix.source.files import is_test_source
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
 
-Signal = Literal["data", "name", "after-eval", "phase", "flag"]
+Signal = Literal["data", "name", "after-eval", "phase", "flag", "self-eval"]
 
 _EVAL_DATA_WORDS = frozenset(
     {"val", "vali", "valid", "validation", "dev", "test", "testing", "eval", "evaluation",
@@ -112,11 +118,14 @@ def is_eval_name(identifier: str) -> bool:
 
 def function_is_eval(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Named like an evaluator, and not a pytest test, a mode-switch override
-    (``def eval(self)``) or a Lightning hook (the framework sets the mode)."""
+    (``def eval(self)``) or a Lightning hook (the framework sets the mode).
+    ``step`` beside an evaluation word is an estimator's evaluation hook
+    (skorch's ``validation_step``, ``evaluation_step``, ``predict_step``),
+    not a training step."""
     ws = words(func.name)
     if func.name in ("eval", "train") or not ws:
         return False
-    if any(w in _TRAINING_WORDS for w in ws):
+    if any(w in _TRAINING_WORDS and w != "step" for w in ws):
         return False
     if not any(w in _EVAL_FUNCTION_WORDS for w in ws) and not _estimates_metric(ws):
         return False
@@ -196,6 +205,8 @@ def _visit(ctx: FileContext, node: ast.AST, out: list[EvalRegion], inside: bool)
                 out.append(EvalRegion(child, "name"))
             elif flag_parameter(ctx, child) is not None:
                 out.append(EvalRegion(child, "flag"))
+            elif evaluates_itself(ctx, child):
+                out.append(EvalRegion(child, "self-eval"))
         elif isinstance(child, LOOPS) and not inside and not _in_lightning_class(ctx, child):
             signal = _loop_signal(ctx, child)
             if signal is not None:
@@ -226,6 +237,36 @@ def _loop_signal(ctx: FileContext, loop: ast.stmt) -> Signal | None:
     if evaluated and _calls_any(loop, evaluated):
         return "after-eval"
     return None
+
+
+def evaluates_itself(ctx: FileContext, func: ast.AST) -> bool:
+    """The *self-eval* signal: among the function's own statements (not
+    under an ``if``, a ``try`` or a loop) a ``<model>.eval()``, then a
+    statement other than a loop that calls that model, with no ``train()``
+    of it between; no training step anywhere in the function; not a
+    training function by its name (``def train(...): model.eval()`` freezes
+    BatchNorm on purpose), not a mode override, not in a Lightning class."""
+    if not isinstance(func, ast.FunctionDef) or func.name in ("eval", "train"):
+        return False
+    if any(w in _TRAINING_WORDS for w in words(func.name)):
+        return False
+    evaluated: set[str] = set()
+    found = False
+    for stmt in func.body:
+        if isinstance(stmt, ast.Expr):
+            switch = module_mode_switch(stmt.value)
+            if switch is not None and switch.target is not None:
+                if switch.mode is Mode.EVAL:
+                    evaluated.add(switch.target)
+                else:
+                    evaluated.discard(switch.target)
+                continue
+        if evaluated and not isinstance(stmt, LOOPS) and _calls_any(stmt, evaluated):
+            found = True
+            break
+    if not found or _in_lightning_class(ctx, func):
+        return False
+    return not any(True for _ in training_steps(ctx, func))
 
 
 # Boolean parameters that say "this call trains" (``regiontext`` reads them too).

@@ -26,7 +26,12 @@ import ast
 
 from rnnfix.analysis.grads.gradctx import GradContexts, training_steps
 from rnnfix.analysis.modes.regions import flag_parameter
-from rnnfix.analysis.syntax.walks import body_without_docstring, enclosing_stmt, walk_tree
+from rnnfix.analysis.syntax.walks import (
+    body_without_docstring,
+    enclosing_stmt,
+    suspends,
+    walk_tree,
+)
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.models import built_class, mode_receiver
 from rnnfix.rules.base import FileContext, Finding, Fix
@@ -68,7 +73,13 @@ def flag_function_finding(
     stmts = {id(s): s for s in (enclosing_stmt(ctx.facts.parents, f) for f in forwards) if s}
     if all(grad.in_function(f) is None for f in forwards) and len(stmts) == 1:
         stmt = next(iter(stmts.values()))
-        if not any(True for _ in training_steps(ctx, stmt)) and stmt is not body[0]:
+        # Never around a ``yield``: the ``with`` would stay entered while the
+        # generator is paused, turning grad off in its caller.
+        if (
+            not any(True for _ in training_steps(ctx, stmt))
+            and stmt is not body[0]
+            and not suspends([stmt])
+        ):
             edits.append(WrapInWith(ctx.pos(stmt), ctx.pos(stmt), f"{t}.set_grad_enabled({flag})"))
             if torch is None:
                 edits.append(AddImport("torch"))

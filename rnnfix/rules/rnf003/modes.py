@@ -16,7 +16,7 @@ from rnnfix.analysis.grads.gradctx import GradContexts, training_steps
 from rnnfix.analysis.modes.regions import phase_names
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted
-from rnnfix.analysis.syntax.walks import FUNCTIONS, enclosing_stmt, scope_of, words
+from rnnfix.analysis.syntax.walks import FUNCTIONS, enclosing_stmt, scope_of, suspends, words
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.rules.base import FileContext, Finding, Fix
@@ -298,7 +298,8 @@ def phase_loop_finding(ctx: FileContext, index: ModelIndex, loop: ast.stmt) -> F
     stmts = {id(s): s for s in (enclosing_stmt(ctx.facts.parents, f) for f in forwards) if s}
     if all(grad.in_function(f) is None for f in forwards) and len(stmts) == 1:
         stmt = next(iter(stmts.values()))
-        if not any(True for _ in training_steps(ctx, stmt)):
+        # Never around a ``yield`` (the ``with`` would outlast the pause).
+        if not any(True for _ in training_steps(ctx, stmt)) and not suspends([stmt]):
             edits.append(
                 WrapInWith(
                     ctx.pos(stmt), ctx.pos(stmt), f"{t}.set_grad_enabled({var} == {train_text})"
