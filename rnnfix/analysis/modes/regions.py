@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from rnnfix.analysis.grads.gradctx import training_steps
+from rnnfix.analysis.modes.flagparams import FlagParam
+from rnnfix.analysis.modes.flagparams import flag_parameter as _flag_parameter
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.walks import (
     FUNCTIONS,
@@ -44,7 +46,6 @@ from rnnfix.analysis.syntax.walks import (
     scope_of,
     walk_all_local,
     walk_local,
-    walk_tree,
     words,
 )
 from rnnfix.analysis.torch.api import module_mode_switch
@@ -269,109 +270,12 @@ def evaluates_itself(ctx: FileContext, func: ast.AST) -> bool:
     return not any(True for _ in training_steps(ctx, func))
 
 
-# Boolean parameters that say "this call trains" (``regiontext`` reads them too).
-FLAG_NAMES = frozenset({"train", "training", "is_train", "is_training", "train_mode"})
-
-
-def flag_parameter(ctx: FileContext, func: ast.AST) -> str | None:
-    """The parameter of a function shared by training and evaluation (the
-    *flag* signal): a ``FLAG_NAMES`` parameter with a boolean default; every
-    training step of the function under an ``if`` that tests it (and at least
-    one); no mode call in the function; and a call in the file that passes
-    it False (or leaves a False default)."""
+def flag_parameter(ctx: FileContext, func: ast.AST) -> FlagParam | None:
+    """The flag of a function shared by training and evaluation (the *flag*
+    signal, ``flagparams``); never in a Lightning class."""
     if not isinstance(func, ast.FunctionDef) or _in_lightning_class(ctx, func):
         return None
-    flag = _bool_parameter(func)
-    if flag is None:
-        return None
-    name, default, position = flag
-    steps = list(training_steps(ctx, func))
-    if not steps or not all(_guarded(ctx, s, func, name) for s in steps):
-        return None
-    if any(module_mode_switch(n) is not None for n in walk_local(func)):
-        return None  # the author sets the modes here
-    for n in walk_tree(ctx.tree):
-        if isinstance(n, ast.Call) and _called_name(n) == func.name:
-            if _passes_false(n, name, position, default):
-                return name
-    return None
-
-
-def flag_of(func: ast.FunctionDef) -> tuple[str, bool, int | None] | None:
-    """(name, default, position among a call's positional arguments) of the
-    function's flag parameter (``FLAG_NAMES`` with a boolean default)."""
-    return _bool_parameter(func)
-
-
-def passes_false(call: ast.Call, name: str, position: int | None, default: bool) -> bool:
-    """``call`` passes the flag False: a ``False`` constant, or no argument
-    and a False default."""
-    return _passes_false(call, name, position, default)
-
-
-def _bool_parameter(func: ast.FunctionDef) -> tuple[str, bool, int | None] | None:
-    """(name, default, position among the caller's positional arguments; None
-    for keyword-only) of a ``FLAG_NAMES`` parameter with a True/False default."""
-    a = func.args
-    positional = [*a.posonlyargs, *a.args]
-    defaults = dict(zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True))
-    skip = 1 if _is_method(func) else 0  # ``self.iteration(...)`` binds self itself
-    for i, arg in enumerate(positional):
-        value = defaults.get(arg)
-        if (
-            arg.arg in FLAG_NAMES
-            and isinstance(value, ast.Constant)
-            and isinstance(value.value, bool)
-        ):
-            return arg.arg, value.value, i - skip
-    for arg, value in zip(a.kwonlyargs, a.kw_defaults, strict=True):
-        if (
-            arg.arg in FLAG_NAMES
-            and isinstance(value, ast.Constant)
-            and isinstance(value.value, bool)
-        ):
-            return arg.arg, value.value, None
-    return None
-
-
-def _is_method(func: ast.FunctionDef) -> bool:
-    first = func.args.posonlyargs[:1] or func.args.args[:1]
-    return bool(first) and first[0].arg in ("self", "cls")
-
-
-def _called_name(call: ast.Call) -> str | None:
-    func = call.func
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return None
-
-
-def _passes_false(call: ast.Call, name: str, position: int | None, default: bool) -> bool:
-    for k in call.keywords:
-        if k.arg == name:
-            return isinstance(k.value, ast.Constant) and k.value.value is False
-        if k.arg is None:
-            return False  # ``**kwargs``: unknown
-    if position is not None and any(isinstance(a, ast.Starred) for a in call.args):
-        return False
-    if position is not None and position < len(call.args):
-        arg = call.args[position]
-        return isinstance(arg, ast.Constant) and arg.value is False
-    return default is False
-
-
-def _guarded(ctx: FileContext, node: ast.AST, func: ast.AST, name: str) -> bool:
-    """``node`` runs only under an ``if`` whose test reads ``name``."""
-    cur = ctx.facts.parents.get(node)
-    while cur is not None and cur is not func:
-        if isinstance(cur, ast.If) and any(
-            isinstance(n, ast.Name) and n.id == name for n in ast.walk(cur.test)
-        ):
-            return True
-        cur = ctx.facts.parents.get(cur)
-    return False
+    return _flag_parameter(ctx, func)
 
 
 def phase_names(loop: ast.For | ast.AsyncFor) -> tuple[str, ast.Constant] | None:
