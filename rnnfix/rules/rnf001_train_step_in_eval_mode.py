@@ -18,9 +18,10 @@ from rnnfix.analysis.modes.regions import function_is_eval
 from rnnfix.analysis.modes.state import ModeState, is_prefix
 from rnnfix.analysis.project.summaries import FunctionSummary
 from rnnfix.analysis.ruletext import STEP_REACH, call_facts
+from rnnfix.analysis.syntax.scopes import LOOPS
 from rnnfix.analysis.torch.api import mode_switch
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
-from rnnfix.source.edits import InsertStatements, Pos
+from rnnfix.source.edits import InsertStatements, Pos, RemoveStatement
 
 _DOCS = """\
 ## What it does
@@ -695,12 +696,51 @@ def _finding(ctx: FileContext, flow: ModeFlow, group: _Group) -> Finding:
     elif group.anchor is not None:
         code = tuple(_train_code(ctx, flow, group, m) for m in models)
         where = _where(flow, group.anchor)
+        moved = _superseded_trains(ctx, flow, group.anchor, code)
+        description = f"Insert {_join_names([' '.join(c.split()) for c in code])} {where}"
+        if moved:
+            description += " (moved from right before the loop)"
         fix = Fix(
-            edits=(InsertStatements(anchor=_pos(ctx, group.anchor), code=code, where="before"),),
+            edits=(
+                InsertStatements(anchor=_pos(ctx, group.anchor), code=code, where="before"),
+                *(RemoveStatement(_pos(ctx, s)) for s in moved),
+            ),
             safe=group.safe,
-            description=f"Insert {_join_names([' '.join(c.split()) for c in code])} {where}",
+            description=description,
         )
     return ctx.finding("RNF001", step.node, message, fix)
+
+
+def _superseded_trains(
+    ctx: FileContext, flow: ModeFlow, anchor: ast.stmt, code: tuple[str, ...]
+) -> list[ast.stmt]:
+    """The ``model.train()`` statements right before the loop whose head the
+    fix puts the same calls at: with ``train()`` at the head of every
+    iteration they would be redundant, so the fix moves them there instead of
+    copying them. Only plain statements alone on their line, without a
+    comment, each one of the inserted calls."""
+    loop = flow.parents.get(anchor)
+    if not isinstance(loop, LOOPS) or not loop.body or loop.body[0] is not anchor:
+        return []
+    block = container(loop, flow.parents)
+    if block is None:
+        return []
+    index = next(i for i, s in enumerate(block) if s is loop)
+    wanted = {c for c in code if "\n" not in c}
+    out: list[ast.stmt] = []
+    for stmt in reversed(block[:index]):
+        text = ctx.segment(stmt) if isinstance(stmt, ast.Expr) else None
+        line = ctx.lines[stmt.lineno - 1] if stmt.lineno - 1 < len(ctx.lines) else ""
+        if (
+            text is None
+            or text not in wanted
+            or stmt.end_lineno != stmt.lineno
+            or line.strip() != text
+        ):
+            break
+        wanted.discard(text)
+        out.append(stmt)
+    return out
 
 
 def _train_code(ctx: FileContext, flow: ModeFlow, group: _Group, model: str) -> str:

@@ -42,6 +42,7 @@ from rnnfix.rules.rnf003.flagfunc import flag_function_finding
 from rnnfix.rules.rnf003.models import ModelIndex
 from rnnfix.rules.rnf003.modes import (
     DELIBERATE,
+    chosen_train,
     constructor_evals,
     evaluation_evals_before,
     in_module_method,
@@ -446,6 +447,9 @@ class RegionJudge:
             for n in walk_all_local(body)
         )
         for model in list(need.eval_models):
+            if chosen_train(self.ctx, node, model, calls[model]):
+                need.eval_models.remove(model)  # the author's own train(), on purpose
+                continue
             leftover = self._leftover(region, body, model)
             if leftover == DELIBERATE:
                 need.eval_models.remove(model)  # Monte Carlo dropout and the like
