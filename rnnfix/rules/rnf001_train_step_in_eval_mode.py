@@ -75,7 +75,9 @@ for epoch in range(epochs):
 the step, right before the training loop or call when evaluation comes first in the same
 iteration, or at the start of a training function whose callers leave the model in eval
 mode. Each model the step uses gets its own `train()` (`encoder` and `decoder`); models
-used only under `torch.no_grad()` (a target network) get none.
+used only under `torch.no_grad()` (a target network) get none. A plain `model.train()`
+right before the loop whose head gets the same call is moved there, not copied (it
+would be redundant); one with a comment on its line stays where it is.
 
 A public training method of a plain class (`fit()` of an estimator or agent) is entered
 with its object's models in any mode the class's public methods, inherited ones
@@ -102,7 +104,9 @@ a model frozen with `requires_grad_(False)` (or a loop or helper that sets
 step can change it, so its mode is the author's (a textual-inversion UNet, a
 self-distillation teacher), an `eval()` beside a freeze of the same model, and
 mode calls made per branch at a loop head (`if finetune: model.train()` /
-`elif freeze: model.eval()`).
+`elif freeze: model.eval()`), and an `eval()` whose comment (on its line or right
+above it) says why: BatchNorm kept frozen (`# freeze BN statistics`), a batch size of 1,
+a frozen feature model (`# linear probing`).
 
 ## Fix safety
 Safe: it restores the mode the training step was written for, and does nothing when the
