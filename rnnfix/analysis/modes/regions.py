@@ -252,22 +252,76 @@ def evaluates_itself(ctx: FileContext, func: ast.AST) -> bool:
     if any(w in _TRAINING_WORDS for w in words(func.name)):
         return False
     evaluated: set[str] = set()
+    before: list[ast.stmt] = []  # the statements before the first eval()
     found = False
     for stmt in func.body:
         if isinstance(stmt, ast.Expr):
             switch = module_mode_switch(stmt.value)
             if switch is not None and switch.target is not None:
                 if switch.mode is Mode.EVAL:
+                    if not evaluated and not _only_prepares(ctx, before, switch.target):
+                        return False  # the model was used before: not what the function is for
                     evaluated.add(switch.target)
                 else:
                     evaluated.discard(switch.target)
                 continue
-        if evaluated and not isinstance(stmt, LOOPS) and _calls_any(stmt, evaluated):
+        if not evaluated:
+            before.append(stmt)
+        elif not isinstance(stmt, LOOPS) and _calls_any(stmt, evaluated):
             found = True
             break
     if not found or _in_lightning_class(ctx, func):
         return False
+    if any(
+        isinstance(n, ast.Call) and _called_attr(n) in _TRAINING_CALLS for n in walk_local(func)
+    ):
+        return False  # ``svi.step(x)``, ``trainer.fit()``: training a library runs
     return not any(True for _ in training_steps(ctx, func))
+
+
+# Calls that train, whoever the receiver: a self-eval function making one is
+# no evaluation, even where the step is a library's (Pyro's ``svi.step``).
+_TRAINING_CALLS = frozenset(
+    {"step", "backward", "zero_grad", "fit", "train_step", "training_step", "update",
+     "optimize", "learn"}
+)  # fmt: skip
+# What may happen to a model before its eval() in a self-eval function.
+_PREPARING = frozenset(
+    {"load_state_dict", "to", "cuda", "cpu", "float", "half", "double", "requires_grad_"}
+)  # fmt: skip
+
+
+def _called_attr(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else None
+
+
+def _only_prepares(ctx: FileContext, stmts: list[ast.stmt], model: str) -> bool:
+    """Before the ``eval()``: no loop, and the model only built, loaded or
+    moved (``model = Net()``, ``model.load_state_dict(...)``, ``model.to(d)``),
+    never run or handed to other code (``SVI(scanvi.model, ...)``)."""
+    parents = ctx.facts.parents
+    for stmt in stmts:
+        for n in walk_local(stmt):
+            if isinstance(n, (*LOOPS, ast.comprehension)):
+                return False
+            if not isinstance(n, (ast.Name, ast.Attribute)) or not isinstance(n.ctx, ast.Load):
+                continue
+            if dotted(n) != model:
+                continue
+            parent = parents.get(n)
+            grand = parents.get(parent) if parent is not None else None
+            if (
+                isinstance(parent, ast.Attribute)
+                and parent.attr in _PREPARING
+                and isinstance(grand, ast.Call)
+                and grand.func is parent
+            ):
+                continue
+            return False
+    return True
 
 
 def flag_parameter(ctx: FileContext, func: ast.AST) -> FlagParam | None:
