@@ -26,6 +26,9 @@ class FactsSource(Protocol):
     def source(self) -> str: ...
 
     @property
+    def lines(self) -> list[str]: ...
+
+    @property
     def tree(self) -> ast.Module: ...
 
     @property

@@ -20,10 +20,11 @@ from rnnfix.analysis.modes.state import ModeState, is_prefix
 from rnnfix.analysis.project.summaries import FunctionSummary
 from rnnfix.analysis.ruletext import STEP_REACH, call_facts
 from rnnfix.analysis.syntax.names import parent_path
+from rnnfix.analysis.syntax.scopes import LOOPS
 from rnnfix.analysis.syntax.walks import scope_of
 from rnnfix.analysis.torch.api import mode_switch
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
-from rnnfix.source.edits import InsertStatements, Pos
+from rnnfix.source.edits import InsertStatements, Pos, RemoveStatement
 
 _DOCS = """\
 ## What it does
@@ -77,7 +78,9 @@ for epoch in range(epochs):
 the step, right before the training loop or call when evaluation comes first in the same
 iteration, or at the start of a training function whose callers leave the model in eval
 mode. Each model the step uses gets its own `train()` (`encoder` and `decoder`); models
-used only under `torch.no_grad()` (a target network) get none.
+used only under `torch.no_grad()` (a target network) get none. A plain `model.train()`
+right before the loop whose head gets the same call is moved there, not copied (it
+would be redundant); one with a comment on its line stays where it is.
 
 A public training method of a plain class (`fit()` of an estimator or agent) is entered
 with its object's models in any mode the class's public methods, inherited ones
@@ -104,7 +107,9 @@ a model frozen with `requires_grad_(False)` (or a loop or helper that sets
 step can change it, so its mode is the author's (a textual-inversion UNet, a
 self-distillation teacher), an `eval()` beside a freeze of the same model, and
 mode calls made per branch at a loop head (`if finetune: model.train()` /
-`elif freeze: model.eval()`).
+`elif freeze: model.eval()`), and an `eval()` whose comment (on its line or right
+above it) says why: BatchNorm kept frozen (`# freeze BN statistics`), a batch size of 1,
+a frozen feature model (`# linear probing`).
 
 ## Fix safety
 Safe: it restores the mode the training step was written for, and does nothing when the
@@ -705,10 +710,17 @@ def _finding(ctx: FileContext, flow: ModeFlow, group: _Group) -> Finding:
         else:
             code = tuple(_train_code(ctx, flow, group, m) for m in models)
         where = _where(flow, group.anchor)
+        moved = _superseded_trains(ctx, flow, group.anchor, code)
+        description = f"Insert {_join_names([' '.join(c.split()) for c in code])} {where}"
+        if moved:
+            description += " (moved from right before the loop)"
         fix = Fix(
-            edits=(InsertStatements(anchor=_pos(ctx, group.anchor), code=code, where="before"),),
+            edits=(
+                InsertStatements(anchor=_pos(ctx, group.anchor), code=code, where="before"),
+                *(RemoveStatement(_pos(ctx, s)) for s in moved),
+            ),
             safe=group.safe,
-            description=f"Insert {_join_names([' '.join(c.split()) for c in code])} {where}",
+            description=description,
         )
     return ctx.finding("RNF001", step.node, message, fix)
 
@@ -755,6 +767,38 @@ def _author_loop(
     elements = Elements(ctx.tree, flow.parents)
     found = loop_spelling(elements, switch, set(group.models), ctx.source, scope)
     return found.format(method="train") if found is not None else None
+
+
+def _superseded_trains(
+    ctx: FileContext, flow: ModeFlow, anchor: ast.stmt, code: tuple[str, ...]
+) -> list[ast.stmt]:
+    """The ``model.train()`` statements right before the loop whose head the
+    fix puts the same calls at: with ``train()`` at the head of every
+    iteration they would be redundant, so the fix moves them there instead of
+    copying them. Only plain statements alone on their line, without a
+    comment, each one of the inserted calls."""
+    loop = flow.parents.get(anchor)
+    if not isinstance(loop, LOOPS) or not loop.body or loop.body[0] is not anchor:
+        return []
+    block = container(loop, flow.parents)
+    if block is None:
+        return []
+    index = next(i for i, s in enumerate(block) if s is loop)
+    wanted = {c for c in code if "\n" not in c}
+    out: list[ast.stmt] = []
+    for stmt in reversed(block[:index]):
+        text = ctx.segment(stmt) if isinstance(stmt, ast.Expr) else None
+        line = ctx.lines[stmt.lineno - 1] if stmt.lineno - 1 < len(ctx.lines) else ""
+        if (
+            text is None
+            or text not in wanted
+            or stmt.end_lineno != stmt.lineno
+            or line.strip() != text
+        ):
+            break
+        wanted.discard(text)
+        out.append(stmt)
+    return out
 
 
 def _train_code(ctx: FileContext, flow: ModeFlow, group: _Group, model: str) -> str:

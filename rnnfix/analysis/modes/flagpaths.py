@@ -19,9 +19,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from rnnfix.analysis.modes.flagparams import flag_of, passes_false
 from rnnfix.analysis.modes.modeflow import ModeFact, ModeFlow
 from rnnfix.analysis.modes.records import TrainingStep
-from rnnfix.analysis.modes.regions import flag_of, passes_false
 from rnnfix.analysis.syntax.walks import FUNCTIONS
 
 

@@ -55,6 +55,9 @@ class FlowSource(Protocol):
     def source(self) -> str: ...
 
     @property
+    def lines(self) -> list[str]: ...  # the source's lines (comments: ``modes.comments``)
+
+    @property
     def tree(self) -> ast.Module: ...
 
     @property

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from rnnfix.analysis.modes.comments import EVAL_INTENTS, intent_comment
 from rnnfix.analysis.modes.exclusive import eval_excludes_step
 from rnnfix.analysis.modes.flow import chained_mode
 from rnnfix.analysis.modes.placement import container, statement_path
@@ -53,6 +54,10 @@ def deliberate_eval(
         return _deliberate_entry(flow, fact, step, scope, model)
     elif mode_switch(origin) is None:
         return False  # a helper's eval(), or the model as a caller left it
+    if intent_comment(flow.ctx.lines, origin, EVAL_INTENTS) is not None:
+        # ``model.eval()  # freeze BN statistics``, ``# batch size 1``: the
+        # author says why; train() after it would undo that.
+        return True
     if flow.freezing.freezes_near(origin, model) is not None:
         # ``unet.requires_grad_(False); unet.eval()``: frozen on purpose, in
         # parameters and in mode; whatever evaluates it later is no bug.

@@ -9,6 +9,12 @@ Three signals, all syntactic:
   ``validate``, ``test``, ``eval_*``, ``predict``, ``inference``;
 - *after-eval*: a loop that follows ``<model>.eval()`` in the same block and
   calls that model;
+- *self-eval*: a function, whatever its name, that switches a model to
+  eval itself (``model.eval()`` among its own statements, not under a
+  condition) and then runs it outside a loop (``get_scores``,
+  ``sample_text``, ``captcha_test``), and runs no training step: its author
+  says it evaluates; a loop right after the ``eval()`` is an *after-eval*
+  region of its own;
 - *flag*: a function shared by training and evaluation through a boolean
   parameter (``def iteration(self, epoch, loader, train=True)``) whose
   training step runs only under ``if train:``, called in the file with the
@@ -28,6 +34,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from rnnfix.analysis.grads.gradctx import training_steps
+from rnnfix.analysis.modes.flagparams import FlagParam
+from rnnfix.analysis.modes.flagparams import flag_parameter as _flag_parameter
 from rnnfix.analysis.syntax.names import dotted, is_below
 from rnnfix.analysis.syntax.walks import (
     FUNCTIONS,
@@ -38,7 +46,6 @@ from rnnfix.analysis.syntax.walks import (
     scope_of,
     walk_all_local,
     walk_local,
-    walk_tree,
     words,
 )
 from rnnfix.analysis.torch.api import module_mode_switch
@@ -48,7 +55,7 @@ from rnnfix.source.files import is_test_source
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
 
-Signal = Literal["data", "name", "after-eval", "phase", "flag"]
+Signal = Literal["data", "name", "after-eval", "phase", "flag", "self-eval"]
 
 _EVAL_DATA_WORDS = frozenset(
     {"val", "vali", "valid", "validation", "dev", "test", "testing", "eval", "evaluation",
@@ -112,11 +119,14 @@ def is_eval_name(identifier: str) -> bool:
 
 def function_is_eval(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Named like an evaluator, and not a pytest test, a mode-switch override
-    (``def eval(self)``) or a Lightning hook (the framework sets the mode)."""
+    (``def eval(self)``) or a Lightning hook (the framework sets the mode).
+    ``step`` beside an evaluation word is an estimator's evaluation hook
+    (skorch's ``validation_step``, ``evaluation_step``, ``predict_step``),
+    not a training step."""
     ws = words(func.name)
     if func.name in ("eval", "train") or not ws:
         return False
-    if any(w in _TRAINING_WORDS for w in ws):
+    if any(w in _TRAINING_WORDS and w != "step" for w in ws):
         return False
     if not any(w in _EVAL_FUNCTION_WORDS for w in ws) and not _estimates_metric(ws):
         return False
@@ -196,6 +206,8 @@ def _visit(ctx: FileContext, node: ast.AST, out: list[EvalRegion], inside: bool)
                 out.append(EvalRegion(child, "name"))
             elif flag_parameter(ctx, child) is not None:
                 out.append(EvalRegion(child, "flag"))
+            elif evaluates_itself(ctx, child):
+                out.append(EvalRegion(child, "self-eval"))
         elif isinstance(child, LOOPS) and not inside and not _in_lightning_class(ctx, child):
             signal = _loop_signal(ctx, child)
             if signal is not None:
@@ -228,109 +240,96 @@ def _loop_signal(ctx: FileContext, loop: ast.stmt) -> Signal | None:
     return None
 
 
-# Boolean parameters that say "this call trains" (``regiontext`` reads them too).
-FLAG_NAMES = frozenset({"train", "training", "is_train", "is_training", "train_mode"})
+def evaluates_itself(ctx: FileContext, func: ast.AST) -> bool:
+    """The *self-eval* signal: among the function's own statements (not
+    under an ``if``, a ``try`` or a loop) a ``<model>.eval()``, then a
+    statement other than a loop that calls that model, with no ``train()``
+    of it between; no training step anywhere in the function; not a
+    training function by its name (``def train(...): model.eval()`` freezes
+    BatchNorm on purpose), not a mode override, not in a Lightning class."""
+    if not isinstance(func, ast.FunctionDef) or func.name in ("eval", "train"):
+        return False
+    if any(w in _TRAINING_WORDS for w in words(func.name)):
+        return False
+    evaluated: set[str] = set()
+    before: list[ast.stmt] = []  # the statements before the first eval()
+    found = False
+    for stmt in func.body:
+        if isinstance(stmt, ast.Expr):
+            switch = module_mode_switch(stmt.value)
+            if switch is not None and switch.target is not None:
+                if switch.mode is Mode.EVAL:
+                    if not evaluated and not _only_prepares(ctx, before, switch.target):
+                        return False  # the model was used before: not what the function is for
+                    evaluated.add(switch.target)
+                else:
+                    evaluated.discard(switch.target)
+                continue
+        if not evaluated:
+            before.append(stmt)
+        elif not isinstance(stmt, LOOPS) and _calls_any(stmt, evaluated):
+            found = True
+            break
+    if not found or _in_lightning_class(ctx, func):
+        return False
+    if any(
+        isinstance(n, ast.Call) and _called_attr(n) in _TRAINING_CALLS for n in walk_local(func)
+    ):
+        return False  # ``svi.step(x)``, ``trainer.fit()``: training a library runs
+    return not any(True for _ in training_steps(ctx, func))
 
 
-def flag_parameter(ctx: FileContext, func: ast.AST) -> str | None:
-    """The parameter of a function shared by training and evaluation (the
-    *flag* signal): a ``FLAG_NAMES`` parameter with a boolean default; every
-    training step of the function under an ``if`` that tests it (and at least
-    one); no mode call in the function; and a call in the file that passes
-    it False (or leaves a False default)."""
-    if not isinstance(func, ast.FunctionDef) or _in_lightning_class(ctx, func):
-        return None
-    flag = _bool_parameter(func)
-    if flag is None:
-        return None
-    name, default, position = flag
-    steps = list(training_steps(ctx, func))
-    if not steps or not all(_guarded(ctx, s, func, name) for s in steps):
-        return None
-    if any(module_mode_switch(n) is not None for n in walk_local(func)):
-        return None  # the author sets the modes here
-    for n in walk_tree(ctx.tree):
-        if isinstance(n, ast.Call) and _called_name(n) == func.name:
-            if _passes_false(n, name, position, default):
-                return name
-    return None
+# Calls that train, whoever the receiver: a self-eval function making one is
+# no evaluation, even where the step is a library's (Pyro's ``svi.step``).
+_TRAINING_CALLS = frozenset(
+    {"step", "backward", "zero_grad", "fit", "train_step", "training_step", "update",
+     "optimize", "learn"}
+)  # fmt: skip
+# What may happen to a model before its eval() in a self-eval function.
+_PREPARING = frozenset(
+    {"load_state_dict", "to", "cuda", "cpu", "float", "half", "double", "requires_grad_"}
+)  # fmt: skip
 
 
-def flag_of(func: ast.FunctionDef) -> tuple[str, bool, int | None] | None:
-    """(name, default, position among a call's positional arguments) of the
-    function's flag parameter (``FLAG_NAMES`` with a boolean default)."""
-    return _bool_parameter(func)
-
-
-def passes_false(call: ast.Call, name: str, position: int | None, default: bool) -> bool:
-    """``call`` passes the flag False: a ``False`` constant, or no argument
-    and a False default."""
-    return _passes_false(call, name, position, default)
-
-
-def _bool_parameter(func: ast.FunctionDef) -> tuple[str, bool, int | None] | None:
-    """(name, default, position among the caller's positional arguments; None
-    for keyword-only) of a ``FLAG_NAMES`` parameter with a True/False default."""
-    a = func.args
-    positional = [*a.posonlyargs, *a.args]
-    defaults = dict(zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True))
-    skip = 1 if _is_method(func) else 0  # ``self.iteration(...)`` binds self itself
-    for i, arg in enumerate(positional):
-        value = defaults.get(arg)
-        if (
-            arg.arg in FLAG_NAMES
-            and isinstance(value, ast.Constant)
-            and isinstance(value.value, bool)
-        ):
-            return arg.arg, value.value, i - skip
-    for arg, value in zip(a.kwonlyargs, a.kw_defaults, strict=True):
-        if (
-            arg.arg in FLAG_NAMES
-            and isinstance(value, ast.Constant)
-            and isinstance(value.value, bool)
-        ):
-            return arg.arg, value.value, None
-    return None
-
-
-def _is_method(func: ast.FunctionDef) -> bool:
-    first = func.args.posonlyargs[:1] or func.args.args[:1]
-    return bool(first) and first[0].arg in ("self", "cls")
-
-
-def _called_name(call: ast.Call) -> str | None:
+def _called_attr(call: ast.Call) -> str | None:
     func = call.func
-    if isinstance(func, ast.Name):
-        return func.id
     if isinstance(func, ast.Attribute):
         return func.attr
-    return None
+    return func.id if isinstance(func, ast.Name) else None
 
 
-def _passes_false(call: ast.Call, name: str, position: int | None, default: bool) -> bool:
-    for k in call.keywords:
-        if k.arg == name:
-            return isinstance(k.value, ast.Constant) and k.value.value is False
-        if k.arg is None:
-            return False  # ``**kwargs``: unknown
-    if position is not None and any(isinstance(a, ast.Starred) for a in call.args):
-        return False
-    if position is not None and position < len(call.args):
-        arg = call.args[position]
-        return isinstance(arg, ast.Constant) and arg.value is False
-    return default is False
+def _only_prepares(ctx: FileContext, stmts: list[ast.stmt], model: str) -> bool:
+    """Before the ``eval()``: no loop, and the model only built, loaded or
+    moved (``model = Net()``, ``model.load_state_dict(...)``, ``model.to(d)``),
+    never run or handed to other code (``SVI(scanvi.model, ...)``)."""
+    parents = ctx.facts.parents
+    for stmt in stmts:
+        for n in walk_local(stmt):
+            if isinstance(n, (*LOOPS, ast.comprehension)):
+                return False
+            if not isinstance(n, (ast.Name, ast.Attribute)) or not isinstance(n.ctx, ast.Load):
+                continue
+            if dotted(n) != model:
+                continue
+            parent = parents.get(n)
+            grand = parents.get(parent) if parent is not None else None
+            if (
+                isinstance(parent, ast.Attribute)
+                and parent.attr in _PREPARING
+                and isinstance(grand, ast.Call)
+                and grand.func is parent
+            ):
+                continue
+            return False
+    return True
 
 
-def _guarded(ctx: FileContext, node: ast.AST, func: ast.AST, name: str) -> bool:
-    """``node`` runs only under an ``if`` whose test reads ``name``."""
-    cur = ctx.facts.parents.get(node)
-    while cur is not None and cur is not func:
-        if isinstance(cur, ast.If) and any(
-            isinstance(n, ast.Name) and n.id == name for n in ast.walk(cur.test)
-        ):
-            return True
-        cur = ctx.facts.parents.get(cur)
-    return False
+def flag_parameter(ctx: FileContext, func: ast.AST) -> FlagParam | None:
+    """The flag of a function shared by training and evaluation (the *flag*
+    signal, ``flagparams``); never in a Lightning class."""
+    if not isinstance(func, ast.FunctionDef) or _in_lightning_class(ctx, func):
+        return None
+    return _flag_parameter(ctx, func)
 
 
 def phase_names(loop: ast.For | ast.AsyncFor) -> tuple[str, ast.Constant] | None:

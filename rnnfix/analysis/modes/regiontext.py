@@ -12,7 +12,8 @@ for each of its signals, never a guess: a file it rules out has no region.
   data (``val_loader``, ``loaders["val"]``, ``("train", "val")``): the text
   of each ``for`` header, continued over the lines its brackets span;
 - *after-eval*: a mode call (``.eval()``, ``.train(False)``) before a loop;
-- *flag*: a boolean default of a ``FLAG_NAMES`` parameter (``train=True``).
+- *flag*: a boolean default of a ``FLAG_NAMES`` parameter (``train=True``),
+  or a comparison with a training string (``mode == "train"``).
 
 Keep it in step with ``regions``: ``tests/analysis/test_regiontext.py``
 checks that every fixture with a region passes.
@@ -22,9 +23,9 @@ from __future__ import annotations
 
 import re
 
+from rnnfix.analysis.modes.flagparams import FLAG_NAMES, TRAIN_VALUES
 from rnnfix.analysis.modes.regions import (
     _EVAL_FUNCTION_WORDS,
-    FLAG_NAMES,
     _estimates_metric,
     _eval_word,
 )
@@ -43,6 +44,11 @@ _DEF = re.compile(
     r"|[eE][sS][tT][iI][mM][aA][tT][eE])\w*)"
 )
 _WORD_CHAR = re.compile(r"\w")
+# ``mode == "train"``, ``"train" == phase``: a string flag's guard.
+_TRAIN_COMPARE = re.compile(
+    r"==\s*[rbuRBU]?['\"](?:" + "|".join(sorted(TRAIN_VALUES)) + r")['\"]"
+    r"|['\"](?:" + "|".join(sorted(TRAIN_VALUES)) + r")['\"]\s*=="
+)
 _FLAG_DEFAULT = re.compile(
     r"\b(?:" + "|".join(sorted(FLAG_NAMES)) + r")\s*(?::[^=,)]*)?=\s*(?:True|False)\b"
 )
@@ -61,7 +67,7 @@ _EVAL_TEXT = ("val", "dev", "test", "holdout", "heldout")
 
 
 def may_have_regions(source: str) -> bool:
-    if _MODE_CALL.search(source) or _FLAG_DEFAULT.search(source):
+    if _MODE_CALL.search(source) or _FLAG_DEFAULT.search(source) or _TRAIN_COMPARE.search(source):
         return True
     for m in _DEF.finditer(source):
         start = m.start()

@@ -243,6 +243,17 @@ def walk_all_local(nodes: list[ast.stmt]) -> Iterator[ast.AST]:
         yield from walk_local(n)
 
 
+_SUSPENSIONS = (ast.Yield, ast.YieldFrom, ast.Await)
+
+
+def suspends(nodes: list[ast.stmt]) -> bool:
+    """Whether the statements can pause their function part-way (``yield``,
+    ``yield from``, ``await`` in their own scope). A ``with`` around them stays
+    entered while the function is paused: ``torch.no_grad()`` there turns grad
+    off in the caller too, between two ``next()`` calls."""
+    return any(isinstance(n, _SUSPENSIONS) for n in walk_all_local(nodes))
+
+
 def block_of(parents: dict[ast.AST, ast.AST], stmt: ast.AST) -> tuple[list[ast.stmt], int] | None:
     """The statement list holding ``stmt`` and its index there."""
     parent = parents.get(stmt)

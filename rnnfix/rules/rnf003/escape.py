@@ -95,6 +95,13 @@ class _Taint:
             if isinstance(s, (ast.Global, ast.Nonlocal))
             for n in s.names
         }
+        # Names the function binds: any other name it reads is a module
+        # global (or a closure's), which outlives the call like ``self``.
+        self.locals = self.params | {
+            n.id
+            for n in walk_local(scope)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))
+        }
         # Forwards count only where the region runs them; nested functions
         # and lambdas defined in it run the model when they are called.
         self.seeds = {id(n) for n in _walk_with_nested(region) if isinstance(n, ast.Call)}
@@ -213,21 +220,25 @@ class _Taint:
 
     def _outside(self, target: ast.AST, mutation: bool = False) -> str | None:
         """The text of ``target`` when it lives beyond the call: a global, an
-        attribute of ``self``, of a parameter or of a global, or (when it is
-        written into, not rebound) a parameter itself."""
+        attribute of ``self``, of a parameter or of a global (declared or only
+        read: ``policy.saved_log_probs.append(...)`` on a module's model), or
+        (when it is written into, not rebound) a parameter or a module-level
+        name itself."""
         base = target
         while isinstance(base, ast.Subscript):
             base = base.value
             mutation = True
         if isinstance(base, ast.Name):
-            if base.id in self.globals or (mutation and base.id in self.params):
+            if base.id in self.globals or (
+                mutation and (base.id in self.params or base.id not in self.locals)
+            ):
                 return base.id
             return None
         text = dotted(base)
         if text is None or not isinstance(base, ast.Attribute):
             return None
         root = text.split(".")[0]
-        if root in self.params or root in self.globals:
+        if root in self.params or root in self.globals or root not in self.locals:
             return text
         return None
 

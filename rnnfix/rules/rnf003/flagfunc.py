@@ -13,11 +13,18 @@ Only for a model the function trains: its forward outside the flag's guard,
 and a module the file shows (``ModelIndex.is_known_module``) or one built
 from a module class whose parameters an optimizer of the file holds
 (``Adam(self.model.parameters())``): ``train(flag)`` on it can neither fail
-nor be noise. The region finder (``regions.flag_parameter``) has already
-checked that every training step is under the guard, that a call passes the
-flag False and that the function switches no mode itself; a model whose
-mode the file sets anywhere (around the calls, in the callers) is the
-author's to manage and is left alone.
+nor be noise. The region finder (``flagparams.flag_parameter``) has already
+checked that every training step is under the guard and that a call turns
+the flag off (``False``, a string such as ``"valid"`` for ``mode ==
+"train"``, or the caller's own flag when its callers turn that off); a
+model whose mode the file sets anywhere else (around the calls, in the
+callers) is the author's to manage and is left alone.
+
+When the function sets the modes itself, each switch under the flag (``if
+mode == "train": model.train() else: model.eval()``: fairseq's
+``pitch_predictor.run_epoch``), only the grad mode can be missing: the
+statements from the first forward to the last get
+``torch.set_grad_enabled(<flag>)``, nothing else.
 """
 
 from __future__ import annotations
@@ -27,7 +34,13 @@ import ast
 from rnnfix.analysis.grads.gradctx import GradContexts, training_steps
 from rnnfix.analysis.modes.regions import flag_parameter
 from rnnfix.analysis.syntax.names import is_below
-from rnnfix.analysis.syntax.walks import body_without_docstring, enclosing_stmt, walk_tree
+from rnnfix.analysis.syntax.walks import (
+    block_of,
+    body_without_docstring,
+    enclosing_stmt,
+    suspends,
+    walk_tree,
+)
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.models import built_class, mode_receiver
 from rnnfix.rules.base import FileContext, Finding, Fix
@@ -46,36 +59,84 @@ def flag_function_finding(
     if not body:
         return None
     calls = {m: cs for m, cs in index.model_calls(body).items() if m not in ("self", "cls")}
-    switched = _switched(ctx)
     models = [m for m in calls if _trained_module(ctx, index, m)]
-    if not models or any(_related(m, r) for m in models for r in switched):
+    if not models:
+        return None
+    if not flag.sets_modes and any(_related(m, r) for m in models for r in _switched(ctx)):
         # The file sets these models' modes somewhere (the callers, around
         # the calls): the author manages them; a flag switch would be noise.
         return None
     forwards = [site for m in models for site in calls[m]]
     names = ", ".join(f"`{m}`" for m in models)
-    message = (
-        f"`{func.name}` trains {names} only when `{flag}` is true, but never sets the mode "
-        f"from it: called with `{flag}=False` it evaluates in train mode "
-        f"({train_mode_effects(ctx, models)}) and builds a graph for every batch; call "
-        f"`{models[0]}.train({flag})` first"
+    expr = flag.expr
+    when = f"`{expr}` is true" if expr == flag.name else f"`{expr}`"
+    called = (
+        f"called with `{expr}=False`" if expr == flag.name else f"called with another `{flag.name}`"
     )
-    edits: list[Edit] = [
-        InsertStatements(ctx.pos(body[0]), tuple(f"{m}.train({flag})" for m in models))
-    ]
     torch = ctx.facts.torch_name()
     t = torch or "torch"
-    grad = GradContexts(ctx)
-    stmts = {id(s): s for s in (enclosing_stmt(ctx.facts.parents, f) for f in forwards) if s}
-    if all(grad.in_function(f) is None for f in forwards) and len(stmts) == 1:
-        stmt = next(iter(stmts.values()))
-        if not any(True for _ in training_steps(ctx, stmt)) and stmt is not body[0]:
-            edits.append(WrapInWith(ctx.pos(stmt), ctx.pos(stmt), f"{t}.set_grad_enabled({flag})"))
-            if torch is None:
-                edits.append(AddImport("torch"))
-            message += f" and `{t}.set_grad_enabled({flag})` around the forward"
-    fix = Fix(tuple(edits), safe=True, description=f"set the mode from `{flag}`")
+    edits: list[Edit] = []
+    if flag.sets_modes:
+        message = (
+            f"`{func.name}` trains {names} only when {when} and sets the mode from it, "
+            f"but not the grad mode: {called} it builds a graph for every batch"
+        )
+    else:
+        message = (
+            f"`{func.name}` trains {names} only when {when}, but never sets the mode "
+            f"from it: {called} it evaluates in train mode "
+            f"({train_mode_effects(ctx, models)}) and builds a graph for every batch; call "
+            f"`{models[0]}.train({expr})` first"
+        )
+        switches = tuple(f"{m}.train({expr})" for m in models)
+        edits.append(InsertStatements(ctx.pos(body[0]), switches))
+    span = _grad_span(ctx, func, body, forwards)
+    if span is not None:
+        first, last = span
+        edits.append(WrapInWith(ctx.pos(first), ctx.pos(last), f"{t}.set_grad_enabled({expr})"))
+        if torch is None:
+            edits.append(AddImport("torch"))
+        message += (
+            f"; run the forward under `{t}.set_grad_enabled({expr})`"
+            if flag.sets_modes
+            else f" and `{t}.set_grad_enabled({expr})` around the forward"
+        )
+    elif flag.sets_modes:
+        return None  # the modes are the author's, and grad is set or cannot be set here
+    fix = Fix(tuple(edits), safe=True, description=f"set the mode from `{expr}`")
     return ctx.finding("RNF003", func, message, fix)
+
+
+def _grad_span(
+    ctx: FileContext, func: ast.FunctionDef, body: list[ast.stmt], forwards: list[ast.Call]
+) -> tuple[ast.stmt, ast.stmt] | None:
+    """The statements ``torch.set_grad_enabled(flag)`` can go around: from
+    the first to the last statement that runs a forward, in one block (not the
+    function's first statement, where the mode switch goes), when grad is not
+    set anywhere on their way up and the span runs no training step and
+    holds no ``yield`` (the ``with`` would stay entered while the generator
+    is paused, turning grad off in its caller)."""
+    grad = GradContexts(ctx)
+    if not forwards or any(grad.in_function(f) is not None for f in forwards):
+        return None
+    parents = ctx.facts.parents
+    found_stmts = [enclosing_stmt(parents, f) for f in forwards]
+    if any(s is None for s in found_stmts):
+        return None
+    stmts = list({id(s): s for s in found_stmts if s is not None}.values())
+    blocks = [block_of(parents, s) for s in stmts]
+    if any(b is None for b in blocks) or len({id(b[0]) for b in blocks if b}) != 1:
+        return None
+    found = blocks[0]
+    assert found is not None
+    block = found[0]
+    indexes = sorted(block.index(s) for s in stmts)
+    span = block[indexes[0] : indexes[-1] + 1]
+    if span[0] is body[0] or suspends(span):
+        return None
+    if any(True for s in span for _ in training_steps(ctx, s)):
+        return None
+    return span[0], span[-1]
 
 
 def _switched(ctx: FileContext) -> set[str]:

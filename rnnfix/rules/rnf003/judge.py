@@ -28,6 +28,7 @@ from rnnfix.analysis.syntax.walks import (
     body_without_docstring,
     enclosing_stmt,
     scope_of,
+    suspends,
     walk_all_local,
     walk_local,
     walk_tree,
@@ -43,6 +44,7 @@ from rnnfix.rules.rnf003.flagfunc import flag_function_finding
 from rnnfix.rules.rnf003.models import ModelIndex
 from rnnfix.rules.rnf003.modes import (
     DELIBERATE,
+    chosen_train,
     constructor_evals,
     evaluation_evals_before,
     in_module_method,
@@ -272,6 +274,12 @@ class RegionJudge:
         if not found:
             return None
         why = _describe(found)
+        kept = [e for e in found if e.how not in ("returned", "yielded")]
+        if region.signal == "self-eval" and kept:
+            # Only the function's own ``eval()`` says it evaluates: a result
+            # kept on an object or handed to a callback may feed a loss
+            # anywhere (a policy's ``saved_log_probs``), whatever its callers do.
+            return f"what it computes is {_describe(kept)}, where training code may read it"
         unseen = self._unseen_callers(func)
         if unseen is not None:
             return f"what it computes is {why}, and {unseen}"
@@ -476,6 +484,9 @@ class RegionJudge:
             for n in walk_all_local(body)
         )
         for model in list(need.eval_models):
+            if chosen_train(self.ctx, node, model, calls[model]):
+                need.eval_models.remove(model)  # the author's own train(), on purpose
+                continue
             leftover = self._leftover(region, body, model)
             if leftover == DELIBERATE:
                 need.eval_models.remove(model)  # Monte Carlo dropout and the like
@@ -599,6 +610,40 @@ class RegionJudge:
                 return False
         return True
 
+    def _paused_with(self, loop: ast.stmt) -> str | None:
+        """Why a loop that yields cannot get ``no_grad``; None when it does not
+        yield, or when its generator function can be decorated instead. A
+        ``with torch.no_grad():`` around a ``yield`` stays entered while the
+        generator is paused, so grad would be off in the caller between two
+        ``next()`` calls (its training step would silently stop learning);
+        torch's decorator on a generator function re-enters the context at
+        each resume and leaves it at each ``yield``. The decorator covers the
+        whole function, so nothing else in it may need gradients or hand out
+        what a forward computed."""
+        if not suspends([loop]):
+            return None
+        func = scope_of(self.parents, loop)
+        why = (
+            "the loop yields, and a `with no_grad():` around it would stay in force while "
+            "the generator is paused, turning grad off in its caller"
+        )
+        if not isinstance(func, ast.FunctionDef) or func.decorator_list:
+            return why
+        whole = body_without_docstring(func)
+        if walk_gradient_uses(self.ctx, whole):
+            return f"{why}; decorating the function instead would cover its gradient code"
+        inside = set(walk_local(loop))
+        found = escapes(
+            func,
+            whole,
+            self._is_forward,
+            self.index.models.__contains__,
+            self.ctx.facts.imports.qualname,
+        )
+        if any(e.node not in inside for e in found):
+            return f"{why}; decorating the function instead would detach what else it hands out"
+        return None
+
     # --- the finding --------------------------------------------------------
     def _eval_anchor(self, region: EvalRegion, body: list[ast.stmt], model: str) -> ast.stmt | None:
         """The statement ``<model>.eval()`` goes before: the loop itself, or the
@@ -686,6 +731,8 @@ class RegionJudge:
                 f"or stop training"
             )
             return ctx.finding("RNF003", node, message)
+        if need.no_fix is None and need.grad and not isinstance(node, FUNCTIONS):
+            need.no_fix = self._paused_with(node)
         if need.no_fix is not None:
             return ctx.finding("RNF003", node, f"{message}; not fixed: {need.no_fix}")
         edits: list[Edit] = []
@@ -719,9 +766,16 @@ class RegionJudge:
             anchor = self._eval_anchor(region, body, model)
             assert anchor is not None
             edits.append(InsertStatements(ctx.pos(anchor), (f"{model}.eval()",), "before"))
+        # A loop that yields: the generator function is decorated instead
+        # (``_paused_with`` has checked that this is safe).
+        decorated = node if isinstance(node, FUNCTIONS) else None
+        if decorated is None and suspends([node]):
+            scope = scope_of(self.parents, node)
+            assert isinstance(scope, ast.FunctionDef)
+            decorated = scope
         if need.grad:
-            if isinstance(node, FUNCTIONS):
-                edits.append(AddDecorator(ctx.pos(node), f"{t}.no_grad()"))
+            if decorated is not None:
+                edits.append(AddDecorator(ctx.pos(decorated), f"{t}.no_grad()"))
             else:
                 edits.append(WrapInWith(ctx.pos(node), ctx.pos(node), f"{t}.no_grad()"))
             if torch is None:
@@ -735,6 +789,8 @@ class RegionJudge:
             parts.append(
                 f"decorate with `@{t}.no_grad()`"
                 if isinstance(node, FUNCTIONS)
+                else f"decorate the generator `{decorated.name}` with `@{t}.no_grad()`"
+                if decorated is not None
                 else f"wrap in `with {t}.no_grad():`"
             )
         fix = Fix(tuple(edits), safe=True, description=" and ".join(parts))

@@ -13,10 +13,11 @@ from __future__ import annotations
 import ast
 
 from rnnfix.analysis.grads.gradctx import GradContexts, training_steps
+from rnnfix.analysis.modes.comments import TRAIN_INTENTS, intent_comment
 from rnnfix.analysis.modes.regions import phase_names
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted
-from rnnfix.analysis.syntax.walks import FUNCTIONS, enclosing_stmt, scope_of, words
+from rnnfix.analysis.syntax.walks import FUNCTIONS, enclosing_stmt, scope_of, suspends, words
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.rules.base import FileContext, Finding, Fix
@@ -167,8 +168,35 @@ def leftover_train(
         if found is not None and where is not found:
             return None
         found = trains[id(where)]
-        deliberate = deliberate or _repeated_forward(ctx, site, node)
+        deliberate = (
+            deliberate
+            or _repeated_forward(ctx, site, node)
+            or intent_comment(ctx.lines, found, TRAIN_INTENTS) is not None
+        )
     return DELIBERATE if deliberate else found
+
+
+def chosen_train(ctx: FileContext, node: ast.stmt, model: str, sites: list[ast.Call]) -> bool:
+    """Every forward of ``model`` in the region runs in the train mode of one
+    plain ``model.train()`` the author wrote before it (outside the region:
+    a model loaded for prediction, then put in train mode), and that call
+    looks chosen: a comment on it or right above it says why (Monte Carlo
+    dropout, BatchNorm statistics, test-time adaptation: ``comments``), or
+    the region repeats its forwards (``for _ in range(n)``: Monte Carlo
+    sampling). Then ``eval()`` would undo the author's choice."""
+    if not sites:
+        return False
+    found: ast.AST | None = None
+    for site in sites:
+        where = set_by(ctx, site, model)
+        if where is None or (found is not None and where is not found):
+            return False
+        found = where
+    if not isinstance(found, ast.Call) or not _plain_train(ctx, found, model):
+        return False
+    if intent_comment(ctx.lines, found, TRAIN_INTENTS) is not None:
+        return True
+    return any(_repeated_forward(ctx, site, node) for site in sites)
 
 
 def evaluation_evals_before(
@@ -298,7 +326,8 @@ def phase_loop_finding(ctx: FileContext, index: ModelIndex, loop: ast.stmt) -> F
     stmts = {id(s): s for s in (enclosing_stmt(ctx.facts.parents, f) for f in forwards) if s}
     if all(grad.in_function(f) is None for f in forwards) and len(stmts) == 1:
         stmt = next(iter(stmts.values()))
-        if not any(True for _ in training_steps(ctx, stmt)):
+        # Never around a ``yield`` (the ``with`` would outlast the pause).
+        if not any(True for _ in training_steps(ctx, stmt)) and not suspends([stmt]):
             edits.append(
                 WrapInWith(
                     ctx.pos(stmt), ctx.pos(stmt), f"{t}.set_grad_enabled({var} == {train_text})"

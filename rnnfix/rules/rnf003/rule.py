@@ -35,8 +35,15 @@ A region is evaluation by intent when it is
 - a loop over data named like `val`, `valid`, `dev`, `test`, `eval`, `holdout`
   (`val_loader`, `testloader`, `loaders["val"]`);
 - the body of a function or method named like `evaluate`, `validate`, `test`,
-  `eval_*`, `predict`, `inference`;
+  `eval_*`, `predict`, `inference`, or an estimator's evaluation hook
+  (`validation_step`, `evaluation_step`, `predict_step`: `step` beside an
+  evaluation word is no training step);
 - a loop that follows `model.eval()` in the same block and calls that model;
+- the body of a function, whatever its name (`get_scores`, `sample_text`),
+  that switches a model to eval itself among its own statements and then
+  runs it, and runs no training step; what it computes must not be kept
+  on an object or handed to a callback (a policy's `saved_log_probs`):
+  that is reported, never fixed;
 
 and it calls a model (a name or attribute path that has `.eval()`/`.train()`
 called on it in the file, is built from an `nn.Module` class, or is a
@@ -53,13 +60,19 @@ or BatchNorm, in train mode before the block, is reported as running in
 train mode (`model.eval()` at the block's start and `model.train()` at its
 end would fix it), without a fix.
 
-A function shared by training and evaluation through a boolean parameter
-(`def iteration(self, epoch, loader, train=True)`) whose training step runs
-only under `if train:`, that is called with `train=False` in the file and
-sets no mode, is evaluation on that path: it gets `self.model.train(train)`
-at its start and `torch.set_grad_enabled(train)` around the forward, for a
-model the file builds and gives to an optimizer; a model whose mode the
-file sets anywhere (around the calls) is left to the author.
+A function shared by training and evaluation through a flag (`def
+iteration(self, epoch, loader, train=True)`, or `def run_epoch(model,
+loader, optimizer, mode)` with `if mode == "train":`) whose training step
+runs only under the flag, and that a call in the file turns off (`train=False`,
+`"valid"`, or the caller's own flag when its callers pass it off:
+`self._run_batch(x, y, train)` inside `_run_epoch(..., train=False)`), is
+evaluation on that path. When it sets no mode, it gets
+`self.model.train(train)` at its start and `torch.set_grad_enabled(train)`
+around the statements that run the forward, for a model the file builds and
+gives to an optimizer; a model whose mode the file sets anywhere else
+(around the calls) is left to the author. When it sets the modes itself
+from the flag (`if mode == "train": model.train() else: model.eval()`),
+only `torch.set_grad_enabled(<flag>)` is added, where grad is not set yet.
 
 It also finds `train()` left inside evaluation code, with a message of its
 own: a validation/test function or loop whose forward runs right after a
@@ -109,7 +122,12 @@ What is added depends on what is missing: only `model.eval()`, only
 `model.eval()` as its first statement (after the docstring; right before the
 first statement that calls the model when the function builds or loads the
 model itself): a two-line diff that re-indents nothing. A loop gets
-`model.eval()` before it and is wrapped in `with torch.no_grad():`.
+`model.eval()` before it and is wrapped in `with torch.no_grad():`, except
+a loop that `yield`s: a `with` around a `yield` stays entered while the
+generator is paused, turning grad off in its caller, so the generator
+function gets `@torch.no_grad()` instead (torch re-enters it at each
+resume) when nothing else in the function needs gradients or hands out
+what a forward computed; otherwise it is reported.
 `torch.no_grad()` is used, not `torch.inference_mode()`: tensors created under
 inference mode cannot be saved for backward later (a hidden state carried into
 the next training step, a lazily built cache). `import torch` is added when
@@ -181,7 +199,11 @@ is evaluation by no signal above. Also left alone:
   it compares;
 - `train()` that looks deliberate: Monte Carlo dropout (forwards repeated
   in `for _ in range(n)`, or a function named for sampling, uncertainty,
-  dropout, BatchNorm statistics or adaptation);
+  dropout, BatchNorm statistics or adaptation), or a comment on it or right
+  above it that says why (`# MC dropout`, `# use batch statistics`, `#
+  test-time adaptation`); this holds for a `train()` inside the region and
+  for the author's `train()` before it that the region's forwards run in
+  (a loaded model put in train mode on purpose);
 - forwards on tensors the code makes up itself (`torch.randn(...)`,
   `torch.zeros(...)`): a shape probe or a dry run, whose numbers mean nothing.
 

@@ -17,7 +17,7 @@ from typing import Literal
 from rnnfix.analysis.grads.gradctx import LocalFunctions
 from rnnfix.analysis.modes.inference import GLOBAL, Inference
 from rnnfix.analysis.project.index import called_from_other_files
-from rnnfix.analysis.syntax.walks import FUNCTIONS, block_of
+from rnnfix.analysis.syntax.walks import FUNCTIONS, block_of, suspends
 from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.models import unwrap_built
 from rnnfix.rules.base import FileContext, Finding, Fix
@@ -318,6 +318,10 @@ def _wraps(
     for unit in units:
         if id(unit) in inside:
             continue  # wrapped with the unit around it
+        if suspends([unit]):
+            # A ``with`` around a ``yield`` stays entered while the generator
+            # is paused: grad would be off in its caller. Left unwrapped.
+            continue
         found = block_of(parents, unit)
         if found is None:
             continue

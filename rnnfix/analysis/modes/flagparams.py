@@ -1,0 +1,282 @@
+"""The flag of a function shared by training and evaluation.
+
+``def iteration(self, epoch, loader, train=True)`` runs the model on every
+batch and its training step only under ``if train:``; ``def run_epoch(model,
+loader, optimizer, mode)`` does the same under ``if mode == "train":``. Called
+with the flag off (``train=False``, ``"valid"``), the function evaluates:
+that is the *flag* signal of ``regions``, whatever the function is called.
+
+The evidence, all of it required:
+
+- the flag: a ``FLAG_NAMES`` parameter with a boolean default, or any
+  parameter that a guard compares with a training word (``mode ==
+  "train"``, ``"training" == phase``);
+- every training step of the function (at least one) under an ``if`` on it;
+- a call in the file that turns it off: ``False`` (or no argument and a
+  False default), a string that is no training word (``"valid"``,
+  ``"test"``), or the calling function's own flag parameter where that
+  function is called with it off (``self._run_batch(x, y, train)`` inside a
+  ``_run_epoch(..., train=False)``), followed a few calls up;
+- mode calls in the function, if any, each under an ``if`` on the flag: the
+  author then sets the modes from it (``FlagParam.sets_modes``), and only the
+  grad mode may be missing.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rnnfix.analysis.grads.gradctx import training_steps
+from rnnfix.analysis.syntax.walks import scope_of, walk_local, walk_tree, words
+from rnnfix.analysis.torch.api import module_mode_switch
+
+if TYPE_CHECKING:
+    from rnnfix.analysis.context import FileContext
+
+# Boolean parameters that say "this call trains" (``regiontext`` reads them too).
+FLAG_NAMES = frozenset({"train", "training", "is_train", "is_training", "train_mode"})
+# String values that say "this call trains" (``mode == "train"``).
+TRAIN_VALUES = frozenset({"train", "training", "fit"})
+_TRAINING_WORDS = frozenset({"train", "training", "fit", "finetune"})
+_MAX_THREAD = 3  # calls followed up through a threaded flag parameter
+
+
+@dataclass(frozen=True)
+class FlagParam:
+    """A function's flag: its parameter, and the expression true when the
+    call trains (``train``; ``mode == "train"`` as the author wrote it)."""
+
+    name: str
+    expr: str
+    sets_modes: bool  # the function switches modes itself, from the flag
+
+
+def flag_parameter(ctx: FileContext, func: ast.AST) -> FlagParam | None:
+    """The flag of ``func`` when the module docstring's evidence holds."""
+    if not isinstance(func, ast.FunctionDef):
+        return None
+    if _bool_parameter(func) is None and not any(
+        isinstance(n, ast.Compare)
+        and any(isinstance(c, ast.Constant) and c.value in TRAIN_VALUES for c in n.comparators)
+        or isinstance(n, ast.Compare)
+        and isinstance(n.left, ast.Constant)
+        and n.left.value in TRAIN_VALUES
+        for n in walk_local(func)
+    ):
+        return None  # no flag to speak of: cheap, before the training steps
+    steps = list(training_steps(ctx, func))
+    if not steps:
+        return None
+    flag = _flag_of(ctx, func, steps)
+    if flag is None:
+        return None
+    name, expr = flag
+    switches = [n for n in walk_local(func) if module_mode_switch(n) is not None]
+    if not all(_guarded(ctx, s, func, name) for s in switches):
+        return None  # the author sets the modes here, not from the flag
+    if not any(
+        isinstance(n, ast.Call) and _called_name(n) == func.name and _turns_off(ctx, n, func, name)
+        for n in walk_tree(ctx.tree)
+    ):
+        return None
+    return FlagParam(name, expr, sets_modes=bool(switches))
+
+
+def _flag_of(
+    ctx: FileContext, func: ast.FunctionDef, steps: Sequence[ast.AST]
+) -> tuple[str, str] | None:
+    """(parameter, expression) of the flag every training step is guarded by."""
+    flag = _bool_parameter(func)
+    if flag is not None and all(_guarded(ctx, s, func, flag[0]) for s in steps):
+        return flag[0], flag[0]
+    found: tuple[str, str] | None = None
+    params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
+    for step in steps:
+        test = _string_guard(ctx, step, func, params)
+        if test is None or (found is not None and test[0] != found[0]):
+            return None
+        found = found or test
+    return found
+
+
+def _string_guard(
+    ctx: FileContext, node: ast.AST, func: ast.AST, params: set[str]
+) -> tuple[str, str] | None:
+    """The innermost ``if <param> == "train":`` above ``node`` (in its true
+    branch): (param, the test's source)."""
+    child: ast.AST = node
+    cur = ctx.facts.parents.get(node)
+    while cur is not None and cur is not func:
+        if isinstance(cur, ast.If) and child in cur.body:
+            name = _compared_param(cur.test, params)
+            if name is not None:
+                return name, ctx.segment(cur.test)
+        child, cur = cur, ctx.facts.parents.get(cur)
+    return None
+
+
+def _compared_param(test: ast.expr, params: set[str]) -> str | None:
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        return None
+    if not isinstance(test.ops[0], ast.Eq):
+        return None
+    left, right = test.left, test.comparators[0]
+    for a, b in ((left, right), (right, left)):
+        if (
+            isinstance(a, ast.Name)
+            and a.id in params
+            and isinstance(b, ast.Constant)
+            and b.value in TRAIN_VALUES
+        ):
+            return a.id
+    return None
+
+
+def _turns_off(
+    ctx: FileContext, call: ast.Call, func: ast.FunctionDef, name: str, depth: int = 0
+) -> bool:
+    """``call`` (of ``func``) passes parameter ``name`` off: ``False`` or a
+    string that is no training word, passed or left as the default, or the
+    caller's own parameter where the caller's callers pass that off."""
+    arg = _argument(call, name, _position(func, name))
+    if arg is _UNKNOWN:
+        return False
+    if arg is None:
+        default = _default(func, name)
+        return isinstance(default, ast.Constant) and _off(default.value)
+    assert isinstance(arg, ast.expr)
+    if isinstance(arg, ast.Constant):
+        return _off(arg.value)
+    if not isinstance(arg, ast.Name) or depth >= _MAX_THREAD:
+        return False
+    caller = scope_of(ctx.facts.parents, call)
+    if not isinstance(caller, ast.FunctionDef) or caller is func:
+        return False
+    params = [a.arg for a in [*caller.args.posonlyargs, *caller.args.args, *caller.args.kwonlyargs]]
+    if arg.id not in params:
+        return False
+    return any(
+        isinstance(n, ast.Call)
+        and _called_name(n) == caller.name
+        and _turns_off(ctx, n, caller, arg.id, depth + 1)
+        for n in walk_tree(ctx.tree)
+    )
+
+
+def _off(value: object) -> bool:
+    if value is False:
+        return True
+    return (
+        isinstance(value, str)
+        and bool(value)
+        and not any(w in _TRAINING_WORDS for w in words(value))
+    )
+
+
+_UNKNOWN = object()
+
+
+def _argument(call: ast.Call, name: str, position: int | None) -> ast.expr | object | None:
+    """What ``call`` passes for parameter ``name``: the expression, None when
+    it passes nothing (the default applies), ``_UNKNOWN`` behind ``*``/``**``."""
+    for k in call.keywords:
+        if k.arg == name:
+            return k.value
+        if k.arg is None:
+            return _UNKNOWN
+    if position is not None and any(isinstance(a, ast.Starred) for a in call.args):
+        return _UNKNOWN
+    if position is not None and position < len(call.args):
+        return call.args[position]
+    return None
+
+
+def _position(func: ast.FunctionDef, name: str) -> int | None:
+    positional = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+    if name not in positional:
+        return None
+    return positional.index(name) - (1 if _is_method(func) else 0)
+
+
+def _default(func: ast.FunctionDef, name: str) -> ast.expr | None:
+    a = func.args
+    positional = [*a.posonlyargs, *a.args]
+    defaults = dict(zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True))
+    for arg, value in defaults.items():
+        if arg.arg == name:
+            return value
+    for arg, kw in zip(a.kwonlyargs, a.kw_defaults, strict=True):
+        if arg.arg == name:
+            return kw
+    return None
+
+
+def flag_of(func: ast.FunctionDef) -> tuple[str, bool, int | None] | None:
+    """(name, default, position among a call's positional arguments) of the
+    function's flag parameter (``FLAG_NAMES`` with a boolean default)."""
+    return _bool_parameter(func)
+
+
+def passes_false(call: ast.Call, name: str, position: int | None, default: bool) -> bool:
+    """``call`` passes the flag False: a ``False`` constant, or no argument
+    and a False default."""
+    arg = _argument(call, name, position)
+    if arg is _UNKNOWN:
+        return False
+    if arg is None:
+        return default is False
+    return isinstance(arg, ast.Constant) and arg.value is False
+
+
+def _bool_parameter(func: ast.FunctionDef) -> tuple[str, bool, int | None] | None:
+    """(name, default, position among the caller's positional arguments; None
+    for keyword-only) of a ``FLAG_NAMES`` parameter with a True/False default."""
+    a = func.args
+    positional = [*a.posonlyargs, *a.args]
+    defaults = dict(zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True))
+    skip = 1 if _is_method(func) else 0  # ``self.iteration(...)`` binds self itself
+    for i, arg in enumerate(positional):
+        value = defaults.get(arg)
+        if (
+            arg.arg in FLAG_NAMES
+            and isinstance(value, ast.Constant)
+            and isinstance(value.value, bool)
+        ):
+            return arg.arg, value.value, i - skip
+    for arg, value in zip(a.kwonlyargs, a.kw_defaults, strict=True):
+        if (
+            arg.arg in FLAG_NAMES
+            and isinstance(value, ast.Constant)
+            and isinstance(value.value, bool)
+        ):
+            return arg.arg, value.value, None
+    return None
+
+
+def _is_method(func: ast.FunctionDef) -> bool:
+    first = func.args.posonlyargs[:1] or func.args.args[:1]
+    return bool(first) and first[0].arg in ("self", "cls")
+
+
+def _called_name(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def _guarded(ctx: FileContext, node: ast.AST, func: ast.AST, name: str) -> bool:
+    """``node`` runs only under an ``if`` whose test reads ``name``."""
+    cur = ctx.facts.parents.get(node)
+    while cur is not None and cur is not func:
+        if isinstance(cur, ast.If) and any(
+            isinstance(n, ast.Name) and n.id == name for n in ast.walk(cur.test)
+        ):
+            return True
+        cur = ctx.facts.parents.get(cur)
+    return False
