@@ -87,9 +87,31 @@ class FileContext:
             return Pos(line, byte_col)
         return Pos(line, len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace")))
 
+    @functools.cached_property
+    def _encoded_lines(self) -> list[bytes]:
+        return [line.encode("utf-8", "surrogatepass") for line in self.lines]
+
     def segment(self, node: ast.AST) -> str:
-        """The node's source text exactly as written."""
-        return ast.get_source_segment(self.source, node) or ""
+        """The node's source text exactly as written: ``ast.get_source_segment``'s
+        answer (unpadded), from the file's lines split once rather than at every
+        call (it splits the whole source character by character each time)."""
+        end_line = getattr(node, "end_lineno", None)
+        end_col = getattr(node, "end_col_offset", None)
+        if end_line is None or end_col is None:
+            return ""
+        first, last = int(getattr(node, "lineno")) - 1, int(end_line) - 1  # noqa: B009
+        col = int(getattr(node, "col_offset"))  # noqa: B009
+        end_col = int(end_col)
+        lines = self._encoded_lines
+        try:
+            if first == last:
+                return lines[first][col:end_col].decode("utf-8", "surrogatepass")
+            head = lines[first][col:].decode("utf-8", "surrogatepass")
+            tail = lines[last][:end_col].decode("utf-8", "surrogatepass")
+            middle = self.lines[first + 1 : last]
+        except (IndexError, UnicodeDecodeError):
+            return ast.get_source_segment(self.source, node) or ""
+        return "".join([head, *middle, tail])
 
     @functools.cached_property
     def facts(self) -> FileFacts:
