@@ -127,21 +127,31 @@ class Freezing:
         """A binding of ``model``'s root name (in ``scope`` or at module level)
         to ``None`` or to ``x if c else None``: on that path a call raises."""
         root = model.split(".")[0] if not model.startswith("self.") else model
+        for node, node_scope, texts in self._none_bindings:
+            if node_scope is not scope and node_scope is not None:
+                continue
+            for text in texts:
+                if text is not None and (text == root or is_prefix(text, model)):
+                    return node
+        return None
+
+    @functools.cached_property
+    def _none_bindings(
+        self,
+    ) -> tuple[tuple[ast.Assign | ast.AnnAssign, FuncNode | None, tuple[str | None, ...]], ...]:
+        """Every assignment that may bind ``None``, with its scope and its
+        targets' texts, in the order of the tree: found once, not at each
+        ``may_be_none`` question (a walk of the whole tree each time)."""
         flow = self.flow
+        out = []
         for node in walk_tree(flow.tree):
             if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
                 continue
             if not _none_on_some_path(node.value):
                 continue
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            node_scope = flow.scope_of(node)
-            if node_scope is not scope and node_scope is not None:
-                continue
-            for t in targets:
-                text = dotted(t)
-                if text is not None and (text == root or is_prefix(text, model)):
-                    return node
-        return None
+            out.append((node, flow.scope_of(node), tuple(dotted(t) for t in targets)))
+        return tuple(out)
 
     @functools.cached_property
     def _layer_schemes(self) -> tuple[tuple[str, ast.AST], ...]:
