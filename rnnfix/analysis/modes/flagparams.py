@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.grads.gradctx import training_steps
-from rnnfix.analysis.syntax.walks import scope_of, walk_local, walk_tree, words
+from rnnfix.analysis.syntax.walks import guarded_by_name, scope_of, walk_local, walk_tree, words
 from rnnfix.analysis.torch.api import module_mode_switch
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def flag_parameter(ctx: FileContext, func: ast.AST) -> FlagParam | None:
         return None
     name, expr = flag
     switches = [n for n in walk_local(func) if module_mode_switch(n) is not None]
-    if not all(_guarded(ctx, s, func, name) for s in switches):
+    if not all(guarded_by_name(ctx.facts.parents, s, func, name) for s in switches):
         return None  # the author sets the modes here, not from the flag
     if not any(
         isinstance(n, ast.Call) and _called_name(n) == func.name and _turns_off(ctx, n, func, name)
@@ -90,7 +90,9 @@ def _flag_of(
 ) -> tuple[str, str] | None:
     """(parameter, expression) of the flag every training step is guarded by."""
     flag = _bool_parameter(func)
-    if flag is not None and all(_guarded(ctx, s, func, flag[0]) for s in steps):
+    if flag is not None and all(
+        guarded_by_name(ctx.facts.parents, s, func, flag[0]) for s in steps
+    ):
         return flag[0], flag[0]
     found: tuple[str, str] | None = None
     params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
@@ -268,15 +270,3 @@ def _called_name(call: ast.Call) -> str | None:
     if isinstance(func, ast.Attribute):
         return func.attr
     return None
-
-
-def _guarded(ctx: FileContext, node: ast.AST, func: ast.AST, name: str) -> bool:
-    """``node`` runs only under an ``if`` whose test reads ``name``."""
-    cur = ctx.facts.parents.get(node)
-    while cur is not None and cur is not func:
-        if isinstance(cur, ast.If) and any(
-            isinstance(n, ast.Name) and n.id == name for n in ast.walk(cur.test)
-        ):
-            return True
-        cur = ctx.facts.parents.get(cur)
-    return False

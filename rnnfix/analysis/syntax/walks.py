@@ -285,6 +285,21 @@ def scope_of(parents: dict[ast.AST, ast.AST], node: ast.AST) -> Scope:
     raise ValueError("node is not in a module")
 
 
+def guarded_by_name(
+    parents: dict[ast.AST, ast.AST], node: ast.AST, stop: ast.AST, name: str
+) -> bool:
+    """``node`` runs only under an ``if`` (below ``stop``) whose test reads
+    the plain name ``name``: a flag or a phase variable."""
+    cur = parents.get(node)
+    while cur is not None and cur is not stop:
+        if isinstance(cur, ast.If) and any(
+            isinstance(n, ast.Name) and n.id == name for n in ast.walk(cur.test)
+        ):
+            return True
+        cur = parents.get(cur)
+    return False
+
+
 def innermost_loop(parents: dict[ast.AST, ast.AST], node: ast.AST) -> ast.stmt | None:
     """The innermost loop whose body (not header) holds ``node``, within its function."""
     child = node

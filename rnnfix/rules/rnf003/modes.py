@@ -17,7 +17,14 @@ from rnnfix.analysis.modes.comments import TRAIN_INTENTS, intent_comment
 from rnnfix.analysis.modes.regions import phase_names
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted
-from rnnfix.analysis.syntax.walks import FUNCTIONS, enclosing_stmt, scope_of, suspends, words
+from rnnfix.analysis.syntax.walks import (
+    FUNCTIONS,
+    enclosing_stmt,
+    guarded_by_name,
+    scope_of,
+    suspends,
+    words,
+)
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.rules.base import FileContext, Finding, Fix
@@ -314,7 +321,7 @@ def phase_loop_finding(ctx: FileContext, index: ModelIndex, loop: ast.stmt) -> F
         f"use `train({var} == {train_text})`"
     )
     steps = list(training_steps(ctx, loop))
-    if not steps or not all(_guarded_by(ctx, s, loop, var) for s in steps):
+    if not steps or not all(guarded_by_name(ctx.facts.parents, s, loop, var) for s in steps):
         return ctx.finding(
             "RNF003",
             loop,
@@ -348,18 +355,6 @@ def _unconditional(ctx: FileContext, node: ast.AST, loop: ast.stmt) -> bool:
             return False
         cur = ctx.facts.parents.get(cur)
     return cur is loop
-
-
-def _guarded_by(ctx: FileContext, node: ast.AST, loop: ast.stmt, var: str) -> bool:
-    """``node`` runs only under an ``if`` that tests the phase variable."""
-    cur = ctx.facts.parents.get(node)
-    while cur is not None and cur is not loop:
-        if isinstance(cur, ast.If) and any(
-            isinstance(n, ast.Name) and n.id == var for n in ast.walk(cur.test)
-        ):
-            return True
-        cur = ctx.facts.parents.get(cur)
-    return False
 
 
 def constructor_evals(ctx: FileContext, func: ast.AST, model: str) -> bool:
