@@ -112,6 +112,8 @@ def verify_command(
     With --fix, each recorded mode bug becomes a source edit, proven by a
     second run; see the README's "Verify" section.
     """
+    if diff and not fix:  # a usage error of the options comes before the script's
+        raise click.UsageError("--diff needs --fix")
     if module is not None:
         words = list(command[1:] if command[:1] == ("--",) else command)
         argv = module_command(module, words, python)
@@ -126,8 +128,6 @@ def verify_command(
     if runs_own_python and python is None and importlib.util.find_spec("torch") is None:
         click.echo(TORCH_MISSING, err=True)
         sys.exit(2)
-    if diff and not fix:
-        raise click.UsageError("--diff needs --fix")
     if fix:
         _run_fix(
             argv, timeout, as_json, write=not diff, rnn_only=rnn_only, strategy=rnn_only_strategy

@@ -83,7 +83,11 @@ def test_apply_writes_what_check_announced(script: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "2 fixes applied, 0 findings left" in result.stderr
     fixed = script.read_text()
-    assert fixed.count("model.train()") == 2 and fixed.count("model.eval()") == 1
+    # The train() before the loop moves to its head (issue 36.5: no redundant
+    # copy left right before the loop).
+    assert fixed.count("model.train()") == 1 and fixed.count("model.eval()") == 1
+    assert "for epoch in range(3):\n    model.train()\n" in fixed
+    assert "\nmodel.train()\n" not in fixed
 
 
 def test_subprocess_check_and_json(script: Path) -> None:
