@@ -38,15 +38,20 @@ class Elements:
     def of_loop_variable(self, name: str, at: ast.AST) -> tuple[str, ...] | None:
         """The paths ``name`` is bound to, one per iteration, by the innermost
         ``for`` around ``at`` whose target is ``name``; None when that loop's
-        elements are not written out."""
+        elements are not written out, or when the call runs under a condition
+        inside that loop (``for net in nets: if train: net.train() else:
+        net.eval()``, a helper whose mode comes from its flag): which of the
+        calls runs is then not read, so no element is said to be switched."""
         cur = self.parents.get(at)
+        conditional = False
         while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if (
                 isinstance(cur, (ast.For, ast.AsyncFor))
                 and isinstance(cur.target, ast.Name)
                 and cur.target.id == name
             ):
-                return self._iterated(cur.iter)
+                return None if conditional else self._iterated(cur.iter)
+            conditional = conditional or isinstance(cur, (ast.If, ast.IfExp, ast.Try, ast.While))
             cur = self.parents.get(cur)
         return None
 
