@@ -76,9 +76,11 @@ class Sample:
     rss_mb: float
 
 
-def measure(cmd: list[str], cwd: Path) -> Sample:
+def measure(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> Sample:
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     _, _, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     proc.returncode = 0  # reaped by wait4
