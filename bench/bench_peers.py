@@ -1,6 +1,6 @@
 """rnnfix beside the peers that do its job, on one tree: one table.
 
-    python bench/bench_peers.py PATH --venvs DIR [--runs 3] [--jobs 0]
+    python bench/bench_peers.py PATH --venvs DIR [--runs 3] [--jobs 0] [--rows "Fixit rule"]
 
 Each peer is installed in a virtual environment of its own under ``DIR``
 (never into rnnfix's):
@@ -74,8 +74,10 @@ def commands(tree: Path, venvs: Path | None, jobs: int) -> dict[str, list[str]]:
     return out
 
 
-def table(tree: Path, venvs: Path | None, runs: int, jobs: int) -> None:
+def table(tree: Path, venvs: Path | None, runs: int, jobs: int, rows: list[str]) -> None:
     cmds = commands(tree, venvs, jobs)
+    if rows:  # rnnfix's row always: the ratios are to it
+        cmds = {n: c for n, c in cmds.items() if n in rows or n == "rnnfix cold"}
     # The peers' plugins are imported by module name; rnnfix from this checkout.
     paths = [str(_PEERS), str(Path(__file__).resolve().parents[1])]
     paths += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -104,6 +106,9 @@ def main() -> None:
     parser.add_argument("--venvs", type=Path, help="the folder of the peers' virtual environments")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=0)
+    parser.add_argument(
+        "--rows", default="", help="only these rows besides rnnfix's, e.g. 'Fixit rule,ruff'"
+    )
     args = parser.parse_args()
     _compile_rnnfix()
     if args.venvs is None:
@@ -113,7 +118,8 @@ def main() -> None:
         # that configures a tool (rnnfix's own pyproject.toml configures ruff).
         tree = Path(tmp) / args.path.resolve().name
         shutil.copytree(args.path, tree, symlinks=True)
-        table(tree, args.venvs, args.runs, args.jobs)
+        rows = [r.strip() for r in args.rows.split(",") if r.strip()]
+        table(tree, args.venvs, args.runs, args.jobs, rows)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ is asserted. The gap between "parse of the gated files" and ruff's run is
 what no Python analysis on ``ast`` can close. ``--jobs 1,2`` adds cold
 ``rnnfix apply --check --no-cache`` runs with those worker counts (child
 processes, CPU of all of them, and wall), so that the ratio to the floor and
-the ``-j`` speedup come from the same run. The floor ("parse gated") is what
+the ``-j`` speedup come from the same run; ``--against DIR`` times another
+checkout's rnnfix the same way, in turns with this one's. The floor ("parse gated") is what
 issue 37's targets are stated against.
 """
 
@@ -100,12 +101,12 @@ def _ruff(root: Path) -> tuple[float, float] | None:
     return time.perf_counter() - start, usage.ru_utime + usage.ru_stime
 
 
-def _rnnfix(root: Path, jobs: int) -> tuple[float, float]:
+def _rnnfix(root: Path, jobs: int, code: Path) -> tuple[float, float]:
     """A cold ``rnnfix apply --check`` of ``root`` in a child process (wall,
     CPU of it and its workers), run from beside the tree as bench_tree.py
     does (a tree's own ``types.py`` must not shadow the standard library)."""
     cmd = [sys.executable, "-m", "rnnfix", "apply", "--check", "--no-cache", "-q"]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(code)}
     start = time.perf_counter()
     proc = subprocess.Popen(
         [*cmd, "--jobs", str(jobs), str(root.resolve())],
@@ -128,15 +129,30 @@ def main() -> None:
         default="",
         help="also time cold rnnfix runs with these worker counts, e.g. 1,2 (CPU and wall)",
     )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="also time the cold runs of another rnnfix checkout (the folder holding rnnfix/)",
+    )
     args = parser.parse_args()
     jobs = [int(j) for j in args.jobs.split(",") if j.strip()]
+    codes = {"rnnfix": Path(__file__).resolve().parents[1]}
+    if args.against is not None:
+        codes["against"] = args.against.resolve()
+    if jobs:
+        import compileall
+
+        # As ``pip install`` does (see bench_tree.py): no run compiles rnnfix.
+        for code in codes.values():
+            compileall.compile_dir(code / "rnnfix", quiet=1)
     files = _files(args.path)
     rows: dict[str, list[float]] = {
         "read": [], "gate": [], "parse gated": [], "parse all": [], "ruff cpu": [], "ruff wall": [],
     }  # fmt: skip
-    for j in jobs:
-        rows[f"rnnfix -j{j} cpu"] = []
-        rows[f"rnnfix -j{j} wall"] = []
+    for label in codes:
+        for j in jobs:
+            rows[f"{label} -j{j} cpu"] = []
+            rows[f"{label} -j{j} wall"] = []
     gated: set[Path] = set()
     for _ in range(args.runs):
         t, texts = _timed(partial(_texts, files))
@@ -149,10 +165,11 @@ def main() -> None:
         if found is not None:
             rows["ruff wall"].append(found[0])
             rows["ruff cpu"].append(found[1])
-        for j in jobs:
-            wall, cpu = _rnnfix(args.path, j)
-            rows[f"rnnfix -j{j} wall"].append(wall)
-            rows[f"rnnfix -j{j} cpu"].append(cpu)
+        for label, code in codes.items():  # in turns, so that the load hits all alike
+            for j in jobs:
+                wall, cpu = _rnnfix(args.path, j, code)
+                rows[f"{label} -j{j} wall"].append(wall)
+                rows[f"{label} -j{j} cpu"].append(cpu)
     print(f"{args.path}: {len(files)} .py files, {len(gated)} pass the gate; median of {args.runs}")
     print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     floor = statistics.median(rows["parse gated"])
@@ -167,11 +184,15 @@ def main() -> None:
             if ruff_cpu:
                 ratios += f"  {value / ruff_cpu:7.2f}x ruff CPU"
         print(f"{name:<17}{value:8.2f} s  {ratios}")
-    if len(jobs) > 1:
-        one = statistics.median(rows[f"rnnfix -j{jobs[0]} wall"])
-        for j in jobs[1:]:
-            other = statistics.median(rows[f"rnnfix -j{j} wall"])
-            print(f"wall -j{jobs[0]} / -j{j}: {one / other:.2f}")
+    for label in codes:
+        if len(jobs) > 1:
+            first = rows[f"{label} -j{jobs[0]} wall"]
+            for j in jobs[1:]:
+                other = rows[f"{label} -j{j} wall"]
+                # Each run's own pair, then their median: the load changes between runs.
+                ratio = statistics.median(a / b for a, b in zip(first, other, strict=True))
+                said = f"{label}: wall -j{jobs[0]} / -j{j}: {ratio:.2f}"
+                print(f"{said} (median of the runs' ratios)")
 
 
 if __name__ == "__main__":
