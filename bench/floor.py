@@ -1,6 +1,6 @@
 """The floors under a cold ``rnnfix apply --check``, beside ruff, in one run.
 
-    python bench/floor.py PATH [--runs 3]
+    python bench/floor.py PATH [--runs 3] [--jobs 1,2]
 
 What a cold run cannot avoid, measured in this process (CPU seconds, median
 of ``--runs``): reading every file; the file gate (``filegate.may_find``,
@@ -10,7 +10,12 @@ the files the gate passes (the files rnnfix must parse by the rule of issue
 them, ruff's whole run (``ruff check --no-cache``, default rules, in a child
 process: its CPU time, all threads). Prints figures and ratios only; nothing
 is asserted. The gap between "parse of the gated files" and ruff's run is
-what no Python analysis on ``ast`` can close.
+what no Python analysis on ``ast`` can close. ``--jobs 1,2`` adds cold
+``rnnfix apply --check --no-cache`` runs with those worker counts (child
+processes, CPU of all of them, and wall), so that the ratio to the floor and
+the ``-j`` speedup come from the same run; ``--against DIR`` times another
+checkout's rnnfix the same way, in turns with this one's. The floor ("parse gated") is what
+issue 37's targets are stated against.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import os
 import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 import warnings
@@ -84,11 +90,33 @@ def _ruff(root: Path) -> tuple[float, float] | None:
     ruff = shutil.which("ruff")
     if ruff is None:
         return None
+    # ``--isolated``: ruff's default rules, whatever configuration the
+    # current folder has (run from a checkout of rnnfix, ruff read rnnfix's
+    # own pyproject.toml); its report goes nowhere, as in bench_tree.py.
+    cmd = [ruff, "check", "--no-cache", "--isolated", "--quiet", "--exit-zero", str(root)]
     start = time.perf_counter()
-    pid = os.spawnv(
-        os.P_NOWAIT, ruff, [ruff, "check", "--no-cache", "--quiet", "--exit-zero", str(root)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, _, usage = os.wait4(proc.pid, 0)
+    proc.returncode = 0  # reaped by wait4
+    return time.perf_counter() - start, usage.ru_utime + usage.ru_stime
+
+
+def _rnnfix(root: Path, jobs: int, code: Path) -> tuple[float, float]:
+    """A cold ``rnnfix apply --check`` of ``root`` in a child process (wall,
+    CPU of it and its workers), run from beside the tree as bench_tree.py
+    does (a tree's own ``types.py`` must not shadow the standard library)."""
+    cmd = [sys.executable, "-m", "rnnfix", "apply", "--check", "--no-cache", "-q"]
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [*cmd, "--jobs", str(jobs), str(root.resolve())],
+        cwd=root.resolve().parent,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
-    _, _, usage = os.wait4(pid, 0)
+    _, _, usage = os.wait4(proc.pid, 0)
+    proc.returncode = 0  # reaped by wait4
     return time.perf_counter() - start, usage.ru_utime + usage.ru_stime
 
 
@@ -96,11 +124,35 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", type=Path)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--jobs",
+        default="",
+        help="also time cold rnnfix runs with these worker counts, e.g. 1,2 (CPU and wall)",
+    )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="also time the cold runs of another rnnfix checkout (the folder holding rnnfix/)",
+    )
     args = parser.parse_args()
+    jobs = [int(j) for j in args.jobs.split(",") if j.strip()]
+    codes = {"rnnfix": Path(__file__).resolve().parents[1]}
+    if args.against is not None:
+        codes["against"] = args.against.resolve()
+    if jobs:
+        import compileall
+
+        # As ``pip install`` does (see bench_tree.py): no run compiles rnnfix.
+        for code in codes.values():
+            compileall.compile_dir(code / "rnnfix", quiet=1)
     files = _files(args.path)
     rows: dict[str, list[float]] = {
         "read": [], "gate": [], "parse gated": [], "parse all": [], "ruff cpu": [], "ruff wall": [],
     }  # fmt: skip
+    for label in codes:
+        for j in jobs:
+            rows[f"{label} -j{j} cpu"] = []
+            rows[f"{label} -j{j} wall"] = []
     gated: set[Path] = set()
     for _ in range(args.runs):
         t, texts = _timed(partial(_texts, files))
@@ -113,14 +165,34 @@ def main() -> None:
         if found is not None:
             rows["ruff wall"].append(found[0])
             rows["ruff cpu"].append(found[1])
+        for label, code in codes.items():  # in turns, so that the load hits all alike
+            for j in jobs:
+                wall, cpu = _rnnfix(args.path, j, code)
+                rows[f"{label} -j{j} wall"].append(wall)
+                rows[f"{label} -j{j} cpu"].append(cpu)
     print(f"{args.path}: {len(files)} .py files, {len(gated)} pass the gate; median of {args.runs}")
+    print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    floor = statistics.median(rows["parse gated"])
     ruff_cpu = statistics.median(rows["ruff cpu"]) if rows["ruff cpu"] else None
     for name, got in rows.items():
         if not got:
             continue
         value = statistics.median(got)
-        ratio = f"{value / ruff_cpu:7.2f}x ruff CPU" if ruff_cpu and name != "ruff wall" else ""
-        print(f"{name:<13}{value:8.2f} s  {ratio}")
+        ratios = ""
+        if not name.endswith("wall"):
+            ratios = f"{value / floor:7.2f}x floor"
+            if ruff_cpu:
+                ratios += f"  {value / ruff_cpu:7.2f}x ruff CPU"
+        print(f"{name:<17}{value:8.2f} s  {ratios}")
+    for label in codes:
+        if len(jobs) > 1:
+            first = rows[f"{label} -j{jobs[0]} wall"]
+            for j in jobs[1:]:
+                other = rows[f"{label} -j{j} wall"]
+                # Each run's own pair, then their median: the load changes between runs.
+                ratio = statistics.median(a / b for a, b in zip(first, other, strict=True))
+                said = f"{label}: wall -j{jobs[0]} / -j{j}: {ratio:.2f}"
+                print(f"{said} (median of the runs' ratios)")
 
 
 if __name__ == "__main__":

@@ -449,8 +449,10 @@ def _run_rules(
     # at once instead of leaving it to the cyclic garbage collector (which
     # then walks every live tree, and a large run gets slower and slower).
     facts = ctx.__dict__.pop("facts", None)
-    if facts is not None and facts.project is not None:
-        consulted |= facts.project.consulted
+    if facts is not None:
+        if facts.project is not None:
+            consulted |= facts.project.consulted
+        facts.release()
     if raw is not None:
         raw.extend(findings)
     if not findings:

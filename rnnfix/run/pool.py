@@ -137,12 +137,25 @@ class FilePool(Generic[Result]):
         if self._pool is None:
             from concurrent.futures import ProcessPoolExecutor  # a one-file run never starts one
 
+            _preload()
             self._shared = _share_summaries(self.project)
             # The index goes to each worker once (not with every chunk of paths).
             self._pool = ProcessPoolExecutor(
                 max_workers=self.jobs, initializer=_init_worker, initargs=(self.project,)
             )
         return self._pool
+
+
+def _preload() -> None:
+    """Import here, before the workers are forked, what each of them would
+    otherwise import at its first file (the engine, every rule and the
+    analyses they import at module level): they inherit it, and the import
+    is paid once, not once a worker."""
+    import rnnfix.run.engine
+    import rnnfix.run.filegate  # noqa: F401
+    from rnnfix.rules import all_rules
+
+    all_rules()
 
 
 def _quiet_invalid_state(

@@ -142,6 +142,13 @@ def _summarise(
                     init_params=ctor.params if grads and ctor is not None else (),
                     init_kwonly=ctor.kwonly if grads and ctor is not None else (),
                 )
+        # Cycles that hold the pruned tree, broken for reference counting
+        # (``FileFacts.release``): the summaries are plain data.
+        if flow is not None:
+            flow.release()
+        facts = ctx.__dict__.pop("facts", None)
+        if facts is not None:
+            facts.release()
     for cls in test_case_classes(tree, ImportMap.build(tree)) if "TestCase" in source else ():
         known = classes.get(cls.name)
         classes[cls.name] = (
