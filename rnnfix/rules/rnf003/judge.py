@@ -47,6 +47,7 @@ from rnnfix.rules.rnf003.modes import (
     chosen_train,
     constructor_evals,
     evaluation_evals_before,
+    holds_no_state,
     in_module_method,
     is_mode_free,
     is_stateless,
@@ -456,6 +457,8 @@ class RegionJudge:
         for model, sites in sorted(calls.items(), key=lambda kv: _first(kv[1])):
             if not self.index.is_known_module(model) or is_stateless(self.ctx, model):
                 continue  # an object of an unknown class: no ``eval()`` on a guess
+            if holds_no_state(self.ctx, model):
+                continue  # no parameters, submodules or mode: ``eval()`` changes nothing
             if is_mode_free(self.ctx, model):
                 continue  # Linear/ReLU layers only: ``eval()`` changes nothing
             if own_method and model.split(".")[0] in ("self", "cls"):
@@ -473,7 +476,9 @@ class RegionJudge:
             # its own ``eval()`` (every forward runs after it) is still a bug.
             need.eval_models = [m for m in need.eval_models if self._stray_train(region, body, m)]
         need.grad = any(
-            self._grad_on(self._at(site, node)) for sites in calls.values() for site in sites
+            self._records_graph(model, self._at(site, node))
+            for model, sites in calls.items()
+            for site in sites
         )
         if calls and all(self._ran_before(node, func, m) for m in calls):
             need.eval_models, need.grad = [], False
@@ -591,6 +596,14 @@ class RegionJudge:
                 break
             cur = self.parents.get(cur)
         return frozenset(found)
+
+    def _records_graph(self, model: str, site: ast.AST) -> bool:
+        """``model``'s forward at ``site`` runs with grad on and has parameters
+        that require it: not a module without parameters, not one the author
+        froze (``requires_grad_(False)``) on every path to it."""
+        if not self._grad_on(site) or holds_no_state(self.ctx, model):
+            return False
+        return not self.ctx.facts.modes.freezing.grad_free_at(model, site)
 
     def _grad_on(self, site: ast.AST) -> bool:
         if self.ctx.facts.modes.grad_enabled(site) is False:
