@@ -469,8 +469,10 @@ class RegionJudge:
                 continue  # held in eval since ``__init__``: nothing switches it back
             if any(is_prefix(p, model) and p != model for p in calls):
                 continue  # the outermost model called here: its eval() covers this one
-            if not all(self._eval_at(self._at(site, node), model) for site in sites):
-                need.eval_models.append(model)
+            at = [self._at(site, node) for site in sites]
+            if not all(self._eval_at(a, model) for a in at):
+                if not self._evaluated_as_parameter(func, model, at):
+                    need.eval_models.append(model)
         if managed:
             # The region sets the mode itself; only a stray ``train()`` after
             # its own ``eval()`` (every forward runs after it) is still a bug.
@@ -525,6 +527,30 @@ class RegionJudge:
         node = region.node
         sites = self.index.model_calls(body).get(model, [])
         return leftover_train(self.ctx, node, body, model, [self._at(s, node) for s in sites])
+
+    def _evaluated_as_parameter(self, func: ast.AST, model: str, sites: list[ast.AST]) -> bool:
+        """``def val(net, ...): net.eval(); ... crnn(image)``, called only as
+        ``val(crnn, ...)``: every call of ``func`` (all in this file, none
+        from other files, never passed as a value) binds one of its
+        parameters to the global ``model``, and that parameter is in eval at
+        each forward of ``model``: the author's ``net.eval()`` switched it."""
+        if not isinstance(func, ast.FunctionDef) or "." in model:
+            return False
+        flow = self.ctx.facts.modes
+        info = flow.index.functions.get(func)
+        sites_of = flow.call_sites(func)
+        if info is None or not sites_of or model in info.locals:
+            return False
+        if any(caller is not None and model in self._locals(caller) for caller, _, _ in sites_of):
+            return False  # the caller's ``model`` is not the global one
+        params = [p for p in info.params if all(r.args.get(p) == model for _, _, r in sites_of)]
+        if not params or self._unseen_callers(func) is not None:
+            return False
+        return any(all(self._eval_at(site, p) for site in sites) for p in params)
+
+    def _locals(self, fn: Func) -> frozenset[str]:
+        info = self.ctx.facts.modes.index.functions.get(fn)
+        return frozenset(info.locals) if info is not None else frozenset()
 
     def _eval_at(self, site: ast.AST, model: str) -> bool:
         """Whether ``model`` needs no ``eval()`` at ``site``, as the mode flow
