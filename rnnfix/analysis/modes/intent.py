@@ -114,7 +114,7 @@ def _deliberate_entry(
     return True
 
 
-def _frozen_feature_model(flow: FlowView, cause: ast.Call, scope: FuncNode, model: str) -> bool:
+def _frozen_feature_model(flow: FlowView, cause: ast.AST, scope: FuncNode, model: str) -> bool:
     """The caller switched the model to eval right after building it (``vgg =
     TruncatedVGG19(); vgg.eval()``: a fixed feature or loss network, as
     ``VGG().eval()`` would be), and the training function it is passed to
