@@ -605,8 +605,33 @@ class RegionJudge:
         (as the flow reads the caller there), or runs inside the project's
         own eval context (a ``with`` or decorator that switches to eval)."""
         found = self.ctx.facts.modes.entry_states(func, model)
-        return bool(found) and all(
+        if not found:
+            return self._closure_eval(func, model)
+        return all(
             "eval" in self._around(call) or state.modes == {Mode.EVAL} for call, state in found
+        )
+
+    def _closure_eval(self, func: Func, model: str) -> bool:
+        """``func`` is nested in the function that holds ``model`` and no call
+        of it is in the file (handed to a UI or a callback: alpaca-lora's
+        ``evaluate`` given to gradio in ``main``): it reads the enclosing
+        function's ``model``, which is in eval mode where ``func`` is defined
+        and that function switches it no more after the definition."""
+        flow = self.ctx.facts.modes
+        outer = scope_of(self.parents, func)
+        inner = flow.index.functions.get(func)
+        enclosing = flow.index.functions.get(outer) if isinstance(outer, FUNCTIONS) else None
+        root = model.split(".")[0]
+        if inner is None or enclosing is None or root in inner.locals:
+            return False
+        if root not in enclosing.locals or flow.mode_before(func, model).modes != {Mode.EVAL}:
+            return False
+        defined = (func.lineno, func.col_offset)
+        return not any(
+            c.function is outer
+            and (is_prefix(c.model, model) or is_prefix(model, c.model))
+            and (c.node.lineno, c.node.col_offset) > defined
+            for c in flow.mode_calls
         )
 
     def _around(self, site: ast.AST) -> frozenset[str]:
