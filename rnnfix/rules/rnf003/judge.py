@@ -36,6 +36,7 @@ from rnnfix.analysis.syntax.walks import (
 from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.api import mode_switch
 from rnnfix.analysis.torch.mode import Mode
+from rnnfix.analysis.torch.models import unwrap_built
 from rnnfix.analysis.torch.passthrough import rewraps
 from rnnfix.rules.base import FileContext, Finding, Fix
 from rnnfix.rules.rnf003.effects import train_mode_effects
@@ -471,7 +472,9 @@ class RegionJudge:
                 continue  # the outermost model called here: its eval() covers this one
             at = [self._at(site, node) for site in sites]
             if not all(self._eval_at(a, model) for a in at):
-                if not self._evaluated_as_parameter(func, model, at):
+                if not self._evaluated_as_parameter(
+                    func, model, at
+                ) and not self._evaluated_through_wrapper(func, model, at):
                     need.eval_models.append(model)
         if managed:
             # The region sets the mode itself; only a stray ``train()`` after
@@ -547,6 +550,64 @@ class RegionJudge:
         if not params or self._unseen_callers(func) is not None:
             return False
         return any(all(self._eval_at(site, p) for site in sites) for p in params)
+
+    def _evaluated_through_wrapper(self, func: ast.AST, model: str, sites: list[ast.AST]) -> bool:
+        """``parallel_model = nn.DataParallel(model)`` (or ``model.cuda()``, or
+        ``model``) at every binding of the global ``model`` the function runs,
+        each binding of the wrapped global followed by one of the wrapper
+        with no call of the function between them, and the wrapped model in
+        eval at each forward: the author's ``model.eval()`` switched every
+        layer the wrapper runs (mos's ``evaluate``)."""
+        if not isinstance(func, FUNCTIONS) or "." in model:
+            return False
+        flow = self.ctx.facts.modes
+        info = flow.index.functions.get(func)
+        sites_of = flow.call_sites(func)
+        if info is None or model in info.locals or not sites_of:
+            return False
+        if any(caller is not None for caller, _, _ in sites_of):
+            return False  # called from functions: the order of bindings says nothing
+        wrapper_lines, wrapped = self._module_bindings(model)
+        if not wrapper_lines or len(wrapped) != 1 or None in wrapped:
+            return False
+        inner = next(iter(wrapped))
+        assert inner is not None
+        inner_lines, _ = self._module_bindings(inner)
+        if inner == model or inner in info.locals or self._unseen_callers(func) is not None:
+            return False
+        calls = [call.lineno for _, call, _ in sites_of]
+        for line in inner_lines:
+            later = [w for w in wrapper_lines if w > line]
+            if not later or any(line < c < min(later) for c in calls):
+                return False  # the wrapper may still hold the model bound before
+        return all(self._eval_at(site, inner) for site in sites)
+
+    def _module_bindings(self, name: str) -> tuple[list[int], set[str | None]]:
+        """The lines of the module-level statements that bind the global
+        ``name``, and the name each value wraps or is (None: anything else);
+        a binding inside a function counts as anything else."""
+        lines: list[int] = []
+        wrapped: set[str | None] = set()
+        imports = self.ctx.facts.imports
+        for node in walk_tree(self.ctx.tree):
+            if not isinstance(node, ast.Name) or node.id != name:
+                continue
+            if not isinstance(node.ctx, ast.Store):
+                continue
+            stmt = enclosing_stmt(self.parents, node)
+            if stmt is None or isinstance(scope_of(self.parents, stmt), FUNCTIONS):
+                if stmt is not None and name not in self._locals_of(stmt):
+                    wrapped.add(None)  # ``global name`` in a function
+                continue
+            lines.append(stmt.lineno)
+            value = stmt.value if isinstance(stmt, ast.Assign) else None
+            inner = unwrap_built(value, imports) if value is not None else None
+            wrapped.add(inner.id if isinstance(inner, ast.Name) else None)
+        return lines, wrapped
+
+    def _locals_of(self, stmt: ast.stmt) -> frozenset[str]:
+        scope = scope_of(self.parents, stmt)
+        return self._locals(scope) if isinstance(scope, FUNCTIONS) else frozenset()
 
     def _locals(self, fn: Func) -> frozenset[str]:
         info = self.ctx.facts.modes.index.functions.get(fn)
