@@ -109,7 +109,10 @@ self-distillation teacher), an `eval()` beside a freeze of the same model, and
 mode calls made per branch at a loop head (`if finetune: model.train()` /
 `elif freeze: model.eval()`), and an `eval()` whose comment (on its line or right
 above it) says why: BatchNorm kept frozen (`# freeze BN statistics`), a batch size of 1,
-a frozen feature model (`# linear probing`).
+a frozen feature model (`# linear probing`); and a fixed loss network: switched to eval
+right after it is built, given to no optimizer of the file, and passed to a training
+function that switches the other models to train itself but not it (the perceptual
+loss's VGG of an SRGAN).
 
 ## Fix safety
 Safe: it restores the mode the training step was written for, and does nothing when the

@@ -392,6 +392,13 @@ class ScopeRun:
             # ``.train()`` is the author's.
             f.set(key, frozenset({ModeFact(chained_mode(value) or Mode.EVAL, s)}))
             return
+        chained = chained_mode(value)
+        if chained is not None:
+            # ``getattr(models, name)().eval()``, ``copy.deepcopy(model).eval()``:
+            # whatever built the model, the chain's last mode call set its mode
+            # (``Module.eval()`` returns the module it switched).
+            f.set(key, frozenset({ModeFact(chained, s)}))
+            return
         f.set(key, frozenset({ModeFact(Mode.UNKNOWN, s)}))  # loaded, returned by a call...
 
     # --- expressions -------------------------------------------------------

@@ -100,6 +100,73 @@ class Freezing:
         thawed = any(s.frozen is not True and _related(s.key, model) for s in self.switches)
         return frozen and not thawed
 
+    def grad_free_at(self, model: str, site: ast.AST, depth: int = 0) -> bool:
+        """Every parameter of ``model`` has ``requires_grad`` off at ``site``,
+        as the author switched it: a statement of the site's scope, before it
+        on every path to it, freezes the model (or a module holding it) and
+        none in between may thaw it (crnn's ``for p in crnn.parameters():
+        p.requires_grad = False`` at the head of ``val``); or ``model`` is a
+        parameter of the site's function and every call of that function in
+        the file passes a model frozen so at the call (EfficientDet's
+        ``model.requires_grad_(False)`` before ``evaluate_coco(..., model)``).
+        Its forward then records no graph for those parameters, and
+        ``no_grad`` around it adds nothing."""
+        flow = self.flow
+        stmt = flow.stmt_of(site)
+        if stmt is None:
+            return False
+        scope = flow.scope_of(site)
+        key = flow.canonical(model, scope)
+        if self._frozen_before(key, stmt, scope):
+            return True
+        if depth >= 2 or scope is None:
+            return False
+        a = scope.args
+        params = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]}
+        sites = flow.call_sites(scope) if key.split(".")[0] in params else []
+        return bool(sites) and all(
+            (mine := res.caller_key(key)) is not None and self.grad_free_at(mine, call, depth + 1)
+            for _, call, res in sites
+        )
+
+    def _frozen_before(self, key: str, stmt: ast.stmt, scope: FuncNode | None) -> bool:
+        """A freeze of ``key`` (or of a module holding it) in ``scope`` that
+        runs before ``stmt`` on every path (it is in the block of ``stmt`` or
+        of a statement enclosing it, and earlier), with no switch of a related
+        path in ``scope`` after it and before ``stmt``."""
+        mine = [s for s in self.switches if s.scope is scope and _related(s.key, key)]
+        at = (stmt.lineno, stmt.col_offset)
+        freezes = [
+            s
+            for s in mine
+            if s.frozen is True and is_prefix(s.key, key) and self._dominates(s.stmt, stmt, scope)
+        ]
+        for freeze in freezes:
+            start = (freeze.stmt.lineno, freeze.stmt.col_offset)
+            if not any(
+                s is not freeze
+                and s.frozen is not True
+                and start < (s.stmt.lineno, s.stmt.col_offset) < at
+                for s in mine
+            ):
+                return True
+        return False
+
+    def _dominates(self, first: ast.stmt, stmt: ast.stmt, scope: FuncNode | None) -> bool:
+        """``first`` runs before ``stmt`` whenever ``stmt`` runs: it is an
+        earlier element of the block of ``stmt`` or of one of its enclosing
+        statements in ``scope``."""
+        parents = self.flow.parents
+        cur: ast.AST | None = stmt
+        while isinstance(cur, ast.stmt) and cur is not scope:
+            block = container(cur, parents)
+            if block is not None:
+                ids = [id(s) for s in block]
+                if id(first) in ids and ids.index(id(first)) < ids.index(id(cur)):
+                    return True
+            cur = parents.get(cur)
+        return False
+
     def frozen_on_some_path(self, model: str) -> bool:
         """``model`` (or a module it is part of) is frozen by some statement of
         the file, perhaps under a condition (``if not args.train_text_encoder:

@@ -31,6 +31,7 @@ from rnnfix.analysis.syntax.scopes import LOOPS, FuncNode
 from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_local
 from rnnfix.analysis.torch.api import MODULE_METHODS, mode_switch
 from rnnfix.analysis.torch.mode import Mode
+from rnnfix.analysis.torch.models import built_class
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -83,6 +84,9 @@ def _deliberate_entry(
         return False
     info = flow.function_info(scope)
     root = model.split(".")[0]
+    passed = info is not None and root in info.params
+    if passed and _frozen_feature_model(flow, cause, scope, model):
+        return True  # a fixed loss network handed to the training function
     if info is None or root in {*info.params, *info.kwonly} or root in info.locals:
         return False
     if flow.freezing.freezes_near(cause, model) is not None:
@@ -108,6 +112,40 @@ def _deliberate_entry(
         if _evaluates(flow, node, model, scope, training_stmt=feeds):
             return False
     return True
+
+
+def _frozen_feature_model(flow: FlowView, cause: ast.AST, scope: FuncNode, model: str) -> bool:
+    """The caller switched the model to eval right after building it (``vgg =
+    TruncatedVGG19(); vgg.eval()``: a fixed feature or loss network, as
+    ``VGG().eval()`` would be), and the training function it is passed to
+    switches other models to train mode itself but never this one
+    (``generator.train(); discriminator.train()``), and no optimizer of the
+    file is built over its parameters: the author manages the modes there
+    model by model and left this one out on purpose."""
+    stmt = flow.stmt_of(cause)
+    block = container(stmt, flow.parents) if stmt is not None else None
+    receiver = mode_switch(cause)
+    if block is None or stmt is None or receiver is None:
+        return False
+    name = dotted(receiver.receiver)
+    at = next(i for i, s in enumerate(block) if s is stmt)
+    built = block[at - 1] if at > 0 else None
+    if (
+        name is None
+        or not isinstance(built, ast.Assign)
+        or [dotted(t) for t in built.targets] != [name]
+        or built_class(built.value, flow.imports, flow.classes) is None
+        or flow.optimizers.built_over(name)
+    ):
+        return False  # not built right before, or an optimizer of the file updates it
+    own = [c for c in flow.mode_calls if c.function is scope]
+    return any(c.mode is Mode.TRAIN and not _related(c.model, model) for c in own) and not any(
+        _related(c.model, model) for c in own
+    )
+
+
+def _related(a: str, b: str) -> bool:
+    return is_prefix(a, b) or is_prefix(b, a)
 
 
 def _nothing_evaluates(

@@ -14,7 +14,9 @@ Three signals, all syntactic:
   condition) and then runs it outside a loop (``get_scores``,
   ``sample_text``, ``captcha_test``), and runs no training step: its author
   says it evaluates; a loop right after the ``eval()`` is an *after-eval*
-  region of its own;
+  region of its own. Not a module's own method switching ``self`` (a
+  vocoder's ``forward``, a model's ``generate``): its caller owns the grad
+  mode;
 - *flag*: a function shared by training and evaluation through a boolean
   parameter (``def iteration(self, epoch, loader, train=True)``) whose
   training step runs only under ``if train:``, called in the file with the
@@ -168,6 +170,19 @@ def _is_test(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef) -> 
     return func.name.startswith("test_") and isinstance(parent, ast.ClassDef)
 
 
+def _module_method(ctx: FileContext, func: ast.FunctionDef) -> bool:
+    """``func`` is a method of an ``nn.Module`` subclass (of the file, or
+    through bases the run shows), or of a class that defines ``forward``."""
+    owner = ctx.facts.parents.get(func)
+    if not isinstance(owner, ast.ClassDef):
+        return False
+    if owner.name in ctx.facts.modes.classes.modules:
+        return True
+    return bool(owner.bases) and any(
+        isinstance(s, FUNCTIONS) and s.name == "forward" for s in owner.body
+    )
+
+
 def _in_lightning_class(ctx: FileContext, node: ast.AST) -> bool:
     if not ctx.facts.mentions_lightning:
         return False  # neither a base's text nor an import can say "lightning"
@@ -271,6 +286,11 @@ def evaluates_itself(ctx: FileContext, func: ast.AST) -> bool:
             found = True
             break
     if not found or _in_lightning_class(ctx, func):
+        return False
+    if all(t.split(".")[0] == "self" for t in evaluated) and _module_method(ctx, func):
+        # A module's own API (``generate``, ``sample``, ``forward`` of a
+        # vocoder) switching itself: its caller owns the grad mode, and
+        # typically calls it under ``no_grad``.
         return False
     if any(
         isinstance(n, ast.Call) and _called_attr(n) in _TRAINING_CALLS for n in walk_local(func)

@@ -36,6 +36,7 @@ from rnnfix.analysis.syntax.walks import (
 from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.api import mode_switch
 from rnnfix.analysis.torch.mode import Mode
+from rnnfix.analysis.torch.models import unwrap_built
 from rnnfix.analysis.torch.passthrough import rewraps
 from rnnfix.rules.base import FileContext, Finding, Fix
 from rnnfix.rules.rnf003.effects import train_mode_effects
@@ -47,6 +48,7 @@ from rnnfix.rules.rnf003.modes import (
     chosen_train,
     constructor_evals,
     evaluation_evals_before,
+    holds_no_state,
     in_module_method,
     is_mode_free,
     is_stateless,
@@ -456,6 +458,8 @@ class RegionJudge:
         for model, sites in sorted(calls.items(), key=lambda kv: _first(kv[1])):
             if not self.index.is_known_module(model) or is_stateless(self.ctx, model):
                 continue  # an object of an unknown class: no ``eval()`` on a guess
+            if holds_no_state(self.ctx, model):
+                continue  # no parameters, submodules or mode: ``eval()`` changes nothing
             if is_mode_free(self.ctx, model):
                 continue  # Linear/ReLU layers only: ``eval()`` changes nothing
             if own_method and model.split(".")[0] in ("self", "cls"):
@@ -466,14 +470,20 @@ class RegionJudge:
                 continue  # held in eval since ``__init__``: nothing switches it back
             if any(is_prefix(p, model) and p != model for p in calls):
                 continue  # the outermost model called here: its eval() covers this one
-            if not all(self._eval_at(self._at(site, node), model) for site in sites):
-                need.eval_models.append(model)
+            at = [self._at(site, node) for site in sites]
+            if not all(self._eval_at(a, model) for a in at):
+                if not self._evaluated_as_parameter(
+                    func, model, at
+                ) and not self._evaluated_through_wrapper(func, model, at):
+                    need.eval_models.append(model)
         if managed:
             # The region sets the mode itself; only a stray ``train()`` after
             # its own ``eval()`` (every forward runs after it) is still a bug.
             need.eval_models = [m for m in need.eval_models if self._stray_train(region, body, m)]
         need.grad = any(
-            self._grad_on(self._at(site, node)) for sites in calls.values() for site in sites
+            self._records_graph(model, self._at(site, node))
+            for model, sites in calls.items()
+            for site in sites
         )
         if calls and all(self._ran_before(node, func, m) for m in calls):
             need.eval_models, need.grad = [], False
@@ -520,6 +530,88 @@ class RegionJudge:
         node = region.node
         sites = self.index.model_calls(body).get(model, [])
         return leftover_train(self.ctx, node, body, model, [self._at(s, node) for s in sites])
+
+    def _evaluated_as_parameter(self, func: ast.AST, model: str, sites: list[ast.AST]) -> bool:
+        """``def val(net, ...): net.eval(); ... crnn(image)``, called only as
+        ``val(crnn, ...)``: every call of ``func`` (all in this file, none
+        from other files, never passed as a value) binds one of its
+        parameters to the global ``model``, and that parameter is in eval at
+        each forward of ``model``: the author's ``net.eval()`` switched it."""
+        if not isinstance(func, ast.FunctionDef) or "." in model:
+            return False
+        flow = self.ctx.facts.modes
+        info = flow.index.functions.get(func)
+        sites_of = flow.call_sites(func)
+        if info is None or not sites_of or model in info.locals:
+            return False
+        if any(caller is not None and model in self._locals(caller) for caller, _, _ in sites_of):
+            return False  # the caller's ``model`` is not the global one
+        params = [p for p in info.params if all(r.args.get(p) == model for _, _, r in sites_of)]
+        if not params or self._unseen_callers(func) is not None:
+            return False
+        return any(all(self._eval_at(site, p) for site in sites) for p in params)
+
+    def _evaluated_through_wrapper(self, func: ast.AST, model: str, sites: list[ast.AST]) -> bool:
+        """``parallel_model = nn.DataParallel(model)`` (or ``model.cuda()``, or
+        ``model``) at every binding of the global ``model`` the function runs,
+        each binding of the wrapped global followed by one of the wrapper
+        with no call of the function between them, and the wrapped model in
+        eval at each forward: the author's ``model.eval()`` switched every
+        layer the wrapper runs (mos's ``evaluate``)."""
+        if not isinstance(func, FUNCTIONS) or "." in model:
+            return False
+        flow = self.ctx.facts.modes
+        info = flow.index.functions.get(func)
+        sites_of = flow.call_sites(func)
+        if info is None or model in info.locals or not sites_of:
+            return False
+        if any(caller is not None for caller, _, _ in sites_of):
+            return False  # called from functions: the order of bindings says nothing
+        wrapper_lines, wrapped = self._module_bindings(model)
+        if not wrapper_lines or len(wrapped) != 1 or None in wrapped:
+            return False
+        inner = next(iter(wrapped))
+        assert inner is not None
+        inner_lines, _ = self._module_bindings(inner)
+        if inner == model or inner in info.locals or self._unseen_callers(func) is not None:
+            return False
+        calls = [call.lineno for _, call, _ in sites_of]
+        for line in inner_lines:
+            later = [w for w in wrapper_lines if w > line]
+            if not later or any(line < c < min(later) for c in calls):
+                return False  # the wrapper may still hold the model bound before
+        return all(self._eval_at(site, inner) for site in sites)
+
+    def _module_bindings(self, name: str) -> tuple[list[int], set[str | None]]:
+        """The lines of the module-level statements that bind the global
+        ``name``, and the name each value wraps or is (None: anything else);
+        a binding inside a function counts as anything else."""
+        lines: list[int] = []
+        wrapped: set[str | None] = set()
+        imports = self.ctx.facts.imports
+        for node in walk_tree(self.ctx.tree):
+            if not isinstance(node, ast.Name) or node.id != name:
+                continue
+            if not isinstance(node.ctx, ast.Store):
+                continue
+            stmt = enclosing_stmt(self.parents, node)
+            if stmt is None or isinstance(scope_of(self.parents, stmt), FUNCTIONS):
+                if stmt is not None and name not in self._locals_of(stmt):
+                    wrapped.add(None)  # ``global name`` in a function
+                continue
+            lines.append(stmt.lineno)
+            value = stmt.value if isinstance(stmt, ast.Assign) else None
+            inner = unwrap_built(value, imports) if value is not None else None
+            wrapped.add(inner.id if isinstance(inner, ast.Name) else None)
+        return lines, wrapped
+
+    def _locals_of(self, stmt: ast.stmt) -> frozenset[str]:
+        scope = scope_of(self.parents, stmt)
+        return self._locals(scope) if isinstance(scope, FUNCTIONS) else frozenset()
+
+    def _locals(self, fn: Func) -> frozenset[str]:
+        info = self.ctx.facts.modes.index.functions.get(fn)
+        return frozenset(info.locals) if info is not None else frozenset()
 
     def _eval_at(self, site: ast.AST, model: str) -> bool:
         """Whether ``model`` needs no ``eval()`` at ``site``, as the mode flow
@@ -574,8 +666,33 @@ class RegionJudge:
         (as the flow reads the caller there), or runs inside the project's
         own eval context (a ``with`` or decorator that switches to eval)."""
         found = self.ctx.facts.modes.entry_states(func, model)
-        return bool(found) and all(
+        if not found:
+            return self._closure_eval(func, model)
+        return all(
             "eval" in self._around(call) or state.modes == {Mode.EVAL} for call, state in found
+        )
+
+    def _closure_eval(self, func: Func, model: str) -> bool:
+        """``func`` is nested in the function that holds ``model`` and no call
+        of it is in the file (handed to a UI or a callback: alpaca-lora's
+        ``evaluate`` given to gradio in ``main``): it reads the enclosing
+        function's ``model``, which is in eval mode where ``func`` is defined
+        and that function switches it no more after the definition."""
+        flow = self.ctx.facts.modes
+        outer = scope_of(self.parents, func)
+        inner = flow.index.functions.get(func)
+        enclosing = flow.index.functions.get(outer) if isinstance(outer, FUNCTIONS) else None
+        root = model.split(".")[0]
+        if inner is None or enclosing is None or root in inner.locals:
+            return False
+        if root not in enclosing.locals or flow.mode_before(func, model).modes != {Mode.EVAL}:
+            return False
+        defined = (func.lineno, func.col_offset)
+        return not any(
+            c.function is outer
+            and (is_prefix(c.model, model) or is_prefix(model, c.model))
+            and (c.node.lineno, c.node.col_offset) > defined
+            for c in flow.mode_calls
         )
 
     def _around(self, site: ast.AST) -> frozenset[str]:
@@ -591,6 +708,14 @@ class RegionJudge:
                 break
             cur = self.parents.get(cur)
         return frozenset(found)
+
+    def _records_graph(self, model: str, site: ast.AST) -> bool:
+        """``model``'s forward at ``site`` runs with grad on and has parameters
+        that require it: not a module without parameters, not one the author
+        froze (``requires_grad_(False)``) on every path to it."""
+        if not self._grad_on(site) or holds_no_state(self.ctx, model):
+            return False
+        return not self.ctx.facts.modes.freezing.grad_free_at(model, site)
 
     def _grad_on(self, site: ast.AST) -> bool:
         if self.ctx.facts.modes.grad_enabled(site) is False:

@@ -27,6 +27,7 @@ from rnnfix.analysis.syntax.walks import (
 )
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
+from rnnfix.analysis.torch.models import unwrap_built
 from rnnfix.rules.base import FileContext, Finding, Fix
 from rnnfix.rules.rnf003.effects import train_mode_effects
 from rnnfix.rules.rnf003.models import ModelIndex
@@ -130,6 +131,41 @@ def is_mode_free(ctx: FileContext, model: str) -> bool:
         )
     ]
     return bool(values) and all(_mode_free_call(ctx, v) for v in values)
+
+
+def holds_no_state(ctx: FileContext, model: str) -> bool:
+    """Every binding of ``model`` in the file builds a module that provably
+    holds no parameter and no submodule (the receivers' class table: a torch
+    activation or pooling layer, a class of the file or the run whose
+    constructor stores neither and that reads no mode, EfficientDet's
+    ``BBoxTransform()``): its forward records no graph of its own and is the
+    same in both modes, so it needs neither ``no_grad`` nor ``eval()``."""
+    info = ctx.facts.modes.model_info(model)
+    if info is None or info.key != model or info.built_at is None:
+        return False
+    table = ctx.facts.receivers.table
+    imports = ctx.facts.imports
+    values = _bound_values(ctx, model)
+    return bool(values) and all(
+        isinstance(built := unwrap_built(v, imports), ast.Call)
+        and (ref := table.ref_call(built)).module is True
+        and not ref.stateful
+        for v in values
+    )
+
+
+def _bound_values(ctx: FileContext, model: str) -> list[ast.expr]:
+    """The values the file's assignments bind to the path ``model``."""
+    return [
+        node.value
+        for node in ast.walk(ctx.tree)
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        and node.value is not None
+        and any(
+            dotted(t) == model
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        )
+    ]
 
 
 def _mode_free_call(ctx: FileContext, call: ast.AST) -> bool:

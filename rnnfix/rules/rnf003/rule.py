@@ -43,7 +43,9 @@ A region is evaluation by intent when it is
   that switches a model to eval itself among its own statements and then
   runs it, and runs no training step; what it computes must not be kept
   on an object or handed to a callback (a policy's `saved_log_probs`):
-  that is reported, never fixed;
+  that is reported, never fixed. Not a module's own method that switches
+  the module itself (a vocoder's `forward`, a model's `generate`): its
+  caller owns the grad mode;
 
 and it calls a model (a name or attribute path that has `.eval()`/`.train()`
 called on it in the file, is built from an `nn.Module` class, or is a
@@ -205,7 +207,18 @@ is evaluation by no signal above. Also left alone:
   for the author's `train()` before it that the region's forwards run in
   (a loaded model put in train mode on purpose);
 - forwards on tensors the code makes up itself (`torch.randn(...)`,
-  `torch.zeros(...)`): a shape probe or a dry run, whose numbers mean nothing.
+  `torch.zeros(...)`): a shape probe or a dry run, whose numbers mean nothing;
+- `no_grad` for a model whose parameters the author froze on every path to
+  the forward (`for p in net.parameters(): p.requires_grad = False` before
+  it, or `model.requires_grad_(False)` before every call that passes it in),
+  and both parts for a module that holds no parameter, submodule or mode
+  (a box decoder): it records no graph, and `eval()` changes nothing;
+- `eval()` the author already made through another name of the same model:
+  a parameter every call binds to the global model the function runs
+  (`def val(net): net.eval(); ... crnn(x)` called as `val(crnn)`), the model
+  a global `nn.DataParallel` wrapper wraps at every binding, or, in a nested
+  function nothing in the file calls (handed to a UI), the enclosing
+  function's model switched to eval before the definition and not after.
 
 A forward in a function or lambda nested in the region (`def forward_func(x):
 return model(x)` handed to an attribution helper) runs when the region
