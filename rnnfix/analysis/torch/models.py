@@ -471,7 +471,10 @@ def _propagate(tree: ast.Module, index: FileIndex, models: dict[str, ModelInfo])
         for node in nodes:
             if isinstance(node, ast.Assign):
                 if len(node.targets) == 1:
-                    target, value = dotted(node.targets[0]), dotted(node.value)
+                    # ``model = self.train()``: a module's self-returning
+                    # method gives back the module itself
+                    target = dotted(node.targets[0])
+                    value = dotted(strip_self_returning(node.value))
                     if target and value:
                         moves.append((target, value))
             elif isinstance(node, ast.Call):
