@@ -417,9 +417,17 @@ class ScopeRun:
                 facts = self.fact(switch.mode, call)
                 f.set(self.flow.mode_target(self.key(recv)), facts)
                 self._through_aliases(self.key(recv), facts, f, replace=True)
+            elements: tuple[str, ...] = ()
             if recv is not None and "." not in recv:
                 # ``for m in models: m.eval()``: every model ``models`` holds.
-                for element in self._loop_elements(recv, call):
+                elements = self._loop_elements(recv, call)
+            elif recv is None and isinstance(call.func, ast.Attribute):
+                # ``for k in nets: nets[k].eval()``: the key covers every element.
+                found = self._elements().of_subscript(call.func.value, call)
+                if found and all(self.flow.tracks(e) for e in found):
+                    elements = found
+            if elements:
+                for element in elements:
                     facts = self.fact(switch.mode, call)
                     f.set(self.flow.mode_target(self.key(element)), facts)
                     self._through_aliases(self.key(element), facts, f, replace=True)
