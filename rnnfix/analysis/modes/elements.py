@@ -13,11 +13,9 @@ element must be a dotted path (a name or an attribute path).
 
 Also written out (issue 36.1, models in containers):
 
-- ``dict(G=G, D=D)`` (keywords only) reads as the dict literal, and
-  ``nn.ModuleList([enc, dec])`` / ``nn.ModuleDict({"G": G})`` of a literal as
-  that literal (a loop over a module container's elements switches each);
+- ``dict(G=G, D=D)`` (keywords only) reads as the dict literal;
 - a container bound once to an empty one (``{}``, ``[]``, ``dict()``,
-  ``nn.ModuleDict()``) and then filled only by statements of that same body,
+  ``list()``) and then filled only by statements of that same body,
   outside any condition or loop, that put an element at a constant key:
   ``self.nets["G"] = build_generator(cfg)`` (the element is the path
   ``self.nets["G"]``, or the path assigned there, ``self.nets["G"] =
@@ -28,8 +26,10 @@ The loops read: ``for m in C``, ``for m in C.values()``, ``for k, m in
 C.items()`` (``m``), and ``for k in C`` / ``C.keys()`` / ``for k, _ in
 C.items()`` with ``C[k].eval()`` in the body (``of_subscript``). Anything
 else (a comprehension, a container filled in a loop or under a condition,
-with a variable key, an ``nn.ModuleList`` built from a generator) gives no
-elements: which objects the loop visits is then not read.
+with a variable key) gives no elements: which objects the loop visits is
+then not read. Nor does an ``nn.ModuleList``/``nn.ModuleDict``: it is a
+module itself, and its own ``train()`` switches its elements under paths
+the flow does not tie to the names written into it.
 """
 
 from __future__ import annotations
@@ -260,41 +260,25 @@ class Elements:
 
 
 _EMPTY_CALLS = frozenset({"dict", "list"})
-_MODULE_CONTAINERS = frozenset({"ModuleList", "ModuleDict"})
 
 
 def _literal_of(value: ast.expr) -> ast.expr | None:
     """The literal a container's binding writes out: the literal itself;
-    ``dict(G=G, D=D)`` as ``{"G": G, "D": D}``; ``nn.ModuleList([a, b])`` /
-    ``nn.ModuleDict({...})`` (or with no argument) as their argument;
-    ``dict()`` / ``list()`` as empty ones. None for anything else."""
+    ``dict(G=G, D=D)`` as ``{"G": G, "D": D}``; ``dict()`` / ``list()`` as
+    empty ones. None for anything else."""
     if isinstance(value, (ast.List, ast.Tuple, ast.Dict)):
         return value
     if not isinstance(value, ast.Call):
         return None
     func = value.func
-    name = (
-        func.id
-        if isinstance(func, ast.Name)
-        else func.attr
-        if isinstance(func, ast.Attribute)
-        else ""
-    )
-    if name in _EMPTY_CALLS and isinstance(func, ast.Name):
+    name = func.id if isinstance(func, ast.Name) else ""
+    if name in _EMPTY_CALLS:
         if name == "dict" and not value.args and all(k.arg for k in value.keywords):
             keys: list[ast.expr | None] = [ast.Constant(k.arg) for k in value.keywords]
             return ast.Dict(keys=keys, values=[k.value for k in value.keywords])
         if name == "list" and not value.args and not value.keywords:
             return ast.List(elts=[], ctx=ast.Load())
         return None
-    if name in _MODULE_CONTAINERS and not value.keywords and len(value.args) <= 1:
-        if not value.args:
-            return (
-                ast.Dict(keys=[], values=[]) if name == "ModuleDict" else ast.List([], ast.Load())
-            )
-        arg = value.args[0]
-        wanted = ast.Dict if name == "ModuleDict" else (ast.List, ast.Tuple)
-        return arg if isinstance(arg, wanted) else None
     return None
 
 
