@@ -70,7 +70,8 @@ def test_written_out_elements(source: str, expected: tuple[str, ...]) -> None:
     "source",
     [
         # filled under a condition, in a loop, at a variable key
-        'nets = {}\nnets["G"] = G\nif d:\n    nets["D"] = D\nfor n in nets.values():\n    n.eval()\n',
+        'nets = {}\nnets["G"] = G\nif d:\n    nets["D"] = D\n'
+        "for n in nets.values():\n    n.eval()\n",
         "ms = []\nfor x in xs:\n    ms.append(x)\nfor m in ms:\n    m.eval()\n",
         "nets = {}\nfor k in ks:\n    nets[k] = build(k)\nfor n in nets.values():\n    n.eval()\n",
         # changed in another way too
