@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import ast
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.walks import walk_tree
@@ -92,6 +92,48 @@ class Elements:
                 if conditional or _keys_of(cur, key) != container:
                     return None
                 return self._elements_of(container, values=True, loop=cur)
+            conditional = conditional or isinstance(cur, (ast.If, ast.IfExp, ast.Try, ast.While))
+            cur = self.parents.get(cur)
+        return None
+
+    def covering(self, receiver: ast.expr, at: ast.AST) -> tuple[str, str] | None:
+        """The container every element of which the mode call ``at`` on
+        ``receiver`` switches, one per iteration, whatever it holds: (its
+        path, "list" or "dict" as the loop reads it). ``for m in C: m.eval()``
+        (a list), ``for m in C.values()`` or ``for k, m in C.items()`` (a
+        dict), ``for k in C: C[k].eval()`` (a dict's keys). None under a
+        condition inside the loop, or for any other receiver. Whether ``C``
+        holds only modules is the caller's question
+        (``models.model_containers``)."""
+        if isinstance(receiver, ast.Subscript) and isinstance(receiver.slice, ast.Name):
+            key, container = receiver.slice.id, dotted(receiver.value)
+            loop = self._loop_binding(key, at)
+            if loop is None or container is None or _keys_of(loop, key) != container:
+                return None
+            return container, "dict"
+        if not isinstance(receiver, ast.Name):
+            return None
+        loop = self._loop_binding(receiver.id, at)
+        if loop is None or _loop_value(loop) != receiver.id:
+            return None
+        it = loop.iter
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and not it.args:
+            method = it.func.attr
+            if method == "values" or (method == "items" and _items_value(loop) is not None):
+                path = dotted(it.func.value)
+                return (path, "dict") if path is not None else None
+            return None
+        path = dotted(it)
+        return (path, "list") if path is not None else None
+
+    def _loop_binding(self, name: str, at: ast.AST) -> ast.For | ast.AsyncFor | None:
+        """The innermost loop around ``at`` that binds ``name``, when no
+        condition inside it stands between (else None)."""
+        cur = self.parents.get(at)
+        conditional = False
+        while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if isinstance(cur, (ast.For, ast.AsyncFor)) and name in _target_names(cur.target):
+                return None if conditional else cur
             conditional = conditional or isinstance(cur, (ast.If, ast.IfExp, ast.Try, ast.While))
             cur = self.parents.get(cur)
         return None
@@ -407,7 +449,12 @@ def _inside(parents: Mapping[ast.AST, ast.AST], node: ast.AST, owner: ast.AST | 
 
 
 def loop_spelling(
-    elements: Elements, switch: ast.AST, models: set[str], source: str, scope: ast.AST
+    elements: Elements,
+    switch: ast.AST,
+    models: set[str],
+    source: str,
+    scope: ast.AST,
+    container_kind: Callable[[str], str | None] = lambda _: None,
 ) -> str | None:
     """How the author writes the mode calls of ``models``: the loop around
     ``switch`` (``for m in models: m.eval()``, ``for k, m in nets.items():
@@ -416,7 +463,9 @@ def loop_spelling(
     the author's own header and receiver (``{method}`` left to fill). None
     when the loop visits other models too (a fix must not switch a teacher
     the author keeps in eval), or when one of its variables names anything
-    else in ``scope`` (a loop of ours would rebind it)."""
+    else in ``scope`` (a loop of ours would rebind it). ``container_kind``:
+    "list"/"dict" for a container of modules filled at run time (the loop
+    then covers it as one path, ``Elements.covering``)."""
     if not (isinstance(switch, ast.Call) and isinstance(switch.func, ast.Attribute)):
         return None
     receiver = switch.func.value
@@ -437,6 +486,10 @@ def loop_spelling(
         found = elements.of_loop(loop) if _loop_value(loop) == name else None
     else:
         found = elements.of_subscript(receiver, switch)
+    if found is None:
+        cover = elements.covering(receiver, switch)
+        if cover is not None and container_kind(cover[0]) == cover[1]:
+            found = (cover[0],)
     if found is None or set(found) != models:
         return None
     target = ast.get_source_segment(source, loop.target)
@@ -449,7 +502,7 @@ def loop_spelling(
             if isinstance(node, ast.Name) and node.id == var:
                 owner = elements.parents.get(node)
                 if not (isinstance(owner, ast.For) and _holds(owner.target, node)) and not (
-                    _in_loop_of(elements, node, var)
+                    _in_loop_of(elements, node, var, container_kind)
                 ):
                     return None
             elif isinstance(node, ast.arg) and node.arg == var:
@@ -457,7 +510,7 @@ def loop_spelling(
     return f"for {target} in {header}:\n    {call}.{{method}}()"
 
 
-def _loop_value(loop: ast.For) -> str | None:
+def _loop_value(loop: ast.For | ast.AsyncFor) -> str | None:
     """The variable that holds each element: ``m`` in ``for m in C`` and
     ``for k, m in C.items()``."""
     return loop.target.id if isinstance(loop.target, ast.Name) else _items_value(loop)
@@ -467,11 +520,17 @@ def _holds(target: ast.expr, node: ast.AST) -> bool:
     return any(n is node for n in ast.walk(target))
 
 
-def _covers(elements: Elements, loop: ast.For) -> bool:
-    """``loop`` runs through written-out elements, or through every key of a
-    container whose elements are written out."""
+def _covers(elements: Elements, loop: ast.For, container_kind: Callable[[str], str | None]) -> bool:
+    """``loop`` runs through written-out elements, through every key of a
+    container whose elements are written out, or through a container of
+    modules filled at run time."""
     if elements.of_loop(loop) is not None:
         return True
+    value = _loop_value(loop)
+    if value is not None:
+        cover = elements.covering(ast.Name(value), loop.body[0])
+        if cover is not None and container_kind(cover[0]) == cover[1]:
+            return True
     for key in _target_names(loop.target):
         container = _keys_of(loop, key)
         if container is not None and elements.elements_of(container, loop) is not None:
@@ -479,15 +538,18 @@ def _covers(elements: Elements, loop: ast.For) -> bool:
     return False
 
 
-def _in_loop_of(elements: Elements, node: ast.AST, name: str) -> bool:
+def _in_loop_of(
+    elements: Elements, node: ast.AST, name: str, container_kind: Callable[[str], str | None]
+) -> bool:
     """``node`` lies in the body of a ``for`` over written-out elements (or
-    every key of such a container) that binds ``name``."""
+    every key of such a container, or a container of modules) that binds
+    ``name``."""
     cur = elements.parents.get(node)
     while cur is not None:
         if (
             isinstance(cur, ast.For)
             and name in _target_names(cur.target)
-            and _covers(elements, cur)
+            and _covers(elements, cur, container_kind)
         ):
             return True
         cur = elements.parents.get(cur)
