@@ -706,6 +706,15 @@ def _finding(ctx: FileContext, flow: ModeFlow, group: _Group) -> Finding:
     elif group.anchor is not None:
         loop = _author_loop(ctx, flow, group, facts)
         whole = _switched_whole(ctx, flow, group, step) if loop is None else None
+        held = [m for m in models if (info := flow.models.get(m)) and info.container]
+        if loop is None and whole is None and held:
+            # A dict or list of modules has no ``train()``: only the author's
+            # own loop over it could be repeated, and there is none to copy.
+            message += (
+                f"; not fixed: `{held[0]}` is a container of modules, and no loop of the "
+                "author's over it can be repeated"
+            )
+            return ctx.finding("RNF001", step.node, message, None)
         if loop is not None:
             code: tuple[str, ...] = (loop,)
         elif whole is not None:
@@ -768,8 +777,15 @@ def _author_loop(
     (switch,) = origins.values()
     scope = scope_of(flow.parents, group.anchor)
     elements = Elements(ctx.tree, flow.parents)
-    found = loop_spelling(elements, switch, set(group.models), ctx.source, scope)
+    found = loop_spelling(
+        elements, switch, set(group.models), ctx.source, scope, lambda m: _container_kind(flow, m)
+    )
     return found.format(method="train") if found is not None else None
+
+
+def _container_kind(flow: ModeFlow, model: str) -> str | None:
+    info = flow.models.get(model)
+    return info.container if info is not None else None
 
 
 def _superseded_trains(

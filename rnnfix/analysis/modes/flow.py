@@ -287,6 +287,17 @@ class ScopeRun:
             # ``for m in (encoder, decoder):``: written-out elements, so the
             # body runs at least once; the loop never exits as it entered.
             exit_from = join(back)
+        elif isinstance(s, ast.For) and tested is not None and back:
+            # A loop over a container of modules filled at run time may run
+            # no time at all, but then the container has no element to be
+            # in another mode: its path leaves the loop as the body left it.
+            path = self._covered_container(s)
+            done = join(back) if path is not None else None
+            if path is not None and self._elements().elements_of(path, s):
+                exit_from = done  # its keys are written out: the body runs
+            elif path is not None and done is not None:
+                exit_from = tested.copy()
+                exit_from.set(path, done.lookup(path))
         normal = None if infinite or exit_from is None else self.block(s.orelse, exit_from.copy())
         return join([normal, *ctx.breaks])
 
@@ -424,9 +435,21 @@ class ScopeRun:
                 facts = self.fact(switch.mode, call)
                 f.set(self.flow.mode_target(self.key(recv)), facts)
                 self._through_aliases(self.key(recv), facts, f, replace=True)
+            elements: tuple[str, ...] = ()
             if recv is not None and "." not in recv:
                 # ``for m in models: m.eval()``: every model ``models`` holds.
-                for element in self._loop_elements(recv, call):
+                elements = self._loop_elements(recv, call)
+            elif recv is None and isinstance(call.func, ast.Attribute):
+                # ``for k in nets: nets[k].eval()``: the key covers every element.
+                found = self._elements().of_subscript(call.func.value, call)
+                if found and all(self.flow.tracks(e) for e in found):
+                    elements = found
+            if not elements and isinstance(call.func, ast.Attribute):
+                # ``for net in self.nets.values(): net.eval()`` over a container
+                # filled at run time with modules only: all of it.
+                elements = self._container(call.func.value, call)
+            if elements:
+                for element in elements:
                     facts = self.fact(switch.mode, call)
                     f.set(self.flow.mode_target(self.key(element)), facts)
                     self._through_aliases(self.key(element), facts, f, replace=True)
@@ -448,6 +471,27 @@ class ScopeRun:
         if found is None:
             found = _ELEMENTS[self.flow] = Elements(self.flow.tree, self.flow.parents)
         return found
+
+    def _covered_container(self, loop: ast.For) -> str | None:
+        """The container of modules whose every element ``loop`` visits."""
+        if not loop.body:
+            return None
+        for name in sorted({n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}):
+            for receiver in (ast.Name(name), ast.Subscript(loop.iter, ast.Name(name))):
+                found = self._container(receiver, loop.body[0])
+                if found:
+                    return found[0]
+        return None
+
+    def _container(self, receiver: ast.expr, call: ast.AST) -> tuple[str, ...]:
+        """The container of modules (``models.model_containers``) whose every
+        element the loop around ``call`` switches, as one path."""
+        found = self._elements().covering(receiver, call)
+        if found is None:
+            return ()
+        path, kind = found
+        info = self.flow.models.get(path)
+        return (path,) if info is not None and info.container == kind else ()
 
     def _loop_elements(self, name: str, call: ast.Call) -> tuple[str, ...]:
         """The models a loop variable runs through (``elements``), when every

@@ -61,7 +61,7 @@ from rnnfix.analysis.modes.tracked import (
     switched_receivers,
 )
 from rnnfix.analysis.syntax.aliases import canonical, function_aliases
-from rnnfix.analysis.syntax.names import parent_path
+from rnnfix.analysis.syntax.names import dotted, parent_path
 from rnnfix.analysis.syntax.scopes import LOOPS, FuncNode, FunctionInfo, Resolved
 from rnnfix.analysis.syntax.walks import walk_local, walk_subtree
 from rnnfix.analysis.torch.api import module_mode_switch
@@ -470,7 +470,15 @@ class ModeFlow:
 
     def forward_path(self, call: ast.Call, is_model: Callable[[str], bool]) -> str | None:
         """``models.forward_path`` with this file's classes: the path whose
-        forward ``call`` runs, for a caller's notion of ``is_model``."""
+        forward ``call`` runs, for a caller's notion of ``is_model``.
+        ``C[i](x)`` with any key runs an element of ``C``, a container of
+        modules filled at run time (``models.model_containers``): ``C``."""
+        func = call.func
+        if isinstance(func, ast.Subscript) and dotted(func) is None:
+            owner = dotted(func.value)
+            info = self.models.get(owner) if owner is not None else None
+            if owner is not None and info is not None and info.container and is_model(owner):
+                return owner
         return forward_path(call, is_model, self.is_submodule)
 
     def is_submodule(self, owner: str, attr: str) -> bool:

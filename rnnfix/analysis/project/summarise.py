@@ -156,23 +156,50 @@ def _summarise(
             if known is not None
             else ClassSummary(cls.name, False, (), is_test=True)
         )
+    # Every module-level definition is recorded, the ones that do nothing to
+    # grad or the mode too (an empty set): a decorator that only sets
+    # ``__doc__`` (torchensemble's ``torchensemble_model_doc``) is then known
+    # to handle nothing, as a definition of the caller's own file is, rather
+    # than unknown (which leaves every region under it alone).
     handlers: dict[str, frozenset[str]] = {}
-    if handler_code or mode_code:  # ``.eval(`` alone can make a wrapper one
-        import_map = ImportMap.build(tree)
-        may_handle = _handler_text(source, import_map)
-        for stmt in tree.body:
-            if isinstance(stmt, (*_FUNCS, ast.ClassDef)) and may_handle(stmt):
-                found = definition_handling(stmt, import_map)
-                if found:
-                    handlers[stmt.name] = found
+    import_map = ImportMap.build(tree) if handler_code or mode_code else None
+    may_handle = _handler_text(source, import_map) if import_map is not None else None
+    rebound = _rebound_defs(tree.body)
+    for stmt in tree.body:
+        if isinstance(stmt, (*_FUNCS, ast.ClassDef)) and stmt.name not in rebound:
+            handlers[stmt.name] = (
+                definition_handling(stmt, import_map)
+                if may_handle is not None and import_map is not None and may_handle(stmt)
+                else frozenset()
+            )
     loaders = _loaders(tree) if load_code else {}
-    if not (functions or classes or handlers or loaders or os.path.basename(path) == "__init__.py"):
+    handles = any(handlers.values())
+    if not (functions or classes or handles or loaders or os.path.basename(path) == "__init__.py"):
         return None
     # A file's calls of its own functions are not calls of another file's
     # (definitions are statements: no need to walk expressions).
     defined = {n.name for n in statements(tree.body) if isinstance(n, _FUNCS)}
     called = frozenset(_CALLED_NAME.findall(source)) - defined
     return ModuleSummary(functions, classes, imports, handlers, called, loaders)
+
+
+def _rebound_defs(body: list[ast.stmt]) -> frozenset[str]:
+    """Module-level names defined more than once, or defined and assigned
+    (``fn = wrap(fn)``): what the name ends up bound to is not read."""
+    seen: set[str] = set()
+    out: set[str] = set()
+    for stmt in body:
+        names: list[str] = []
+        if isinstance(stmt, (*_FUNCS, ast.ClassDef)):
+            names = [stmt.name]
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        for name in names:
+            (out if name in seen else seen).add(name)
+            if not isinstance(stmt, (*_FUNCS, ast.ClassDef)):
+                out.add(name)
+    return frozenset(out)
 
 
 def _handler_text(source: str, imports: ImportMap) -> Callable[[ast.stmt], bool]:

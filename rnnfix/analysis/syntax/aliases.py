@@ -4,6 +4,9 @@
   binding of ``model`` in it, with ``self.model`` never rebound there: in that
   method ``model`` *is* ``self.model`` (a ``model.eval()`` in ``evaluate()``
   is ``self.model.eval()`` for the ``train()`` that calls it).
+- local <- the module itself: ``model = self.train()`` or ``model =
+  self.to(device)`` (self-returning methods) at the top of a method, maybe
+  rewrapped later: ``model`` is ``self``.
 - attribute <- parameter: ``self.model = model`` in a method that never
   rebinds either: there ``model`` is ``self.model`` (``Adam(model.parameters())``
   in ``__init__`` updates ``self.model``).
@@ -22,7 +25,7 @@ import ast
 from collections import Counter
 from collections.abc import Callable
 
-from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import FileIndex, FuncNode
 from rnnfix.analysis.syntax.walks import walk_subtree
 
@@ -74,14 +77,24 @@ def function_aliases(
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
             continue
         target, value = dotted(stmt.targets[0]), dotted(stmt.value)
+        if value is None and this is not None:
+            # ``model = self.train()``, ``model = self.to(device)`` in a
+            # module's method (deepctr's ``BaseModel.fit``): the module itself,
+            # returned by its own self-returning method.
+            inner = strip_self_returning(stmt.value)
+            if inner is not stmt.value and dotted(inner) == this:
+                value = this
         if target is None or value is None or bound[value] > 0:
             continue
-        if bound[target] != 1 and not ("." in value and bound[target] == 1 + rewrapped[target]):
+        whole = value == this  # the module itself: ``self`` is never rebound
+        if bound[target] != 1 and not (
+            ("." in value or whole) and bound[target] == 1 + rewrapped[target]
+        ):
             continue
         if isinstance(stmt.targets[0], ast.Name) and target not in params:
             # local <- attribute of self (or of a parameter), maybe rewrapped
             root = value.split(".")[0]
-            if "." in value and (root == this or root in params):
+            if ("." in value and (root == this or root in params)) or whole:
                 out[target] = (value, stmt)
         elif this is not None and target.startswith(this + ".") and value in params:
             # attribute <- parameter: the parameter names the attribute

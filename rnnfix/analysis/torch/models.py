@@ -59,11 +59,15 @@ class ModelInfo:
     class_name: str | None  # local class name or qualified torch name ("torch.nn.LSTM")
     has_rnn: bool | None  # contains an LSTM/GRU/RNN (None: not known)
     # "built" | "mode+call" | "call+parameters" | "loaded+use" | "argument" | "submodule",
+    # "container" (``model_containers``),
     # or "external": only a function of another file it is passed to uses it as one
     evidence: str
     # Methods that run its forward, from the library table (a transformers
     # model's ``generate``); an in-repo class's are ``forwards.forward_methods``.
     forwards: frozenset[str] = frozenset()
+    # "dict" | "list": a container of modules filled at run time
+    # (``model_containers``, evidence "container"); None for a module.
+    container: str | None = None
 
 
 class _Classes(Protocol):
@@ -316,6 +320,8 @@ def find_models(
         if cls not in classes.modules:
             not_models.add(text)
     models: dict[str, ModelInfo] = dict(built)
+    for key, (kind, rnn) in model_containers(tree, imports, classes).items():
+        models.setdefault(key, ModelInfo(key, None, None, rnn, "container", container=kind))
     rebound = _rebound_imports(tree, imports)
     used = called | parameters | mode_receivers
     for key in sorted(mode_receivers | (called & parameters) | (loads.keys() & used)):
@@ -350,6 +356,104 @@ def find_models(
             models[key] = ModelInfo(key, None, None, None, "submodule")
     _propagate(tree, index, models)
     return models
+
+
+_EMPTY = frozenset({"dict", "list"})
+_FILLS = frozenset({"append", "insert"})
+
+
+def model_containers(
+    tree: ast.Module, imports: ImportMap, classes: ModuleClasses
+) -> dict[str, tuple[str, bool]]:
+    """Containers filled at run time whose every element is built from a
+    module class (issue 36.1): ``self.nets = {}`` then ``self.nets[name] =
+    Net(name)`` in a loop, ``models = [Net() for _ in range(k)]``,
+    ``models.append(Net())``. Path -> whether an element holds an RNN.
+
+    The path is bound exactly once (to an empty ``{}``/``[]``/``dict()``/
+    ``list()`` or to a comprehension whose element builds a module), and
+    changed only by putting a built module in (``C[key] = Net()``,
+    ``C.append(Net())``, ``C.insert(i, Net())``, at any key, under any
+    condition: every element is a module whichever run). Anything else put
+    in or done to it (another value, ``update``, ``extend``, ``+=``, a second
+    binding) rules it out. A path read this way stands for all its
+    elements: a mode call on every element switches it, ``C[k](x)`` runs it;
+    no fix calls a method on it (a dict has no ``train()``). Path -> ("dict"
+    or "list", whether an element holds an RNN)."""
+    bound: dict[str, list[ast.expr | None]] = {}
+    fills: dict[str, list[ast.expr]] = {}
+    spoiled: set[str] = set()
+    for node in walk_tree(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Subscript):
+                    container = dotted(t.value)
+                    if container is not None:
+                        if isinstance(node, ast.Assign) and node.value is not None:
+                            fills.setdefault(container, []).append(node.value)
+                        else:
+                            spoiled.add(container)
+                    continue
+                for sub in ast.walk(t):
+                    text = dotted(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
+                    if text is not None:
+                        value = node.value if isinstance(node, ast.Assign) and sub is t else None
+                        bound.setdefault(text, []).append(value)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension, ast.withitem)):
+            target = node.optional_vars if isinstance(node, ast.withitem) else node.target
+            for sub in ast.walk(target) if target is not None else ():
+                text = dotted(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
+                if text is not None:
+                    bound.setdefault(text, []).append(None)
+        elif isinstance(node, ast.Delete):
+            for t in node.targets:
+                if isinstance(t, ast.Subscript) and (c := dotted(t.value)) is not None:
+                    spoiled.add(c)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            container = dotted(node.func.value)
+            if container is None:
+                continue
+            if node.func.attr in _FILLS and node.args and not node.keywords:
+                fills.setdefault(container, []).append(node.args[-1])
+            elif node.func.attr in _MUTATOR_METHODS:
+                spoiled.add(container)
+    out: dict[str, tuple[str, bool]] = {}
+    for text, values in bound.items():
+        if len(values) != 1 or values[0] is None or text in spoiled:
+            continue
+        value = values[0]
+        start: list[ast.expr] = []
+        if isinstance(value, (ast.ListComp, ast.DictComp)):
+            start = [value.elt if isinstance(value, ast.ListComp) else value.value]
+        elif not _empty_container(value):
+            continue
+        put = start + fills.get(text, [])
+        found = [built_class(v, imports, classes) for v in put]
+        if not put or any(f is None for f in found):
+            continue
+        kind = "dict" if isinstance(value, (ast.Dict, ast.DictComp)) else "list"
+        if isinstance(value, ast.Call):
+            kind = value.func.id  # type: ignore[attr-defined]  # ``dict()``, ``list()``
+        out[text] = (kind, any(bool(f[2]) for f in found if f is not None))
+    return out
+
+
+_MUTATOR_METHODS = frozenset(
+    {"extend", "update", "setdefault", "pop", "popitem", "remove", "clear", "__setitem__"}
+)
+
+
+def _empty_container(value: ast.expr) -> bool:
+    if isinstance(value, (ast.List, ast.Dict)):
+        return not (value.elts if isinstance(value, ast.List) else value.keys)
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id in _EMPTY
+        and not value.args
+        and not value.keywords
+    )
 
 
 def _forwarded_receivers(
@@ -471,7 +575,10 @@ def _propagate(tree: ast.Module, index: FileIndex, models: dict[str, ModelInfo])
         for node in nodes:
             if isinstance(node, ast.Assign):
                 if len(node.targets) == 1:
-                    target, value = dotted(node.targets[0]), dotted(node.value)
+                    # ``model = self.train()``: a module's self-returning
+                    # method gives back the module itself
+                    target = dotted(node.targets[0])
+                    value = dotted(strip_self_returning(node.value))
                     if target and value:
                         moves.append((target, value))
             elif isinstance(node, ast.Call):
@@ -504,4 +611,6 @@ def _weak(info: ModelInfo) -> bool:
 def _derived(key: str, src: ModelInfo) -> ModelInfo:
     # A loader's result stays one (what proves it a module is read from its uses).
     evidence = "loaded+use" if src.evidence == "loaded+use" else "argument"
-    return ModelInfo(key, src.built_at, src.class_name, src.has_rnn, evidence, src.forwards)
+    return ModelInfo(
+        key, src.built_at, src.class_name, src.has_rnn, evidence, src.forwards, src.container
+    )

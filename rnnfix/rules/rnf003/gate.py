@@ -276,11 +276,14 @@ class ModelEvidence:
 
     def may_call_model(self, roots: Iterable[ast.AST]) -> bool:
         """Whether a call in ``roots`` (walked as ``ModelIndex.model_calls``
-        walks them) may run a model other than ``self``/``cls``."""
+        walks them) may run a model other than ``self``/``cls``, or ``self``
+        in a file that switches ``self``'s mode (a module's method that
+        trains itself, ``modes.trains_itself``, evaluates ``self``)."""
+        own = "self" in self.seeds
         for root in roots:
             for n in walk_local(root):
                 if isinstance(n, ast.Call) and any(
-                    key not in _NOT_MODELS and self.may_be_model(key)
+                    (key not in _NOT_MODELS or (own and key == "self")) and self.may_be_model(key)
                     for key in self._forward_keys(n)
                 ):
                     return True

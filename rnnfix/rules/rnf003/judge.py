@@ -54,6 +54,8 @@ from rnnfix.rules.rnf003.modes import (
     is_stateless,
     leftover_train,
     phase_loop_finding,
+    steps_run_self,
+    trains_itself,
 )
 from rnnfix.rules.rnf003.restore import restore_edits
 from rnnfix.source.edits import (
@@ -121,10 +123,11 @@ class RegionJudge:
         else:
             body = [node]
         functions = function_parameters(self.parents, node)
+        owner = self._self_trainer(node)
         calls = {
             m: cs
             for m, cs in self.index.model_calls(body).items()
-            if m not in ("self", "cls")
+            if (m not in ("self", "cls") or (m == "self" and owner))
             and m.split(".")[0] not in functions
             and not self._unproven_load(m)
         }
@@ -169,6 +172,12 @@ class RegionJudge:
             need.grad_helper = next(filter(None, map(self.local.gradient_helper, body)), None)
         need.escape = self._escape(region, body)
         return self._finding(region, body, calls, need)
+
+    def _self_trainer(self, node: ast.AST) -> bool:
+        """The region is in a module's own method that trains ``self`` itself
+        (``modes.trains_itself``): ``self`` is a model it evaluates."""
+        func = node if isinstance(node, FUNCTIONS) else scope_of(self.parents, node)
+        return isinstance(func, FUNCTIONS) and trains_itself(self.ctx, func)
 
     def _trains_elsewhere(self, body: list[ast.stmt], scope: ast.AST) -> bool:
         """A call in ``body`` runs a function of another file of the run whose
@@ -463,7 +472,8 @@ class RegionJudge:
             if is_mode_free(self.ctx, model):
                 continue  # Linear/ReLU layers only: ``eval()`` changes nothing
             if own_method and model.split(".")[0] in ("self", "cls"):
-                continue
+                if not (model == "self" and self._self_trainer(node)):
+                    continue
             if isinstance(func, FUNCTIONS) and has_mode_setter(flow, func, model, Mode.EVAL):
                 continue  # its class's own ``eval()`` is how its callers evaluate
             if constructor_evals(self.ctx, func, model):
@@ -516,6 +526,11 @@ class RegionJudge:
                 need.no_fix = f"it switches `{model}` to train mode itself"
             elif self._eval_anchor(region, body, model) is None:
                 need.no_fix = f"`{model}` is rebound inside it"
+            elif model == "self" and not steps_run_self(self.ctx, func):  # type: ignore[arg-type]
+                need.no_fix = (
+                    "no training step of the method is seen running `self`, so the "
+                    "`train()` that must follow an `eval()` here could not be put back"
+                )
         return need
 
     def _stray_train(self, region: EvalRegion, body: list[ast.stmt], model: str) -> bool:

@@ -77,6 +77,38 @@ def in_module_method(ctx: FileContext, func: Func) -> bool:
     )
 
 
+def trains_itself(ctx: FileContext, func: Func) -> bool:
+    """``func`` is a module's own method that trains the module itself (a
+    Keras-like ``fit``, torchensemble's estimators): a statement of its own
+    body, outside any condition or loop, is ``self.train()``, and it runs a
+    training step. ``self``'s mode is then this method's to manage, not its
+    caller's, and an evaluation inside it (validation in the epoch loop) runs
+    ``self`` as any evaluation runs a model: it needs ``self.eval()``. Any
+    other method of a module leaves ``self``'s mode to its caller."""
+    if not in_module_method(ctx, func) or not func.args.args or func.args.args[0].arg != "self":
+        return False
+    own = any(
+        isinstance(s, ast.Expr)
+        and (switch := module_mode_switch(s.value)) is not None
+        and switch.mode is Mode.TRAIN
+        and dotted(switch.receiver) == "self"
+        for s in func.body
+    )
+    return own and any(True for _ in training_steps(ctx, func))
+
+
+def steps_run_self(ctx: FileContext, func: Func) -> bool:
+    """A training step of ``func`` runs ``self`` as the mode flow reads it
+    (``self(x)``, ``self.forward(x)``, a method that reaches them): RNF001
+    then sees an ``eval()`` of ``self`` reach the next step and puts
+    ``train()`` back at the loop head. A step the flow does not tie to
+    ``self`` (its forward goes through a helper that runs the elements of a
+    container, torchensemble's ``self._forward``) would stay in eval."""
+    return any(
+        step.function is func and "self" in step.models for step in ctx.facts.modes.training_steps
+    )
+
+
 def is_stateless(ctx: FileContext, model: str) -> bool:
     """``model`` is built from a torch module without parameters or a mode
     (a module-level ``softmax = nn.Softmax(dim=1)``), or a ``Sequential`` of them."""

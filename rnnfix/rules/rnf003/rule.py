@@ -183,7 +183,12 @@ is evaluation by no signal above. Also left alone:
 - a module's own methods (a method of an `nn.Module` subclass, or of a class
   that defines `forward`): no `self.decoder.eval()`/`self.lstm.eval()` is
   inserted there, a partial switch that would outlive the call; the
-  module's user sets its mode (`no_grad` is still judged as below);
+  module's user sets its mode (`no_grad` is still judged as below). Except
+  a method that trains the module itself (`self.train()` in its own body and
+  a training step, a Keras-like `fit`): its validation runs `self` like any
+  model and gets `self.eval()`, fixed when a training step of the method is
+  seen running `self` (RNF001 then puts `self.train()` back at the loop
+  head), reported otherwise;
 - a region that switches a model to eval itself (`model.eval()` inside the
   loop): the author manages the modes there;
 - `self.<model>` in a method of a plain class that has its own mode setter
