@@ -35,6 +35,7 @@ from rnnfix.analysis.torch.api import module_mode_switch
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
+    from rnnfix.analysis.modes.flowview import FlowSource
 
 # Boolean parameters that say "this call trains" (``regiontext`` reads them too).
 FLAG_NAMES = frozenset({"train", "training", "is_train", "is_training", "train_mode"})
@@ -94,15 +95,22 @@ def off_calls(ctx: FileContext, func: ast.FunctionDef, flag: FlagParam) -> list[
     ]
 
 
-def string_guard(ctx: FileContext, node: ast.AST, func: ast.FunctionDef) -> str | None:
+def string_guard(src: FlowSource, node: ast.AST, func: ast.FunctionDef) -> str | None:
     """The parameter of the innermost ``if mode == "train":`` (or ``mode in
     ("train", ...)``) above ``node`` in ``func``, in its true branch."""
     params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
-    found = _string_guard(ctx, node, func, params)
-    return found[0] if found is not None else None
+    child: ast.AST = node
+    cur = src.facts.parents.get(node)
+    while cur is not None and cur is not func:
+        if isinstance(cur, ast.If) and child in cur.body:
+            name = _compared_param(cur.test, params)
+            if name is not None:
+                return name
+        child, cur = cur, src.facts.parents.get(cur)
+    return None
 
 
-def turns_off(ctx: FileContext, call: ast.Call, func: ast.FunctionDef, name: str) -> bool:
+def turns_off(ctx: FlowSource, call: ast.Call, func: ast.FunctionDef, name: str) -> bool:
     """``call`` (of ``func``) passes the flag parameter ``name`` off."""
     return _turns_off(ctx, call, func, name)
 
@@ -194,7 +202,7 @@ def _training_value(value: str) -> bool:
 
 
 def _turns_off(
-    ctx: FileContext, call: ast.Call, func: ast.FunctionDef, name: str, depth: int = 0
+    ctx: FlowSource, call: ast.Call, func: ast.FunctionDef, name: str, depth: int = 0
 ) -> bool:
     """``call`` (of ``func``) passes parameter ``name`` off: ``False`` or a
     string that is no training word, passed or left as the default, or the
