@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from rnnfix import check
+from rnnfix.analysis.context import FileContext
+from rnnfix.analysis.modes.flagparams import string_guard
 
 _TRAINER = """import torch
 from torch import nn
@@ -58,3 +62,24 @@ def test_still_reported_when_the_eval_mode_may_reach_the_step(
     train_body: str, test_flag: str, guard: str
 ) -> None:
     assert _rnf001(train_body, test_flag, guard) == 1
+
+
+@pytest.mark.parametrize(
+    ("guard", "flag"),
+    [
+        ('mode == "train" or mode == "train+log"', "mode"),
+        ('mode in ("train", "train+log")', "mode"),
+        ('"train" == mode', "mode"),
+        ('mode == "train" or mode == "eval"', None),  # "eval" does not train
+        ('mode == "train" or phase == "train"', None),  # two parameters
+        ('mode in ("train+log",)', None),  # no plain training word
+    ],
+)
+def test_string_guards_name_training_modes(guard: str, flag: str | None) -> None:
+    source = f"def run(mode, phase):\n    if {guard}:\n        loss.backward()\n"
+    tree = ast.parse(source)
+    ctx = FileContext(source=source, tree=tree, path="t.py")
+    func = tree.body[0]
+    assert isinstance(func, ast.FunctionDef)
+    step = func.body[0].body[0]  # type: ignore[attr-defined]
+    assert string_guard(ctx, step, func) == flag

@@ -218,3 +218,46 @@ def test_star_reexports_are_followed(tmp_path: Path) -> None:
     view = index.view(str(main), ast.parse(main.read_text()))
     found = view.lookup(_expr("utils.predict"))
     assert found is not None and found.summary.forwards == ("model",)  # type: ignore[union-attr]
+
+
+_PIECES = """
+class AutoEncoder(nn.Module):
+    def __init__(self, encoder, tokenizer):
+        super().__init__()
+        self.encoder = encoder
+        self.tokenizer = tokenizer
+        self.blocks = nn.ModuleList([nn.Linear(4, 4)])
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(self.encode(self.mask(x)))
+
+    def encode(self, x):
+        return self.encoder(x)
+
+    def mask(self, x):
+        return x * (x != 0)
+
+    def features(self, x):
+        return self.head(x)
+
+    def block(self, x, i):
+        return self.blocks[i](x)
+
+    def tokens(self, text):
+        return self.tokenizer(text)
+
+    def size(self):
+        return sum(p.numel() for p in self.parameters())
+"""
+
+
+def test_forward_methods_include_the_pieces_of_the_forward() -> None:
+    cls = ast.parse(_PIECES).body[0]
+    assert isinstance(cls, ast.ClassDef)
+    # ``encode``: called by ``forward``, runs an attribute the class assigns;
+    # ``features``/``block``: run a submodule (``submodules``, the caller's).
+    # ``mask`` (reached, calls no attribute), ``tokens`` (a plain callable
+    # ``forward`` never reaches) and ``size`` (an inherited method) run nothing.
+    assert forward_methods(cls, frozenset({"blocks", "head"})) == {"encode", "features", "block"}
+    assert forward_methods(cls) == {"encode"}

@@ -93,8 +93,9 @@ def test_a_method_that_trains_or_switches_modes_is_not_a_wrapper() -> None:
 
 def test_a_model_method_that_runs_its_forward_runs_the_model() -> None:
     assert _wrapped("model.predict(torch.ones(1, 4))") == ("model",)
-    # a method that runs a submodule only is not read as the model's forward
-    assert _wrapped("model.encode(torch.ones(1, 4))") == ()
+    # a method that runs a submodule the class builds (``self.fc``) runs part
+    # of the model's forward too (issue 36.2: TabNet's ``forward_masks``)
+    assert _wrapped("model.encode(torch.ones(1, 4))") == ("model",)
 
 
 def test_a_modules_own_methods_run_parts_of_self() -> None:

@@ -35,6 +35,7 @@ from rnnfix.analysis.torch.api import module_mode_switch
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
+    from rnnfix.analysis.modes.flowview import FlowSource
 
 # Boolean parameters that say "this call trains" (``regiontext`` reads them too).
 FLAG_NAMES = frozenset({"train", "training", "is_train", "is_training", "train_mode"})
@@ -59,11 +60,9 @@ def flag_parameter(ctx: FileContext, func: ast.AST) -> FlagParam | None:
     if not isinstance(func, ast.FunctionDef):
         return None
     if _bool_parameter(func) is None and not any(
-        isinstance(n, ast.Compare)
-        and any(isinstance(c, ast.Constant) and c.value in TRAIN_VALUES for c in n.comparators)
-        or isinstance(n, ast.Compare)
-        and isinstance(n.left, ast.Constant)
-        and n.left.value in TRAIN_VALUES
+        isinstance(n, ast.Constant)
+        and n.value in TRAIN_VALUES
+        and isinstance(ctx.facts.parents.get(n), (ast.Compare, ast.Tuple, ast.List, ast.Set))
         for n in walk_local(func)
     ):
         return None  # no flag to speak of: cheap, before the training steps
@@ -83,6 +82,37 @@ def flag_parameter(ctx: FileContext, func: ast.AST) -> FlagParam | None:
     ):
         return None
     return FlagParam(name, expr, sets_modes=bool(switches))
+
+
+def off_calls(ctx: FileContext, func: ast.FunctionDef, flag: FlagParam) -> list[ast.Call]:
+    """The calls of ``func`` in the file that turn its flag off."""
+    return [
+        n
+        for n in walk_tree(ctx.tree)
+        if isinstance(n, ast.Call)
+        and _called_name(n) == func.name
+        and _turns_off(ctx, n, func, flag.name)
+    ]
+
+
+def string_guard(src: FlowSource, node: ast.AST, func: ast.FunctionDef) -> str | None:
+    """The parameter of the innermost ``if mode == "train":`` (or ``mode in
+    ("train", ...)``) above ``node`` in ``func``, in its true branch."""
+    params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
+    child: ast.AST = node
+    cur = src.facts.parents.get(node)
+    while cur is not None and cur is not func:
+        if isinstance(cur, ast.If) and child in cur.body:
+            name = _compared_param(cur.test, params)
+            if name is not None:
+                return name
+        child, cur = cur, src.facts.parents.get(cur)
+    return None
+
+
+def turns_off(ctx: FlowSource, call: ast.Call, func: ast.FunctionDef, name: str) -> bool:
+    """``call`` (of ``func``) passes the flag parameter ``name`` off."""
+    return _turns_off(ctx, call, func, name)
 
 
 def _flag_of(
@@ -121,24 +151,58 @@ def _string_guard(
 
 
 def _compared_param(test: ast.expr, params: set[str]) -> str | None:
+    """The parameter a guard tests for training: ``mode == "train"``, or
+    (the annotated transformer's ``run_epoch``) ``mode == "train" or mode ==
+    "train+log"`` and ``mode in ("train", "train+log")``: one parameter,
+    every value it is compared with a training mode, one of them a plain
+    ``TRAIN_VALUES`` word."""
+    tests = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test]
+    found: set[str] = set()
+    values: list[object] = []
+    for t in tests:
+        compared = _compared_values(t, params)
+        if compared is None:
+            return None
+        found.add(compared[0])
+        values += compared[1]
+    if len(found) != 1 or not any(v in TRAIN_VALUES for v in values):
+        return None
+    if not all(isinstance(v, str) and _training_value(v) for v in values):
+        return None
+    return found.pop()
+
+
+def _compared_values(test: ast.expr, params: set[str]) -> tuple[str, list[object]] | None:
+    """(parameter, the constants it is compared with) of ``p == "c"`` (either
+    side) or ``p in ("c", "d")``."""
     if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        return None
+    left, right = test.left, test.comparators[0]
+    if isinstance(test.ops[0], ast.In):
+        if (
+            isinstance(left, ast.Name)
+            and left.id in params
+            and isinstance(right, (ast.Tuple, ast.List, ast.Set))
+            and right.elts
+            and all(isinstance(e, ast.Constant) for e in right.elts)
+        ):
+            return left.id, [e.value for e in right.elts if isinstance(e, ast.Constant)]
         return None
     if not isinstance(test.ops[0], ast.Eq):
         return None
-    left, right = test.left, test.comparators[0]
     for a, b in ((left, right), (right, left)):
-        if (
-            isinstance(a, ast.Name)
-            and a.id in params
-            and isinstance(b, ast.Constant)
-            and b.value in TRAIN_VALUES
-        ):
-            return a.id
+        if isinstance(a, ast.Name) and a.id in params and isinstance(b, ast.Constant):
+            return a.id, [b.value]
     return None
 
 
+def _training_value(value: str) -> bool:
+    """A mode string that trains: ``"train"``, ``"train+log"``, ``"fit"``."""
+    return value in TRAIN_VALUES or any(w in _TRAINING_WORDS for w in words(value))
+
+
 def _turns_off(
-    ctx: FileContext, call: ast.Call, func: ast.FunctionDef, name: str, depth: int = 0
+    ctx: FlowSource, call: ast.Call, func: ast.FunctionDef, name: str, depth: int = 0
 ) -> bool:
     """``call`` (of ``func``) passes parameter ``name`` off: ``False`` or a
     string that is no training word, passed or left as the default, or the

@@ -9,6 +9,10 @@ It cannot: a call that passes the flag False never runs the step. Dropping
 the modes that arrive only through such calls keeps RNF001 from reporting
 (or, once the callers stop setting modes, fixing) a step that is right.
 
+A string flag counts too: a step under ``if mode == "train":`` (or
+``mode == "train" or mode == "train+log"``) never runs for a call that
+passes ``mode="eval"``.
+
 Only the in-file callers are read: when a function of that name is called
 from another file of the run, nothing is dropped (what runs before those
 calls is unknown).
@@ -19,7 +23,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from rnnfix.analysis.modes.flagparams import flag_of, passes_false
+from rnnfix.analysis.modes.flagparams import flag_of, passes_false, string_guard, turns_off
 from rnnfix.analysis.modes.modeflow import ModeFact, ModeFlow
 from rnnfix.analysis.modes.records import TrainingStep
 from rnnfix.analysis.syntax.walks import FUNCTIONS
@@ -40,14 +44,30 @@ def reaching_through_flag(
     fn = step.function
     if not isinstance(fn, ast.FunctionDef):
         return facts
+    off: Callable[[ast.Call], bool]
     flag = flag_of(fn)
-    if flag is None or not _only_when_true(flow, step.node, fn, flag[0]) or elsewhere():
+    if flag is not None and _only_when_true(flow, step.node, fn, flag[0]):
+        name, default, position = flag
+
+        def off(call: ast.Call) -> bool:
+            return passes_false(call, name, position, default)
+    else:
+        # ``if mode == "train" or mode == "train+log":`` (the annotated
+        # transformer's ``run_epoch``): a call passing ``mode="eval"`` never
+        # runs the step either.
+        guard = string_guard(flow.ctx, step.node, fn)
+        if guard is None:
+            return facts
+
+        def off(call: ast.Call) -> bool:
+            return turns_off(flow.ctx, call, fn, guard)
+
+    if elsewhere():
         return facts
-    name, default, position = flag
     live: set[ast.AST] = set()
     dead: set[ast.AST] = set()
     for call, state in flow.entry_states(fn, model):
-        causes = dead if passes_false(call, name, position, default) else live
+        causes = dead if off(call) else live
         causes.update(_cause(f) for f in state.facts)
     return [
         f

@@ -487,13 +487,15 @@ class ModeFlow:
         info = self.model_info(owner)
         name = info.class_name if info is not None else None
         cls = self.index.classes.get(name) if name else None
-        if cls is None:
-            return False
+        return cls is not None and attr in self.submodules(cls)
+
+    def submodules(self, cls: ast.ClassDef) -> frozenset[str]:
+        """The attributes a class of this file assigns a module to."""
         attrs = self._module_attributes.get(cls)
         if attrs is None:
             attrs = module_attributes(cls, self.index, self.imports, self.classes, self.models)
             self._module_attributes[cls] = attrs
-        return attr in attrs
+        return attrs
 
     def forward_key(self, call: ast.Call) -> str | None:
         text = self.forward_path(call, self.models.__contains__)

@@ -13,7 +13,8 @@ for each of its signals, never a guess: a file it rules out has no region.
   of each ``for`` header, continued over the lines its brackets span;
 - *after-eval*: a mode call (``.eval()``, ``.train(False)``) before a loop;
 - *flag*: a boolean default of a ``FLAG_NAMES`` parameter (``train=True``),
-  or a comparison with a training string (``mode == "train"``).
+  or a comparison with a training string (``mode == "train"``, ``mode in
+  ("train", "train+log")``).
 
 Keep it in step with ``regions``: ``tests/analysis/test_regiontext.py``
 checks that every fixture with a region passes.
@@ -48,6 +49,8 @@ _WORD_CHAR = re.compile(r"\w")
 _TRAIN_COMPARE = re.compile(
     r"==\s*[rbuRBU]?['\"](?:" + "|".join(sorted(TRAIN_VALUES)) + r")['\"]"
     r"|['\"](?:" + "|".join(sorted(TRAIN_VALUES)) + r")['\"]\s*=="
+    # ``mode in ("train", "train+log")``
+    r"|in\s*[(\[{][^)\]}]*['\"](?:" + "|".join(sorted(TRAIN_VALUES)) + r")['\"]"
 )
 _FLAG_DEFAULT = re.compile(
     r"\b(?:" + "|".join(sorted(FLAG_NAMES)) + r")\s*(?::[^=,)]*)?=\s*(?:True|False)\b"

@@ -81,7 +81,7 @@ def _summarise(
     from rnnfix.analysis.syntax.imports import ImportMap
     from rnnfix.analysis.syntax.scopes import FileIndex
     from rnnfix.analysis.torch.forwards import forward_methods
-    from rnnfix.analysis.torch.models import ModuleClasses
+    from rnnfix.analysis.torch.models import ModuleClasses, module_attributes
     from rnnfix.analysis.torch.rnns import RnnIndex
 
     tree = ast.parse(source)
@@ -137,7 +137,16 @@ def _summarise(
                     mode_layers=table.mode_layers(name) if is_module else False,
                     ctor_grads=grads,
                     forward_methods=(
-                        forward_methods(defs[name]) if is_module and name in defs else frozenset()
+                        forward_methods(
+                            defs[name],
+                            flow.submodules(defs[name])
+                            if flow is not None
+                            else module_attributes(
+                                defs[name], index, ctx.facts.imports, module_classes, {}
+                            ),
+                        )
+                        if is_module and name in defs
+                        else frozenset()
                     ),
                     init_params=ctor.params if grads and ctor is not None else (),
                     init_kwonly=ctor.kwonly if grads and ctor is not None else (),

@@ -1,11 +1,23 @@
 """Which methods of a module class run its forward (issue 36.2), computed
 from the class, not from a list of names.
 
-A method runs the forward when its body calls ``self(...)`` or
-``self.forward(...)``, or calls (``self.<m>(...)``) another method of the
-class that does (``predict`` -> ``self.scores(x)`` -> ``self(x)``), to any
-depth. Only plain forwards count: a method that switches a mode, opens a
-grad context (``with torch.no_grad():``), trains (``backward``, ``step``,
+A method runs the forward when its body
+
+- calls ``self(...)`` or ``self.forward(...)``;
+- calls one of the class's submodules, ``self.<sub>(...)`` or
+  ``self.<sub>[i](...)``, where ``submodules`` (the caller's: attributes the
+  class assigns a built module to, ``self.enc = Encoder(...)``) holds
+  ``<sub>`` (TabNet's ``forward_masks`` -> ``self.embedder(x)``);
+- is one the class's own ``forward`` calls (``self.encode(...)``, to any
+  depth) and calls an attribute the class assigns (``encode`` ->
+  ``self.encoder(...)``, an attribute given to ``__init__``): the forward's
+  own computation, cut in pieces; a helper ``forward`` calls that calls no
+  attribute (``make_mask``) runs nothing of the model;
+- or calls (``self.<m>(...)``) another method of the class that does
+  (``predict`` -> ``self.scores(x)`` -> ``self(x)``), to any depth.
+
+Only plain forwards count: a method that switches a mode, opens a grad
+context (``with torch.no_grad():``), trains (``backward``, ``step``,
 ``zero_grad``) or is decorated (``@torch.no_grad()``, ``@staticmethod``)
 decides something its caller's code does not show, so a call of it is not
 read as the caller's forward. Library classes' forward methods
@@ -15,53 +27,84 @@ read as the caller's forward. Library classes' forward methods
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, field
 
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.walks import walk_local
 from rnnfix.analysis.torch.api import MODULE_METHODS, module_mode_switch
+from rnnfix.analysis.torch.classfacts import self_assignments
 
 _TRAINING_CALLS = frozenset({"backward", "step", "zero_grad"})
 _GRAD_SWITCHES = frozenset({"no_grad", "inference_mode", "set_grad_enabled", "enable_grad"})
 
 
-def forward_methods(cls: ast.ClassDef) -> frozenset[str]:
+@dataclass
+class _Body:
+    """What one method's body calls on ``self``."""
+
+    runs_self: bool = False  # ``self(...)``, ``self.forward(...)``
+    methods: set[str] = field(default_factory=set)  # ``self.<m>(...)``
+    attributes: set[str] = field(default_factory=set)  # ``self.<a>(...)``, ``self.<a>[i](...)``
+
+
+def forward_methods(cls: ast.ClassDef, submodules: frozenset[str] = frozenset()) -> frozenset[str]:
     """The methods of ``cls`` (its own body) that run its forward, ``forward``
-    itself excluded."""
+    itself excluded. ``submodules``: the attributes the class assigns a
+    module to (``models.module_attributes``)."""
+    # Attributes the class assigns itself (``self.encoder = encoder``): an
+    # inherited method (``self.parameters()``) is none.
+    assigned = {attr for attr, _value, _fn in self_assignments(cls)}
     methods = {
         s.name: s
         for s in cls.body
         if isinstance(s, ast.FunctionDef)
         and not s.decorator_list
-        and s.name != "forward"
         and not (s.name.startswith("__") and s.name.endswith("__"))
         and s.name not in MODULE_METHODS
     }
-    direct: set[str] = set()
-    calls: dict[str, set[str]] = {}
+    bodies: dict[str, _Body] = {}
     for name, fn in methods.items():
         found = _read(fn)
-        if found is None:
+        if found is not None:
+            bodies[name] = found
+    reached = _reached_from_forward(bodies)
+    out: set[str] = set()
+    for name, body in bodies.items():
+        if name == "forward":
             continue
-        runs_self, called = found
-        if runs_self:
-            direct.add(name)
-        calls[name] = called & methods.keys()
-    out = set(direct)
+        if body.runs_self or body.attributes & submodules:
+            out.add(name)
+        elif name in reached and body.attributes & assigned:
+            out.add(name)
     changed = True
     while changed:
         changed = False
-        for name, called in calls.items():
-            if name not in out and called & out:
+        for name, body in bodies.items():
+            if name != "forward" and name not in out and body.methods & out:
                 out.add(name)
                 changed = True
     return frozenset(out)
 
 
-def _read(fn: ast.FunctionDef) -> tuple[bool, set[str]] | None:
-    """(calls ``self(...)``/``self.forward(...)``, the ``self.<m>`` it calls);
-    None when it is no plain forward (module docstring)."""
-    runs_self = False
-    called: set[str] = set()
+def _reached_from_forward(bodies: dict[str, _Body]) -> set[str]:
+    """The methods ``forward`` calls on ``self``, to any depth."""
+    start = bodies.get("forward")
+    if start is None:
+        return set()
+    seen: set[str] = set()
+    todo = list(start.methods)
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in bodies:
+            continue
+        seen.add(name)
+        todo.extend(bodies[name].methods)
+    return seen
+
+
+def _read(fn: ast.FunctionDef) -> _Body | None:
+    """What ``fn`` calls on ``self``; None when it is no plain forward."""
+    body = _Body()
     for n in walk_local(fn):
         if module_mode_switch(n) is not None:
             return None
@@ -74,14 +117,20 @@ def _read(fn: ast.FunctionDef) -> tuple[bool, set[str]] | None:
         func = n.func
         if isinstance(func, ast.Attribute) and func.attr in _TRAINING_CALLS:
             return None
+        if isinstance(func, ast.Subscript):
+            func = func.value  # ``self.layers[i](x)``
+            if isinstance(func, ast.Attribute) and dotted(func.value) == "self":
+                body.attributes.add(func.attr)
+            continue
         if dotted(func) == "self":
-            runs_self = True
+            body.runs_self = True
         elif isinstance(func, ast.Attribute) and dotted(func.value) == "self":
             if func.attr == "forward":
-                runs_self = True
+                body.runs_self = True
             else:
-                called.add(func.attr)
-    return runs_self, called
+                body.methods.add(func.attr)
+                body.attributes.add(func.attr)
+    return body
 
 
 def _name(expr: ast.expr) -> str:

@@ -16,15 +16,17 @@ from a module class whose parameters an optimizer of the file holds
 nor be noise. The region finder (``flagparams.flag_parameter``) has already
 checked that every training step is under the guard and that a call turns
 the flag off (``False``, a string such as ``"valid"`` for ``mode ==
-"train"``, or the caller's own flag when its callers turn that off); a
-model whose mode the file sets anywhere else (around the calls, in the
+"train"``, or the caller's own flag when its callers turn that off); the
+mode of a model the file sets anywhere else (around the calls, in the
 callers) is the author's to manage and is left alone.
 
 When the function sets the modes itself, each switch under the flag (``if
 mode == "train": model.train() else: model.eval()``: fairseq's
-``pitch_predictor.run_epoch``), only the grad mode can be missing: the
-statements from the first forward to the last get
-``torch.set_grad_enabled(<flag>)``, nothing else.
+``pitch_predictor.run_epoch``), or the file sets them elsewhere (the
+annotated transformer's ``model.eval()`` before ``run_epoch(...,
+mode="eval")``), only the grad mode can be missing: the statements from the
+first forward to the last get ``torch.set_grad_enabled(<flag>)``, nothing
+else.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from __future__ import annotations
 import ast
 
 from rnnfix.analysis.grads.gradctx import GradContexts, training_steps
+from rnnfix.analysis.modes.flagparams import FlagParam, off_calls
 from rnnfix.analysis.modes.regions import flag_parameter
 from rnnfix.analysis.syntax.names import is_below
 from rnnfix.analysis.syntax.walks import (
@@ -62,10 +65,15 @@ def flag_function_finding(
     models = [m for m in calls if _trained_module(ctx, index, m)]
     if not models:
         return None
-    if not flag.sets_modes and any(_related(m, r) for m in models for r in _switched(ctx)):
-        # The file sets these models' modes somewhere (the callers, around
-        # the calls): the author manages them; a flag switch would be noise.
-        return None
+    # The file sets these models' modes somewhere else (the callers, around
+    # the calls: the annotated transformer's ``model.eval()`` before
+    # ``run_epoch(..., mode="eval")``): the author manages the modes, and a
+    # flag switch would be noise; only the grad mode may be missing.
+    callers_set = not flag.sets_modes and any(
+        _related(m, r) for m in models for r in _switched(ctx)
+    )
+    if callers_set and not _off_with_grad(ctx, func, flag):
+        return None  # every evaluating call runs under the caller's ``no_grad``
     forwards = [site for m in models for site in calls[m]]
     names = ", ".join(f"`{m}`" for m in models)
     expr = flag.expr
@@ -76,9 +84,10 @@ def flag_function_finding(
     torch = ctx.facts.torch_name()
     t = torch or "torch"
     edits: list[Edit] = []
-    if flag.sets_modes:
+    if flag.sets_modes or callers_set:
+        sets = "sets the mode from it" if flag.sets_modes else "its callers set the mode"
         message = (
-            f"`{func.name}` trains {names} only when {when} and sets the mode from it, "
+            f"`{func.name}` trains {names} only when {when} and {sets}, "
             f"but not the grad mode: {called} it builds a graph for every batch"
         )
     else:
@@ -98,10 +107,10 @@ def flag_function_finding(
             edits.append(AddImport("torch"))
         message += (
             f"; run the forward under `{t}.set_grad_enabled({expr})`"
-            if flag.sets_modes
+            if flag.sets_modes or callers_set
             else f" and `{t}.set_grad_enabled({expr})` around the forward"
         )
-    elif flag.sets_modes:
+    elif flag.sets_modes or callers_set:
         return None  # the modes are the author's, and grad is set or cannot be set here
     fix = Fix(tuple(edits), safe=True, description=f"set the mode from `{expr}`")
     return ctx.finding("RNF003", func, message, fix)
@@ -137,6 +146,13 @@ def _grad_span(
     if any(True for s in span for _ in training_steps(ctx, s)):
         return None
     return span[0], span[-1]
+
+
+def _off_with_grad(ctx: FileContext, func: ast.FunctionDef, flag: FlagParam) -> bool:
+    """A call that turns the flag off runs where the file does not turn grad
+    off (``with torch.no_grad(): run_epoch(..., "eval")`` is right as it is)."""
+    grad = GradContexts(ctx)
+    return any(grad.in_function(c) not in ("off", "unknown") for c in off_calls(ctx, func, flag))
 
 
 def _switched(ctx: FileContext) -> set[str]:

@@ -329,7 +329,9 @@ class ModelIndex:
         cls = self._classes.get(info.class_name) if info is not None and info.class_name else None
         if info is not None and func.attr in info.forwards:
             return (owner,)  # ``model.generate(ids)``: the library table's forward method
-        if cls is not None and func.attr in forward_methods(cls):
+        if cls is not None and func.attr in forward_methods(
+            cls, self.ctx.facts.modes.submodules(cls)
+        ):
             return (owner,)  # ``model.predict(x)`` -> ``self.scores(x)`` -> ``self(x)``
         method = self._local.methods.get((cls, func.attr)) if cls is not None else None
         if method is not None and "self" in self._runs(method):

@@ -67,14 +67,16 @@ iteration(self, epoch, loader, train=True)`, or `def run_epoch(model,
 loader, optimizer, mode)` with `if mode == "train":`) whose training step
 runs only under the flag, and that a call in the file turns off (`train=False`,
 `"valid"`, or the caller's own flag when its callers pass it off:
-`self._run_batch(x, y, train)` inside `_run_epoch(..., train=False)`), is
-evaluation on that path. When it sets no mode, it gets
-`self.model.train(train)` at its start and `torch.set_grad_enabled(train)`
-around the statements that run the forward, for a model the file builds and
-gives to an optimizer; a model whose mode the file sets anywhere else
-(around the calls) is left to the author. When it sets the modes itself
-from the flag (`if mode == "train": model.train() else: model.eval()`),
-only `torch.set_grad_enabled(<flag>)` is added, where grad is not set yet.
+`self._run_batch(x, y, train)` inside `_run_epoch(..., train=False)`; the
+guard may name several training modes, `mode == "train" or mode ==
+"train+log"`, `mode in ("train", "train+log")`), is evaluation on that
+path. When it sets no mode, it gets `self.model.train(train)` at its start
+and `torch.set_grad_enabled(train)` around the statements that run the
+forward, for a model the file builds and gives to an optimizer. When it
+sets the modes itself from the flag (`if mode == "train": model.train()
+else: model.eval()`), or the file sets the model's mode anywhere else
+(around the calls: that mode is left to the author), only
+`torch.set_grad_enabled(<flag>)` is added, where grad is not set yet.
 
 It also finds `train()` left inside evaluation code, with a message of its
 own: a validation/test function or loop whose forward runs right after a
