@@ -392,7 +392,9 @@ class ScopeRun:
             # ``.train()`` is the author's.
             f.set(key, frozenset({ModeFact(chained_mode(value) or Mode.EVAL, s)}))
             return
-        f.set(key, frozenset({ModeFact(Mode.UNKNOWN, s)}))  # loaded, returned by a call...
+        # Loaded, returned by a call...: whatever it is, a chained mode call
+        # (``getattr(models, name)().eval()``) is the last word on its mode.
+        f.set(key, frozenset({ModeFact(chained_mode(value) or Mode.UNKNOWN, s)}))
 
     # --- expressions -------------------------------------------------------
     def exprs(self, node: ast.AST | None, f: Frame, ctor_target: str | None = None) -> Frame:
