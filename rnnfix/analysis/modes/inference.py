@@ -15,12 +15,15 @@ Where the loads are: ``rnnfix.analysis.modes.loads``; how a call uses the model:
 ``rnnfix.analysis.modes.modeluse``.
 
 Precision first, so a file is not inference code at all when it trains
-(a training step, a gradient use, an optimizer), switches anything to train
-mode (resume training, fine-tuning, Monte Carlo dropout), exports or traces
+(a training step, a gradient use, an optimizer), switches anything but a
+loaded model to train mode (a trainer, dropout layers one by one: resume
+training, fine-tuning, Monte Carlo dropout), exports or traces
 (ONNX, TorchScript, ``torch.export``), or is test code; and a load is left
 alone when the model is handed to code rnnfix cannot read, when a helper
 switches its mode, when a method named for training runs on it, or when a
-wrapper around its forwards cannot be read.
+wrapper around its forwards cannot be read. A loaded model the file itself
+puts in train mode (``explicit_train``) is inference in train mode on
+purpose or by mistake: the rule reports it and never edits it.
 """
 
 from __future__ import annotations
@@ -70,6 +73,10 @@ class Forward:
 class Inference:
     load: Load
     forwards: list[Forward] = field(default_factory=list)
+    # The author's ``model.train()`` of the loaded model, in a file that
+    # trains nothing: Monte Carlo dropout, BatchNorm statistics, or a bug.
+    # Which one the code rarely says, so the rule decides and never edits.
+    explicit_train: ast.Call | None = None
 
     @property
     def needs_eval(self) -> bool:
@@ -102,8 +109,12 @@ class InferenceAnalysis:
         return self.ctx.facts.modes
 
     # --- is this file inference code at all? ---------------------------------
-    def trains(self) -> bool:
-        """Anything in the file trains, needs gradients or sets train mode."""
+    def trains(self, loads: list[Load] | None = None) -> bool:
+        """Anything in the file trains, needs gradients or sets train mode.
+        With ``loads``, a ``train()`` of a loaded model (``explicit_trains``)
+        does not count: it is that model's business, not the file's (the
+        other models' inference is still inference); any other ``train()``
+        (``trainer.train()``, ``m.train()`` of a loop over modules) does."""
         flow = self.flow
         if flow.training_steps:
             return True
@@ -123,7 +134,8 @@ class InferenceAnalysis:
                     return True  # attribution, attacks: the gradient is the result
                 switch = module_mode_switch(node)
                 if switch is not None and switch.mode is not Mode.EVAL:
-                    return True  # resume training, fine-tuning, Monte Carlo dropout
+                    if not loads or not any(self._trains_load(node, ld) for ld in loads):
+                        return True  # resume training, fine-tuning, Monte Carlo dropout
                 if isinstance(node.func, ast.Attribute) and node.func.attr in (
                     "zero_grad",
                     "backward",
@@ -144,7 +156,7 @@ class InferenceAnalysis:
         ):
             return []
         loads = self.finder.loads()
-        if not loads or self.trains():
+        if not loads or self.trains(loads):
             return []
         out: list[Inference] = []
         for load in loads:
@@ -174,10 +186,11 @@ class InferenceAnalysis:
         model = load.model
         start = _end(load.stmt)
         stop = self._rebinding(load)
-        found = Inference(load)
+        trains = {id(c): c for c in self.explicit_trains(load)}
+        found = Inference(load, explicit_train=next(iter(trains.values()), None))
         for call in self.flow.scope_calls(load.scope):
             pos = (call.lineno, call.col_offset)
-            if pos < start or (stop is not None and pos >= stop):
+            if pos < start or (stop is not None and pos >= stop) or id(call) in trains:
                 continue
             kind = self.uses.use(call, model, load.scope)
             if kind == "block":
@@ -196,6 +209,39 @@ class InferenceAnalysis:
                 return None
         return found
 
+    def explicit_trains(self, load: Load) -> list[ast.Call]:
+        """The ``train()`` calls (``train(True)``, a mode the code computes)
+        of ``load.model`` in the file: in the load's scope or, for a script's
+        model, in a module-level function that reads it as a global."""
+        return [
+            node
+            for node in walk_tree(self.ctx.tree)
+            if isinstance(node, ast.Call) and self._trains_load(node, load)
+        ]
+
+    def _trains_load(self, call: ast.Call, load: Load) -> bool:
+        switch = module_mode_switch(call)
+        if switch is None or switch.mode is Mode.EVAL:
+            return False
+        receiver = dotted(strip_self_returning(switch.receiver))
+        if receiver is not None and receiver.endswith(".module"):
+            receiver = receiver[: -len(".module")]  # a data-parallel wrapper's module
+        if receiver != load.model:
+            return False
+        owner = next((a for a in self.ctx.facts.ancestors(call) if isinstance(a, FUNCTIONS)), None)
+        if owner is load.scope:
+            return True
+        if load.scope is not None or owner is None:
+            return False
+        info = self.ctx.facts.index.functions.get(owner)
+        root = load.model.split(".")[0]
+        return (
+            info is not None
+            and info.cls is None
+            and info.parent is None
+            and root not in info.locals
+        )
+
     def _global_forwards(self, found: Inference) -> bool:
         """A script's model used from its module-level functions (``def
         evaluate(line): return rnn(line)``): their forwards run after the
@@ -207,6 +253,10 @@ class InferenceAnalysis:
                 continue
             fn = info.node
             for call in self.flow.scope_calls(fn):
+                if call is found.explicit_train or (
+                    found.explicit_train is not None and self._trains_load(call, found.load)
+                ):
+                    continue
                 kind = self.uses.use(call, model, fn)
                 if kind == "block":
                     return False
