@@ -188,26 +188,84 @@ class InferenceAnalysis:
         stop = self._rebinding(load)
         trains = {id(c): c for c in self.explicit_trains(load)}
         found = Inference(load, explicit_train=next(iter(trains.values()), None))
+        aliases = self._aliases(load, start, stop)
         for call in self.flow.scope_calls(load.scope):
             pos = (call.lineno, call.col_offset)
             if pos < start or (stop is not None and pos >= stop) or id(call) in trains:
                 continue
-            kind = self.uses.use(call, model, load.scope)
+            name, kind = model, self.uses.use(call, model, load.scope)
+            for alias, bound in aliases.items():
+                if kind is None and pos >= bound:
+                    name, kind = alias, self.uses.use(call, alias, load.scope)
             if kind == "block":
                 return None
-            if kind is None or self._made_up(call, model, load.scope):
+            if kind is None or self._made_up(call, name, load.scope):
                 continue
             placed = _unit(self.parents, chain, call)
             if placed is None:
                 continue
-            needs = self._needs(call, model, load.scope, kind)
+            needs = self._needs(call, name, load.scope, kind, original=model)
             if needs is None:
                 return None  # a wrapper rnnfix cannot read: it may manage both
             found.forwards.append(Forward(call, placed[0], placed[1], needs[0], needs[1]))
         if load.scope is None and stop is None and "." not in model:
-            if not self._global_forwards(found):
-                return None
+            for name in (model, *aliases):
+                if not self._global_forwards(found, name):
+                    return None
         return found
+
+    def _aliases(
+        self, load: Load, start: tuple[int, int], stop: tuple[int, int] | None
+    ) -> dict[str, tuple[int, int]]:
+        """Names bound, after the load, to the loaded object itself under
+        another name (``model = single_model.to(device)``, ``model =
+        nn.DataParallel(net)``): its forwards through them are its own. Only
+        a plain name the scope binds once and nowhere else; for each, where
+        it starts to be the model."""
+        root = load.model.split(".")[0]
+        bound: dict[str, int] = {}
+        found: dict[str, tuple[int, int]] = {}
+        for node in self.flow.index.scope_nodes(load.scope):
+            if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With)):
+                continue
+            for t in _targets(node):
+                bound[t] = bound.get(t, 0) + 1
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+                continue
+            target = node.targets[0]
+            pos = (node.lineno, node.col_offset)
+            if not isinstance(target, ast.Name) or target.id == root or pos < start:
+                continue
+            if stop is not None and pos >= stop:
+                continue
+            if self._alias_value(node.value, load.model):
+                found[target.id] = _end(node)
+        if load.scope is None:
+            # A script's name that a function binds as a global is not one name.
+            for node in walk_tree(self.ctx.tree):
+                if isinstance(node, ast.Global):
+                    for n in node.names:
+                        bound[n] = bound.get(n, 0) + 2
+        return {name: pos for name, pos in found.items() if bound.get(name) == 1}
+
+    def _alias_value(self, value: ast.AST, model: str) -> bool:
+        """``value`` is the model itself: under self-returning methods
+        (``.to(dev)``, ``.cuda()``) or a wrapper of its modules
+        (``DataParallel``, ``torch.compile``); not a part of it (``model[0]``,
+        ``model.encoder``)."""
+        inner, picked = unwrap_value(value)
+        if picked:
+            return False
+        if dotted(inner) == model:
+            return True
+        if not (
+            isinstance(inner, ast.Call)
+            and self.ctx.facts.imports.qualname(inner.func) in WRAPPERS
+            and inner.args
+        ):
+            return False
+        arg, picked = unwrap_value(inner.args[0])
+        return not picked and dotted(arg) == model
 
     def explicit_trains(self, load: Load) -> list[ast.Call]:
         """The ``train()`` calls (``train(True)``, a mode the code computes)
@@ -242,12 +300,12 @@ class InferenceAnalysis:
             and root not in info.locals
         )
 
-    def _global_forwards(self, found: Inference) -> bool:
+    def _global_forwards(self, found: Inference, model: str) -> bool:
         """A script's model used from its module-level functions (``def
         evaluate(line): return rnn(line)``): their forwards run after the
         load; their statement is the function itself (level ``GLOBAL``).
-        False when one of them may train it or switch its mode."""
-        model = found.load.model
+        False when one of them may train it or switch its mode. ``model``:
+        the loaded model's name or an alias of it (``_aliases``)."""
         for info in self.flow.index.functions.values():
             if info.cls is not None or info.parent is not None or model in info.locals:
                 continue
@@ -262,7 +320,9 @@ class InferenceAnalysis:
                     return False
                 if kind is None or self._made_up(call, model, fn):
                     continue
-                needs = self._needs(call, model, fn, kind, global_model=True)
+                needs = self._needs(
+                    call, model, fn, kind, global_model=True, original=found.load.model
+                )
                 if needs is None:
                     return False
                 found.forwards.append(Forward(call, fn, GLOBAL, needs[0], needs[1]))
@@ -336,16 +396,23 @@ class InferenceAnalysis:
         scope: FuncNode | None,
         kind: str,
         global_model: bool = False,
+        original: str | None = None,
     ) -> tuple[bool, bool] | None:
         """(needs ``eval()``, needs ``no_grad``) at ``call``; None when a
-        wrapper around it cannot be read."""
+        wrapper around it cannot be read. ``original``: the loaded model's
+        name when ``model`` is an alias of it (both must be possibly in
+        train mode: a switch of either reaches the same modules)."""
         handled = handled_around(self.handlers, self.parents, call, scope)
         if handled is None:
             return None
         # A global read in a function: its mode is whatever the script left it
         # in when the function is called; any ``eval()`` of it says the author
         # set it (``trains`` rules out ``train()``).
-        may_train = not self._switched(model) if global_model else self._may_train(call, model)
+        names = {model, original or model}
+        if global_model:
+            may_train = not any(self._switched(n) for n in names)
+        else:
+            may_train = all(self._may_train(call, n) for n in names)
         needs_eval = "eval" not in handled and may_train
         needs_grad = (
             "grad" not in handled

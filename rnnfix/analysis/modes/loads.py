@@ -244,7 +244,10 @@ class LoadFinder:
                     text = dotted(inner.func) or ""
                     if "load" in text.lower() or text.split(".")[0] in run_names:
                         loaded.add(target)
-                elif picked and isinstance(inner, ast.Name):
+                    elif inner.args and (t := dotted(unwrap_value(inner.args[0])[0])):
+                        picks.append((target, t))  # ``model = nn.DataParallel(net)``
+                elif isinstance(inner, ast.Name):
+                    # ``model = ckpt["model"]``; ``model = net.to(device)``
                     picks.append((target, inner.id))
         loaded.update(target for target, source in picks if source in loaded)
         return bool(loaded & used)

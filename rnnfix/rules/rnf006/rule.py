@@ -41,7 +41,9 @@ of the file or of another file of the run that returns a model it loaded
 (`model = load_model(path)`), or a function of the file that loads weights
 into the model it is given (`load_checkpoint(model, path)`). The inference
 is the forwards of that model that follow the load in the same function or
-script: direct calls, `model.forward(x)`, a method of its class or a helper
+script, also under a name bound to it after the load (`model =
+nn.DataParallel(net)`, `model = net.to(device)`; once, and not a part of it
+such as `net.encoder`): direct calls, `model.forward(x)`, a method of its class or a helper
 of the file that runs it (`predict(model, x)`), a function of another file
 of the run that runs it; for a model a script loads at module level, also
 the forwards of the module-level functions that read it as a global
