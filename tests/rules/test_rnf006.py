@@ -93,3 +93,19 @@ def test_fix_converges_and_is_idempotent() -> None:
     assert "model.eval()" in fixed and "with torch.no_grad():" in fixed
     assert fix_source(fixed, Settings()).fixed == fixed
     assert check_source(fixed, Settings()) == []
+
+
+def test_test_named_script_is_inference_code_but_a_test_module_is_not() -> None:
+    # ``python test_image.py``: a script named like a test, with no test in it.
+    (finding,) = check_source(SCRIPT, Settings(select=("RNF006",)), "test_image.py")
+    assert finding.fix is not None
+    assert fix_source(SCRIPT, Settings(), "test_image.py").fixed != SCRIPT
+    # The same lines in a pytest module (a test function, a pytest import),
+    # or in a ``*_test.py`` with test code: test code, left alone.
+    for source, name in (
+        (SCRIPT + "\n\ndef test_runs():\n    assert model is not None\n", "test_image.py"),
+        ("import pytest\n" + SCRIPT, "test_image.py"),
+        (SCRIPT + "\n\nclass TestModel:\n    pass\n", "model_test.py"),
+    ):
+        assert check_source(source, Settings(select=("RNF006",)), name) == [], source
+        assert fix_source(source, Settings(), name).fixed == source

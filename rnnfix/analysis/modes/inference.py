@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -45,7 +46,7 @@ from rnnfix.analysis.syntax.scopes import FuncNode
 from rnnfix.analysis.syntax.walks import FUNCTIONS, block_of, walk_tree
 from rnnfix.analysis.torch.api import WRAPPERS, module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
-from rnnfix.source.files import is_test_source
+from rnnfix.source.files import holds_test_code, is_test_source
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
@@ -150,7 +151,7 @@ class InferenceAnalysis:
     def inferences(self) -> list[Inference]:
         ctx = self.ctx
         if (
-            is_test_source(ctx.path, ctx.source)
+            _test_code(ctx.path, ctx.source)
             or _EXPORT.search(ctx.source)
             or not self.finder.may_load()
         ):
@@ -476,6 +477,17 @@ _GRADIENT_LIBRARIES = ("torchattacks.", "advertorch.", "foolbox.", "art.attacks.
 
 def _takes_gradients(qual: str) -> bool:
     return qual == AUTOGRAD_GRAD or qual.startswith(_GRADIENT_LIBRARIES)
+
+
+def _test_code(path: str, source: str) -> bool:
+    """A test file, except a ``test_*.py`` script that holds no test code:
+    ``python test_image.py`` of SRGAN, Pointnet2's ``test_classification.py``,
+    SfmLearner's ``test_disp.py`` load a model and predict; pytest would
+    collect the file, but it has no test to run (its ``test_*`` functions,
+    if any, are still left alone: ``loads._is_test``)."""
+    if not is_test_source(path, source):
+        return False
+    return holds_test_code(source) or not os.path.basename(path).startswith("test_")
 
 
 def _may_be_none(value: ast.expr) -> bool:

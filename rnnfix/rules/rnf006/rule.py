@@ -136,8 +136,9 @@ Left alone:
   `torch.zeros` warm-up): a GAN's samples are often drawn in train mode on
   purpose (BatchNorm on batch statistics), and a dry run's numbers mean
   nothing;
-- a module's own methods, and tests (`test_*.py`, `test_*` functions,
-  `Test*` and `TestCase` classes);
+- a module's own methods, and tests (`test_*.py` files with test code in
+  them, `test_*` functions, `Test*` and `TestCase` classes; a `test_*.py`
+  script with none, `python test_image.py`, is inference code);
 - a model the caller passes to an inference class (below): only reported.
 
 Inference classes: a plain class (no `nn.Module`, no mode setters of its
