@@ -38,8 +38,9 @@ A load is `model.load_state_dict(...)` (also from a checkpoint dict,
 `ckpt["model"]`), a whole module from `torch.load(path)` (also
 `torch.load(path)["model"]`), `Net.load_from_checkpoint(path)`, a function
 of the file or of another file of the run that returns a model it loaded
-(`model = load_model(path)`), or a function of the file that loads weights
-into the model it is given (`load_checkpoint(model, path)`). The inference
+(`model = load_model(path)`), or a function of the file or of another file
+of the run that loads weights into the model it is given and switches no
+mode (`load_checkpoint(model, path)`, `restore(path, net)`). The inference
 is the forwards of that model that follow the load in the same function or
 script, also under a name bound to it after the load (`model =
 nn.DataParallel(net)`, `model = net.to(device)`; once, and not a part of it
