@@ -93,3 +93,36 @@ def test_fix_converges_and_is_idempotent() -> None:
     assert "model.eval()" in fixed and "with torch.no_grad():" in fixed
     assert fix_source(fixed, Settings()).fixed == fixed
     assert check_source(fixed, Settings()) == []
+
+
+def test_test_named_script_is_inference_code_but_a_test_module_is_not() -> None:
+    # ``python test_image.py``: a script named like a test, with no test in it.
+    (finding,) = check_source(SCRIPT, Settings(select=("RNF006",)), "test_image.py")
+    assert finding.fix is not None
+    assert fix_source(SCRIPT, Settings(), "test_image.py").fixed != SCRIPT
+    # The same lines in a pytest module (a test function, a pytest import),
+    # or in a ``*_test.py`` with test code: test code, left alone.
+    for source, name in (
+        (SCRIPT + "\n\ndef test_runs():\n    assert model is not None\n", "test_image.py"),
+        ("import pytest\n" + SCRIPT, "test_image.py"),
+        (SCRIPT + "\n\nclass TestModel:\n    pass\n", "model_test.py"),
+    ):
+        assert check_source(source, Settings(select=("RNF006",)), name) == [], source
+        assert fix_source(source, Settings(), name).fixed == source
+
+
+def test_checkpoint_helpers_that_load_into_a_parameter() -> None:
+    from rnnfix.analysis.modes.loads import loads_into_param
+
+    def found(body: str) -> tuple[int, str] | None:
+        tree = ast.parse(f"import torch\ndef load_checkpoint(path, model, opt=None):\n{body}\n")
+        return loads_into_param(tree.body[-1])
+
+    assert found("    model.load_state_dict(torch.load(path)['model'])") == (1, "model")
+    assert found("    model.module.load_state_dict(torch.load(path))") == (1, "model")
+    # Sets the mode itself, trains, loads into two objects or into none given.
+    assert found("    model.load_state_dict(torch.load(path))\n    model.eval()") is None
+    assert found("    model.load_state_dict(torch.load(path))\n    opt.step()") is None
+    both = "    model.load_state_dict(torch.load(path))\n    opt.load_state_dict(torch.load(path))"
+    assert found(both) is None
+    assert found("    net = Net()\n    net.load_state_dict(torch.load(path))") is None

@@ -15,18 +15,22 @@ Where the loads are: ``rnnfix.analysis.modes.loads``; how a call uses the model:
 ``rnnfix.analysis.modes.modeluse``.
 
 Precision first, so a file is not inference code at all when it trains
-(a training step, a gradient use, an optimizer), switches anything to train
-mode (resume training, fine-tuning, Monte Carlo dropout), exports or traces
+(a training step, a gradient use, an optimizer), switches anything but a
+loaded model to train mode (a trainer, dropout layers one by one: resume
+training, fine-tuning, Monte Carlo dropout), exports or traces
 (ONNX, TorchScript, ``torch.export``), or is test code; and a load is left
 alone when the model is handed to code rnnfix cannot read, when a helper
 switches its mode, when a method named for training runs on it, or when a
-wrapper around its forwards cannot be read.
+wrapper around its forwards cannot be read. A loaded model the file itself
+puts in train mode (``explicit_train``) is inference in train mode on
+purpose or by mistake: the rule reports it and never edits it.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import os
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -42,7 +46,7 @@ from rnnfix.analysis.syntax.scopes import FuncNode
 from rnnfix.analysis.syntax.walks import FUNCTIONS, block_of, walk_tree
 from rnnfix.analysis.torch.api import WRAPPERS, module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
-from rnnfix.source.files import is_test_source
+from rnnfix.source.files import holds_test_code, is_test_source
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
@@ -70,6 +74,10 @@ class Forward:
 class Inference:
     load: Load
     forwards: list[Forward] = field(default_factory=list)
+    # The author's ``model.train()`` of the loaded model, in a file that
+    # trains nothing: Monte Carlo dropout, BatchNorm statistics, or a bug.
+    # Which one the code rarely says, so the rule decides and never edits.
+    explicit_train: ast.Call | None = None
 
     @property
     def needs_eval(self) -> bool:
@@ -102,8 +110,12 @@ class InferenceAnalysis:
         return self.ctx.facts.modes
 
     # --- is this file inference code at all? ---------------------------------
-    def trains(self) -> bool:
-        """Anything in the file trains, needs gradients or sets train mode."""
+    def trains(self, loads: list[Load] | None = None) -> bool:
+        """Anything in the file trains, needs gradients or sets train mode.
+        With ``loads``, a ``train()`` of a loaded model (``explicit_trains``)
+        does not count: it is that model's business, not the file's (the
+        other models' inference is still inference); any other ``train()``
+        (``trainer.train()``, ``m.train()`` of a loop over modules) does."""
         flow = self.flow
         if flow.training_steps:
             return True
@@ -123,7 +135,8 @@ class InferenceAnalysis:
                     return True  # attribution, attacks: the gradient is the result
                 switch = module_mode_switch(node)
                 if switch is not None and switch.mode is not Mode.EVAL:
-                    return True  # resume training, fine-tuning, Monte Carlo dropout
+                    if not loads or not any(self._trains_load(node, ld) for ld in loads):
+                        return True  # resume training, fine-tuning, Monte Carlo dropout
                 if isinstance(node.func, ast.Attribute) and node.func.attr in (
                     "zero_grad",
                     "backward",
@@ -138,13 +151,13 @@ class InferenceAnalysis:
     def inferences(self) -> list[Inference]:
         ctx = self.ctx
         if (
-            is_test_source(ctx.path, ctx.source)
+            _test_code(ctx.path, ctx.source)
             or _EXPORT.search(ctx.source)
             or not self.finder.may_load()
         ):
             return []
         loads = self.finder.loads()
-        if not loads or self.trains():
+        if not loads or self.trains(loads):
             return []
         out: list[Inference] = []
         for load in loads:
@@ -174,45 +187,143 @@ class InferenceAnalysis:
         model = load.model
         start = _end(load.stmt)
         stop = self._rebinding(load)
-        found = Inference(load)
+        trains = {id(c): c for c in self.explicit_trains(load)}
+        found = Inference(load, explicit_train=next(iter(trains.values()), None))
+        aliases = self._aliases(load, start, stop)
         for call in self.flow.scope_calls(load.scope):
             pos = (call.lineno, call.col_offset)
-            if pos < start or (stop is not None and pos >= stop):
+            if pos < start or (stop is not None and pos >= stop) or id(call) in trains:
                 continue
-            kind = self.uses.use(call, model, load.scope)
+            name, kind = model, self.uses.use(call, model, load.scope)
+            for alias, bound in aliases.items():
+                if kind is None and pos >= bound:
+                    name, kind = alias, self.uses.use(call, alias, load.scope)
             if kind == "block":
                 return None
-            if kind is None or self._made_up(call, model, load.scope):
+            if kind is None or self._made_up(call, name, load.scope):
                 continue
             placed = _unit(self.parents, chain, call)
             if placed is None:
                 continue
-            needs = self._needs(call, model, load.scope, kind)
+            needs = self._needs(call, name, load.scope, kind, original=model)
             if needs is None:
                 return None  # a wrapper rnnfix cannot read: it may manage both
             found.forwards.append(Forward(call, placed[0], placed[1], needs[0], needs[1]))
         if load.scope is None and stop is None and "." not in model:
-            if not self._global_forwards(found):
-                return None
+            for name in (model, *aliases):
+                if not self._global_forwards(found, name):
+                    return None
         return found
 
-    def _global_forwards(self, found: Inference) -> bool:
+    def _aliases(
+        self, load: Load, start: tuple[int, int], stop: tuple[int, int] | None
+    ) -> dict[str, tuple[int, int]]:
+        """Names bound, after the load, to the loaded object itself under
+        another name (``model = single_model.to(device)``, ``model =
+        nn.DataParallel(net)``): its forwards through them are its own. Only
+        a plain name the scope binds once and nowhere else; for each, where
+        it starts to be the model."""
+        root = load.model.split(".")[0]
+        bound: dict[str, int] = {}
+        found: dict[str, tuple[int, int]] = {}
+        for node in self.flow.index.scope_nodes(load.scope):
+            if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With)):
+                continue
+            for t in _targets(node):
+                bound[t] = bound.get(t, 0) + 1
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+                continue
+            target = node.targets[0]
+            pos = (node.lineno, node.col_offset)
+            if not isinstance(target, ast.Name) or target.id == root or pos < start:
+                continue
+            if stop is not None and pos >= stop:
+                continue
+            if self._alias_value(node.value, load.model):
+                found[target.id] = _end(node)
+        if load.scope is None:
+            # A script's name that a function binds as a global is not one name.
+            for node in walk_tree(self.ctx.tree):
+                if isinstance(node, ast.Global):
+                    for n in node.names:
+                        bound[n] = bound.get(n, 0) + 2
+        return {name: pos for name, pos in found.items() if bound.get(name) == 1}
+
+    def _alias_value(self, value: ast.AST, model: str) -> bool:
+        """``value`` is the model itself: under self-returning methods
+        (``.to(dev)``, ``.cuda()``) or a wrapper of its modules
+        (``DataParallel``, ``torch.compile``); not a part of it (``model[0]``,
+        ``model.encoder``)."""
+        inner, picked = unwrap_value(value)
+        if picked:
+            return False
+        if dotted(inner) == model:
+            return True
+        if not (
+            isinstance(inner, ast.Call)
+            and self.ctx.facts.imports.qualname(inner.func) in WRAPPERS
+            and inner.args
+        ):
+            return False
+        arg, picked = unwrap_value(inner.args[0])
+        return not picked and dotted(arg) == model
+
+    def explicit_trains(self, load: Load) -> list[ast.Call]:
+        """The ``train()`` calls (``train(True)``, a mode the code computes)
+        of ``load.model`` in the file: in the load's scope or, for a script's
+        model, in a module-level function that reads it as a global."""
+        return [
+            node
+            for node in walk_tree(self.ctx.tree)
+            if isinstance(node, ast.Call) and self._trains_load(node, load)
+        ]
+
+    def _trains_load(self, call: ast.Call, load: Load) -> bool:
+        switch = module_mode_switch(call)
+        if switch is None or switch.mode is Mode.EVAL:
+            return False
+        receiver = dotted(strip_self_returning(switch.receiver))
+        if receiver is not None and receiver.endswith(".module"):
+            receiver = receiver[: -len(".module")]  # a data-parallel wrapper's module
+        if receiver != load.model:
+            return False
+        owner = next((a for a in self.ctx.facts.ancestors(call) if isinstance(a, FUNCTIONS)), None)
+        if owner is load.scope:
+            return True
+        if load.scope is not None or owner is None:
+            return False
+        info = self.ctx.facts.index.functions.get(owner)
+        root = load.model.split(".")[0]
+        return (
+            info is not None
+            and info.cls is None
+            and info.parent is None
+            and root not in info.locals
+        )
+
+    def _global_forwards(self, found: Inference, model: str) -> bool:
         """A script's model used from its module-level functions (``def
         evaluate(line): return rnn(line)``): their forwards run after the
         load; their statement is the function itself (level ``GLOBAL``).
-        False when one of them may train it or switch its mode."""
-        model = found.load.model
+        False when one of them may train it or switch its mode. ``model``:
+        the loaded model's name or an alias of it (``_aliases``)."""
         for info in self.flow.index.functions.values():
             if info.cls is not None or info.parent is not None or model in info.locals:
                 continue
             fn = info.node
             for call in self.flow.scope_calls(fn):
+                if call is found.explicit_train or (
+                    found.explicit_train is not None and self._trains_load(call, found.load)
+                ):
+                    continue
                 kind = self.uses.use(call, model, fn)
                 if kind == "block":
                     return False
                 if kind is None or self._made_up(call, model, fn):
                     continue
-                needs = self._needs(call, model, fn, kind, global_model=True)
+                needs = self._needs(
+                    call, model, fn, kind, global_model=True, original=found.load.model
+                )
                 if needs is None:
                     return False
                 found.forwards.append(Forward(call, fn, GLOBAL, needs[0], needs[1]))
@@ -286,16 +397,23 @@ class InferenceAnalysis:
         scope: FuncNode | None,
         kind: str,
         global_model: bool = False,
+        original: str | None = None,
     ) -> tuple[bool, bool] | None:
         """(needs ``eval()``, needs ``no_grad``) at ``call``; None when a
-        wrapper around it cannot be read."""
+        wrapper around it cannot be read. ``original``: the loaded model's
+        name when ``model`` is an alias of it (both must be possibly in
+        train mode: a switch of either reaches the same modules)."""
         handled = handled_around(self.handlers, self.parents, call, scope)
         if handled is None:
             return None
         # A global read in a function: its mode is whatever the script left it
         # in when the function is called; any ``eval()`` of it says the author
         # set it (``trains`` rules out ``train()``).
-        may_train = not self._switched(model) if global_model else self._may_train(call, model)
+        names = {model, original or model}
+        if global_model:
+            may_train = not any(self._switched(n) for n in names)
+        else:
+            may_train = all(self._may_train(call, n) for n in names)
         needs_eval = "eval" not in handled and may_train
         needs_grad = (
             "grad" not in handled
@@ -359,6 +477,17 @@ _GRADIENT_LIBRARIES = ("torchattacks.", "advertorch.", "foolbox.", "art.attacks.
 
 def _takes_gradients(qual: str) -> bool:
     return qual == AUTOGRAD_GRAD or qual.startswith(_GRADIENT_LIBRARIES)
+
+
+def _test_code(path: str, source: str) -> bool:
+    """A test file, except a ``test_*.py`` script that holds no test code:
+    ``python test_image.py`` of SRGAN, Pointnet2's ``test_classification.py``,
+    SfmLearner's ``test_disp.py`` load a model and predict; pytest would
+    collect the file, but it has no test to run (its ``test_*`` functions,
+    if any, are still left alone: ``loads._is_test``)."""
+    if not is_test_source(path, source):
+        return False
+    return holds_test_code(source) or not os.path.basename(path).startswith("test_")
 
 
 def _may_be_none(value: ast.expr) -> bool:

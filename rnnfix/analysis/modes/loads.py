@@ -178,6 +178,32 @@ def returns_loaded_model(
     return MODULE_LOADER if texts <= built else LOADER
 
 
+def loads_into_param(func: ast.AST) -> tuple[int, str] | None:
+    """``def load_checkpoint(model, path): model.load_state_dict(torch.load(path)
+    ["model"])``: a checkpoint helper that loads weights into one of its
+    parameters (also ``param.module``) -> (its position, its name). None when
+    it switches a mode (it manages the mode itself), runs a training step,
+    or loads into none or several of its parameters."""
+    if not isinstance(func, FUNCTIONS):
+        return None
+    params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
+    loaded: set[str] = set()
+    for n in walk_local(func):
+        if not isinstance(n, ast.Call):
+            continue
+        if module_mode_switch(n) is not None:
+            return None
+        if isinstance(n.func, ast.Attribute) and n.func.attr in ("backward", "step", "zero_grad"):
+            return None  # it trains: a fine-tuning helper, not a loader
+        receiver = state_dict_receiver(n)
+        if receiver is not None and receiver in params:
+            loaded.add(receiver)
+    if len(loaded) != 1:
+        return None
+    name = loaded.pop()
+    return params.index(name), name
+
+
 @dataclass(frozen=True)
 class Load:
     model: str  # dotted text as written: "model", "args.model"
@@ -233,7 +259,8 @@ class LoadFinder:
                             used.add(t)
             elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
                 text = dotted(node.value.func) or ""
-                if "load" in text.lower():  # ``load_checkpoint(model, path)``
+                # ``load_checkpoint(model, path)``, ``resume_from_ckpt(p, model)``
+                if "load" in text.lower() or text.split(".")[0] in run_names:
                     loaded.update(t for a in node.value.args if (t := dotted(a)) is not None)
             elif isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = dotted(node.targets[0])
@@ -244,7 +271,10 @@ class LoadFinder:
                     text = dotted(inner.func) or ""
                     if "load" in text.lower() or text.split(".")[0] in run_names:
                         loaded.add(target)
-                elif picked and isinstance(inner, ast.Name):
+                    elif inner.args and (t := dotted(unwrap_value(inner.args[0])[0])):
+                        picks.append((target, t))  # ``model = nn.DataParallel(net)``
+                elif isinstance(inner, ast.Name):
+                    # ``model = ckpt["model"]``; ``model = net.to(device)``
                     picks.append((target, inner.id))
         loaded.update(target for target, source in picks if source in loaded)
         return bool(loaded & used)
@@ -298,6 +328,10 @@ class LoadFinder:
         if view is None or not view.bindings:
             return False
         for stmt in nodes:
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                if view.may_be_loader(stmt.value.func):  # ``load_checkpoint(model, p)``
+                    return True
+                continue
             if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
                 continue
             if dotted(stmt.targets[0]) is None or chained_mode(stmt.value) is not None:
@@ -317,7 +351,8 @@ class LoadFinder:
                 if receiver is not None:
                     return Load(receiver, stmt, scope, "`load_state_dict`")
                 into = self._loads_into(value, scope)
-                if into is not None and isinstance(stmt, ast.Expr):
+                # ``load_checkpoint(model, p)``; ``epoch = load_checkpoint(model, p)``
+                if into is not None and (isinstance(stmt, ast.Expr) or _binds_other(stmt, into)):
                     return Load(into, stmt, scope, f"`{_text(value.func)}()`")
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
             return None
@@ -345,7 +380,9 @@ class LoadFinder:
         ``load_state_dict`` on the parameter ``model`` is passed as, and
         switches its mode nowhere -> ``model``."""
         res = self.index.resolve(call, scope)
-        if res is None or res.callee.cls is not None:
+        if res is None:
+            return self._loads_into_elsewhere(call)
+        if res.callee.cls is not None:
             return None
         loaded: set[str] = set()
         for n in walk_local(res.callee.node):
@@ -358,6 +395,19 @@ class LoadFinder:
                 loaded.add(receiver)
         found = [arg for param, arg in res.args.items() if param in loaded and arg is not None]
         return found[0] if len(found) == 1 else None
+
+    def _loads_into_elsewhere(self, call: ast.Call) -> str | None:
+        """``load_checkpoint(model, path)`` of another file of the run
+        (``ModuleSummary.loads_into``) -> the argument it loads into."""
+        project = self.ctx.facts.project
+        found = project.loads_into(call.func) if project is not None else None
+        if found is None:
+            return None
+        index, name = found
+        args = [k.value for k in call.keywords if k.arg == name]
+        if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args):
+            args.append(call.args[index])
+        return dotted(args[0]) if len(args) == 1 else None
 
     def _loader(self, call: ast.Call, scope: FuncNode | None) -> bool | None:
         """``call`` runs a function that returns a loaded model: True when it
@@ -384,6 +434,22 @@ class LoadFinder:
                     if isinstance(n, ast.Attribute) and n.attr == "from_pretrained":
                         return True
         return False
+
+
+def _binds_other(stmt: ast.stmt, model: str) -> bool:
+    """``epoch = load_checkpoint(model, p)``: what the helper returns (a step,
+    the checkpoint) is bound to names other than the model's."""
+    if not isinstance(stmt, ast.Assign):
+        return False
+    root = model.split(".")[0]
+    names = {dotted(t) for t in stmt.targets for t in _flat(t)}
+    return all(n is not None and n.split(".")[0] != root for n in names)
+
+
+def _flat(target: ast.expr) -> list[ast.expr]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [x for e in target.elts for x in _flat(e)]
+    return [target]
 
 
 def _is_test(ctx: FileContext, fn: FuncNode) -> bool:

@@ -545,7 +545,7 @@ class ProjectIndex:
             module = files._known[file]
             if module is None:
                 return False
-            if name in module.loaders:
+            if name in module.loaders or name in module.loads_into:
                 return True
         elif files.text_has(file, LOAD_CODE) and files.may_define(file, name):
             return True

@@ -111,6 +111,10 @@ class ModuleSummary:
     # without switching its mode (``loads.returns_loaded_model``; RNF006):
     # name -> whether they built it from an ``nn.Module`` class.
     loaders: dict[str, bool] = field(default_factory=dict)
+    # Module-level checkpoint helpers that load weights into one of their
+    # parameters and switch no mode (``loads.loads_into_param``; RNF006):
+    # name -> (the parameter's position, its name).
+    loads_into: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     def any_function(self, test: Callable[[FunctionSummary], bool]) -> bool:
         methods = (m for c in self.classes.values() for m in c.methods.values())

@@ -182,14 +182,22 @@ def _summarise(
                 else frozenset()
             )
     loaders = _loaders(tree) if load_code else {}
+    loads_into = _loads_into(tree) if load_code else {}
     handles = any(handlers.values())
-    if not (functions or classes or handles or loaders or os.path.basename(path) == "__init__.py"):
+    if not (
+        functions
+        or classes
+        or handles
+        or loaders
+        or loads_into
+        or os.path.basename(path) == "__init__.py"
+    ):
         return None
     # A file's calls of its own functions are not calls of another file's
     # (definitions are statements: no need to walk expressions).
     defined = {n.name for n in statements(tree.body) if isinstance(n, _FUNCS)}
     called = frozenset(_CALLED_NAME.findall(source)) - defined
-    return ModuleSummary(functions, classes, imports, handlers, called, loaders)
+    return ModuleSummary(functions, classes, imports, handlers, called, loaders, loads_into)
 
 
 def _rebound_defs(body: list[ast.stmt]) -> frozenset[str]:
@@ -258,6 +266,16 @@ def _loaders(tree: ast.Module) -> dict[str, bool]:
             )
             if found != NOT_A_LOADER:
                 out[stmt.name] = found == MODULE_LOADER
+    return out
+
+
+def _loads_into(tree: ast.Module) -> dict[str, tuple[int, str]]:
+    from rnnfix.analysis.modes.loads import loads_into_param
+
+    out: dict[str, tuple[int, str]] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, _FUNCS) and (found := loads_into_param(stmt)) is not None:
+            out[stmt.name] = found
     return out
 
 

@@ -164,6 +164,12 @@ class ProjectView:
         known; None when it is no such function."""
         return self._module_fact(expr, lambda module: module.loaders)
 
+    def loads_into(self, expr: ast.AST) -> tuple[int, str] | None:
+        """``expr`` names a checkpoint helper of another file of the run that
+        loads weights into one of its parameters (RNF006): its position and
+        name; None when it is no such function."""
+        return self._module_fact(expr, lambda module: module.loads_into)
+
     def _module_fact(
         self, expr: ast.AST, facts: Callable[[ModuleSummary], Mapping[str, _Fact]]
     ) -> _Fact | None:
@@ -336,6 +342,8 @@ class ProjectView:
             if not self.index.may_load_from(target[0], target[1][0], self.consulted):
                 continue
             if self._fact_of(chain, lambda module: module.loaders) is not None:
+                return True
+            if self._fact_of(chain, lambda module: module.loads_into) is not None:
                 return True
         return False
 

@@ -251,6 +251,11 @@ def leftover_train(
     return DELIBERATE if deliberate else found
 
 
+def deliberate_train_name(name: str) -> bool:
+    """A function named for a chosen train mode (``mc_predict``, ``adapt_bn``)."""
+    return bool(set(words(name)) & _DELIBERATE_TRAIN_WORDS)
+
+
 def chosen_train(ctx: FileContext, node: ast.stmt, model: str, sites: list[ast.Call]) -> bool:
     """Every forward of ``model`` in the region runs in the train mode of one
     plain ``model.train()`` the author wrote before it (outside the region:

@@ -15,6 +15,7 @@ import ast
 from typing import Literal
 
 from rnnfix.analysis.grads.gradctx import LocalFunctions
+from rnnfix.analysis.modes.comments import TRAIN_INTENTS, intent_comment
 from rnnfix.analysis.modes.inference import GLOBAL, Inference
 from rnnfix.analysis.project.index import called_from_other_files
 from rnnfix.analysis.syntax.walks import FUNCTIONS, block_of, suspends
@@ -22,6 +23,7 @@ from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.models import unwrap_built
 from rnnfix.rules.base import FileContext, Finding, Fix
 from rnnfix.rules.rnf003.escape import escapes, no_caller_reason
+from rnnfix.rules.rnf003.modes import chosen_train, deliberate_train_name
 from rnnfix.source.edits import AddDecorator, AddImport, Edit, InsertStatements, WrapInWith
 
 CODE = "RNF006"
@@ -89,6 +91,42 @@ def scope_finding(ctx: FileContext, group: list[Inference]) -> Finding:
         parts.append(f"wrap the inference in `with {t}.no_grad():`")
     fix = Fix(tuple(edits), safe=safe, description=" and ".join(parts))
     return ctx.finding(CODE, first.stmt, message, fix)
+
+
+def train_finding(ctx: FileContext, inf: Inference) -> Finding | None:
+    """A loaded model the author puts in train mode with ``train()``, in a
+    file that trains nothing: reported, never fixed (an ``eval()`` would undo
+    the call, and Monte Carlo dropout or BatchNorm on batch statistics are
+    written just so); None when the code says it is deliberate (a comment on
+    or above the call, repeated forwards of one input, a function named for
+    it: ``rnf003.modes``)."""
+    call = inf.explicit_train
+    assert call is not None
+    model = inf.load.model
+    if intent_comment(ctx.lines, call, TRAIN_INTENTS) is not None:
+        return None
+    scopes = [inf.load.scope, *(f.unit for f in inf.forwards if f.level == GLOBAL)]
+    if any(isinstance(s, FUNCTIONS) and deliberate_train_name(s.name) for s in scopes):
+        return None
+    units: dict[int, tuple[ast.stmt, list[ast.Call]]] = {}
+    for f in inf.forwards:
+        units.setdefault(id(f.unit), (f.unit, []))[1].append(f.site)
+    if any(chosen_train(ctx, unit, model, sites) for unit, sites in units.values()):
+        return None
+    t = ctx.facts.torch_name() or "torch"
+    grad = (
+        f"; it also runs with grad enabled: run it under `{t}.no_grad()`" if inf.needs_grad else ""
+    )
+    message = (
+        f"`{model}` is loaded with {inf.load.how} for inference, and "
+        f"`{model}.train()` (line {call.lineno}) puts it in train mode while nothing in "
+        "this file trains it: any dropout in it is active and any BatchNorm normalises "
+        "with batch statistics, which changes the predictions; unless that is deliberate "
+        f"(Monte Carlo dropout, BatchNorm statistics: say so in a comment), call "
+        f"`{model}.eval()` instead{grad}; not fixed: an explicit `train()` may be the "
+        "author's choice"
+    )
+    return ctx.finding(CODE, inf.load.stmt, message)
 
 
 def _volatile(ctx: FileContext) -> bool:

@@ -9,11 +9,13 @@ from collections.abc import Iterator
 from rnnfix.analysis.modes.inferclass import class_text
 from rnnfix.analysis.modes.inference import Inference, InferenceAnalysis
 from rnnfix.analysis.modes.regions import find_regions
+from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_tree
+from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.rules.base import FileContext, Finding, Rule
 from rnnfix.rules.rnf003.judge import RegionJudge, Verdict
 from rnnfix.rules.rnf006.classes import class_findings
-from rnnfix.rules.rnf006.fix import scope_finding
+from rnnfix.rules.rnf006.fix import scope_finding, train_finding
 
 # ``model.load_state_dict(``, ``torch.load(``, ``load_model(``, ``Net.load_from_checkpoint(``.
 _LOADS = re.compile(r"load_state_dict|load_from_checkpoint|\.load\(|\bload\w*\(")
@@ -36,10 +38,13 @@ A load is `model.load_state_dict(...)` (also from a checkpoint dict,
 `ckpt["model"]`), a whole module from `torch.load(path)` (also
 `torch.load(path)["model"]`), `Net.load_from_checkpoint(path)`, a function
 of the file or of another file of the run that returns a model it loaded
-(`model = load_model(path)`), or a function of the file that loads weights
-into the model it is given (`load_checkpoint(model, path)`). The inference
+(`model = load_model(path)`), or a function of the file or of another file
+of the run that loads weights into the model it is given and switches no
+mode (`load_checkpoint(model, path)`, `restore(path, net)`). The inference
 is the forwards of that model that follow the load in the same function or
-script: direct calls, `model.forward(x)`, a method of its class or a helper
+script, also under a name bound to it after the load (`model =
+nn.DataParallel(net)`, `model = net.to(device)`; once, and not a part of it
+such as `net.encoder`): direct calls, `model.forward(x)`, a method of its class or a helper
 of the file that runs it (`predict(model, x)`), a function of another file
 of the run that runs it; for a model a script loads at module level, also
 the forwards of the module-level functions that read it as a global
@@ -47,7 +52,15 @@ the forwards of the module-level functions that read it as a global
 
 It acts only in files that train nothing: no `backward()`, no optimizer, no
 gradient use (`autograd.grad`, `requires_grad_()`), no `train()` anywhere in
-the code (a comment or a string that mentions them does not count).
+the code but on a loaded model (a comment or a string that mentions them
+does not count). A loaded model the file puts in train mode itself
+(`model.train()` after the load, in the same function or, for a script's
+model, in a module-level function) is reported without a fix: train mode
+there may be a bug or the author's choice (Monte Carlo dropout, BatchNorm
+on batch statistics), and the code seldom says which. Nothing is reported
+when it does: a comment on or above the call that says why, forwards
+repeated on one input (`for _ in range(n)`), a function named for it
+(`mc_predict`). The other loaded models of the file are judged as usual.
 
 ## Why is this bad?
 A module starts in train mode, and loading weights does not change that.
@@ -104,8 +117,9 @@ Left alone:
 
 - resuming training and fine-tuning after a load, and any file that trains
   (a training step, an optimizer, a gradient use) or calls `train()`;
-- Monte Carlo dropout (`train()` or dropout switched on deliberately
-  before repeated predictions: any `train()` in the file);
+- Monte Carlo dropout (dropout layers switched on one by one, a
+  `train()` on anything but a loaded model: the file is left alone; a
+  loaded model's own `train()`: reported, as above);
 - models from `from_pretrained(...)`: transformers returns them in eval mode;
 - TorchScript (`torch.jit.load`), exported programs (`torch.export.load`),
   and files that export or trace (`torch.onnx.export`, `torch.jit.trace`,
@@ -123,8 +137,9 @@ Left alone:
   `torch.zeros` warm-up): a GAN's samples are often drawn in train mode on
   purpose (BatchNorm on batch statistics), and a dry run's numbers mean
   nothing;
-- a module's own methods, and tests (`test_*.py`, `test_*` functions,
-  `Test*` and `TestCase` classes);
+- a module's own methods, and tests (`test_*.py` files with test code in
+  them, `test_*` functions, `Test*` and `TestCase` classes; a `test_*.py`
+  script with none, `python test_image.py`, is inference code);
 - a model the caller passes to an inference class (below): only reported.
 
 Inference classes: a plain class (no `nn.Module`, no mode setters of its
@@ -191,7 +206,12 @@ may reach callers rnnfix does not see.
         groups: dict[int, list[Inference]] = {}
         for inf in found:
             inf.forwards = [f for f in inf.forwards if not owned.covers(f.site)]
-            if inf.forwards and (inf.needs_eval or inf.needs_grad):
+            if inf.explicit_train is not None:
+                if inf.forwards:
+                    reported = train_finding(ctx, inf)
+                    if reported is not None:
+                        yield reported
+            elif inf.forwards and (inf.needs_eval or inf.needs_grad):
                 groups.setdefault(id(inf.load.scope), []).append(inf)
         for group in groups.values():
             yield scope_finding(ctx, group)
@@ -224,8 +244,14 @@ def _trains_code(tree: ast.Module) -> bool:
     for node in walk_tree(tree):
         if isinstance(node, ast.Call):
             func = node.func
-            if isinstance(func, ast.Attribute) and func.attr in ("backward", "zero_grad", "train"):
+            if isinstance(func, ast.Attribute) and func.attr in ("backward", "zero_grad"):
                 return True
+            if isinstance(func, ast.Attribute) and func.attr == "train":
+                # ``model.train()`` of a loaded model is that model's business
+                # (``InferenceAnalysis.trains`` reads whose it is); a
+                # ``train()`` on anything else (``get_trainer().train()``) trains.
+                if dotted(func.value) is None or module_mode_switch(node) is None:
+                    return True
         elif isinstance(node, ast.Attribute):
             value = node.value
             last = value.attr if isinstance(value, ast.Attribute) else getattr(value, "id", None)
