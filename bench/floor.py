@@ -101,10 +101,12 @@ def _ruff(root: Path) -> tuple[float, float] | None:
     return time.perf_counter() - start, usage.ru_utime + usage.ru_stime
 
 
-def _rnnfix(root: Path, jobs: int, code: Path) -> tuple[float, float]:
+def _rnnfix(root: Path, jobs: int, code: Path) -> tuple[float, float, float]:
     """A cold ``rnnfix apply --check`` of ``root`` in a child process (wall,
-    CPU of it and its workers), run from beside the tree as bench_tree.py
-    does (a tree's own ``types.py`` must not shadow the standard library)."""
+    CPU of it and its workers, the peak resident memory in MB of the child
+    itself: with one worker, of the whole run), run from beside the tree as
+    bench_tree.py does (a tree's own ``types.py`` must not shadow the
+    standard library)."""
     cmd = [sys.executable, "-m", "rnnfix", "apply", "--check", "--no-cache", "-q"]
     env = {**os.environ, "PYTHONPATH": str(code)}
     start = time.perf_counter()
@@ -117,7 +119,8 @@ def _rnnfix(root: Path, jobs: int, code: Path) -> tuple[float, float]:
     )
     _, _, usage = os.wait4(proc.pid, 0)
     proc.returncode = 0  # reaped by wait4
-    return time.perf_counter() - start, usage.ru_utime + usage.ru_stime
+    peak = usage.ru_maxrss / 1024  # KiB on Linux
+    return time.perf_counter() - start, usage.ru_utime + usage.ru_stime, peak
 
 
 def main() -> None:
@@ -153,6 +156,7 @@ def main() -> None:
         for j in jobs:
             rows[f"{label} -j{j} cpu"] = []
             rows[f"{label} -j{j} wall"] = []
+            rows[f"{label} -j{j} peak MB"] = []
     gated: set[Path] = set()
     for _ in range(args.runs):
         t, texts = _timed(partial(_texts, files))
@@ -167,9 +171,10 @@ def main() -> None:
             rows["ruff cpu"].append(found[1])
         for label, code in codes.items():  # in turns, so that the load hits all alike
             for j in jobs:
-                wall, cpu = _rnnfix(args.path, j, code)
+                wall, cpu, peak = _rnnfix(args.path, j, code)
                 rows[f"{label} -j{j} wall"].append(wall)
                 rows[f"{label} -j{j} cpu"].append(cpu)
+                rows[f"{label} -j{j} peak MB"].append(peak)
     print(f"{args.path}: {len(files)} .py files, {len(gated)} pass the gate; median of {args.runs}")
     print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     floor = statistics.median(rows["parse gated"])
@@ -179,6 +184,9 @@ def main() -> None:
             continue
         value = statistics.median(got)
         ratios = ""
+        if name.endswith("peak MB"):
+            print(f"{name:<17}{value:8.0f} MB")
+            continue
         if not name.endswith("wall"):
             ratios = f"{value / floor:7.2f}x floor"
             if ruff_cpu:
