@@ -42,6 +42,7 @@ from rnnfix.rules.base import FileContext, Finding, Fix
 from rnnfix.rules.rnf003.effects import train_mode_effects
 from rnnfix.rules.rnf003.escape import Escape, escapes, no_caller_reason
 from rnnfix.rules.rnf003.flagfunc import flag_function_finding
+from rnnfix.rules.rnf003.handoff import trainer_handoff
 from rnnfix.rules.rnf003.models import ModelIndex
 from rnnfix.rules.rnf003.modes import (
     DELIBERATE,
@@ -504,6 +505,18 @@ class RegionJudge:
             for n in walk_all_local(body)
         )
         for model in list(need.eval_models):
+            handoff = (
+                trainer_handoff(self.ctx, node, func, model)
+                if not isinstance(node, FUNCTIONS)
+                else None
+            )
+            if handoff is not None:
+                need.no_fix = (
+                    f"`{model}` is handed to `{self.ctx.segment(handoff.func)}(...)` on line "
+                    f"{handoff.lineno}, which the loop around it runs again and may train it "
+                    "there: an `eval()` here would outlive this evaluation"
+                )
+                continue
             if chosen_train(self.ctx, node, model, calls[model]):
                 need.eval_models.remove(model)  # the author's own train(), on purpose
                 continue
