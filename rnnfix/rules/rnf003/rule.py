@@ -291,6 +291,12 @@ is a generator, or the name `was_training` is taken. A model whose class is in
 another file of the run counts only when that class holds Dropout or
 BatchNorm layers (or reads `self.training`): then `eval()` changes what it
 computes.
+
+Reported without a fix: an evaluation inside a loop that also runs an object
+the model was handed to (`svi = SVI(vae.model, vae.guide, optim)` then
+`svi.step(x)`, `trainer = Trainer(net)` then `trainer.fit_epoch()`). That
+object may train the model in the loop's next iteration, in steps RNF001
+cannot see, so nothing would put `train()` back after an inserted `eval()`.
 """
 
     def check(self, ctx: FileContext) -> Iterator[Finding]:
