@@ -25,7 +25,7 @@ The evidence, all of it required:
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -99,14 +99,23 @@ def string_guard(src: FlowSource, node: ast.AST, func: ast.FunctionDef) -> str |
     """The parameter of the innermost ``if mode == "train":`` (or ``mode in
     ("train", ...)``) above ``node`` in ``func``, in its true branch."""
     params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
+    found = _guarding_if(src.facts.parents, node, func, params)
+    return found[0] if found is not None else None
+
+
+def _guarding_if(
+    parents: Mapping[ast.AST, ast.AST], node: ast.AST, func: ast.AST, params: set[str]
+) -> tuple[str, ast.If] | None:
+    """The innermost ``if <param> == "train":`` above ``node`` in ``func``
+    (``node`` in its true branch): the parameter and the ``if``."""
     child: ast.AST = node
-    cur = src.facts.parents.get(node)
+    cur = parents.get(node)
     while cur is not None and cur is not func:
         if isinstance(cur, ast.If) and child in cur.body:
             name = _compared_param(cur.test, params)
             if name is not None:
-                return name
-        child, cur = cur, src.facts.parents.get(cur)
+                return name, cur
+        child, cur = cur, parents.get(cur)
     return None
 
 
@@ -139,15 +148,8 @@ def _string_guard(
 ) -> tuple[str, str] | None:
     """The innermost ``if <param> == "train":`` above ``node`` (in its true
     branch): (param, the test's source)."""
-    child: ast.AST = node
-    cur = ctx.facts.parents.get(node)
-    while cur is not None and cur is not func:
-        if isinstance(cur, ast.If) and child in cur.body:
-            name = _compared_param(cur.test, params)
-            if name is not None:
-                return name, ctx.segment(cur.test)
-        child, cur = cur, ctx.facts.parents.get(cur)
-    return None
+    found = _guarding_if(ctx.facts.parents, node, func, params)
+    return (found[0], ctx.segment(found[1].test)) if found is not None else None
 
 
 def _compared_param(test: ast.expr, params: set[str]) -> str | None:

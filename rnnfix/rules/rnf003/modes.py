@@ -152,16 +152,7 @@ def is_mode_free(ctx: FileContext, model: str) -> bool:
         return False
     if any(is_prefix(c.model, model) or is_prefix(model, c.model) for c in flow.mode_calls):
         return False
-    values = [
-        node.value
-        for node in ast.walk(ctx.tree)
-        if isinstance(node, (ast.Assign, ast.AnnAssign))
-        and node.value is not None
-        and any(
-            dotted(t) == model
-            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
-        )
-    ]
+    values = _bound_values(ctx, model)
     return bool(values) and all(_mode_free_call(ctx, v) for v in values)
 
 
