@@ -84,8 +84,14 @@ def trains_itself(ctx: FileContext, func: Func) -> bool:
     training step. ``self``'s mode is then this method's to manage, not its
     caller's, and an evaluation inside it (validation in the epoch loop) runs
     ``self`` as any evaluation runs a model: it needs ``self.eval()``. Any
-    other method of a module leaves ``self``'s mode to its caller."""
+    other method of a module leaves ``self``'s mode to its caller. A class
+    whose ``train``/``eval`` (its own, its bases' or its submodules') a mode
+    call cannot go through (``def eval(self, loader)``) is not one: an
+    inserted ``self.eval()`` would crash."""
     if not in_module_method(ctx, func) or not func.args.args or func.args.args[0].arg != "self":
+        return False
+    owner = ctx.facts.parents.get(func)
+    if isinstance(owner, ast.ClassDef) and ctx.facts.receivers.table.overrides(owner.name):
         return False
     own = any(
         isinstance(s, ast.Expr)
