@@ -154,15 +154,19 @@ class FileIndex:
         self._index(tree.body, cls=None, parent=None)
         # dotted text -> local class it was built from (``trainer = Trainer()``)
         self.instance_types: dict[str, str] = {}
+        # dotted text -> the values the file's assignments bind to it, in
+        # ``ast.walk`` order (asked per model by RNF003: one walk, not one each)
+        self.bound_values: dict[str, list[ast.expr]] = {}
         for node in walk_tree(tree):
             if node.__class__ not in _ASSIGNS:
                 continue  # most nodes (parsed trees hold no subclasses of these)
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 name = self.constructed_class(node.value)
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for t in targets:
-                    text = dotted(t)
-                    if name and text:
+                texts = {text for t in targets if (text := dotted(t))}
+                for text in texts:
+                    self.bound_values.setdefault(text, []).append(node.value)
+                    if name:
                         self.instance_types[text] = name
 
     def scope_nodes(self, scope: FuncNode | None) -> list[ast.AST]:

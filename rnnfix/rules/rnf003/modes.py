@@ -185,16 +185,7 @@ def holds_no_state(ctx: FileContext, model: str) -> bool:
 
 def _bound_values(ctx: FileContext, model: str) -> list[ast.expr]:
     """The values the file's assignments bind to the path ``model``."""
-    return [
-        node.value
-        for node in ast.walk(ctx.tree)
-        if isinstance(node, (ast.Assign, ast.AnnAssign))
-        and node.value is not None
-        and any(
-            dotted(t) == model
-            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
-        )
-    ]
+    return ctx.facts.index.bound_values.get(model, [])
 
 
 def _mode_free_call(ctx: FileContext, call: ast.AST) -> bool:
