@@ -207,9 +207,43 @@ def _reads(node: ast.AST) -> set[str]:
         roots = [node]
     out: set[str] = set()
     for r in roots:
-        for n in walk_local(r):
-            if isinstance(n, (ast.Name, ast.Attribute)):
-                text = dotted(n)
-                if text:
-                    out.add(text)
+        _collect_reads(r, frozenset(), out)
     return out
+
+
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+def _collect_reads(node: ast.AST, shadowed: frozenset[str], out: set[str]) -> None:
+    """``walk_local``'s reads of ``node``, less the names a comprehension binds
+    for itself: ``[_.cuda() for _ in batch]`` reads ``batch``, not the ``_``
+    an earlier loop (an evaluation's ``data, _ = ...``) assigned, since a
+    comprehension's variables live in a scope of their own."""
+    stack: list[tuple[ast.AST, frozenset[str]]] = [(node, shadowed)]
+    while stack:
+        cur, hidden = stack.pop()
+        if isinstance(cur, _COMPREHENSIONS):
+            bound = {x for g in cur.generators for x in _target_names(g.target)}
+            # The first iterable is evaluated in the enclosing scope.
+            stack.append((cur.generators[0].iter, hidden))
+            inner = hidden | bound
+            for child in ast.iter_child_nodes(cur):
+                if isinstance(child, ast.comprehension):
+                    parts = [child.target, *child.ifs]
+                    if child is not cur.generators[0]:
+                        parts.append(child.iter)
+                    stack.extend((p, inner) for p in parts)
+                else:
+                    stack.append((child, inner))
+            continue
+        if isinstance(cur, (ast.Name, ast.Attribute)):
+            text = dotted(cur)
+            if text and text.split(".")[0] not in hidden:
+                out.add(text)
+        stack.extend(
+            (child, hidden)
+            for child in ast.iter_child_nodes(cur)
+            if not isinstance(
+                child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+            )
+        )
