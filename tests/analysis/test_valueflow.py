@@ -58,3 +58,31 @@ def test_a_name_read_in_a_comprehension_s_condition_is_read() -> None:
             sum(kept).backward()
         """
     )
+
+
+def test_the_back_edge_brings_a_value_past_a_binding_before_the_loop() -> None:
+    assert _reaches(
+        """
+        target = None
+        for epoch in range(3):
+            loss = model(x).sum()
+            if target is not None:
+                loss = loss + (target - 1).sum()
+            loss.backward()
+            for batch in val_loader:
+                target = model(batch)
+        """
+    )
+
+
+def test_a_binding_before_the_use_in_the_loop_still_kills() -> None:
+    assert not _reaches(
+        """
+        for epoch in range(3):
+            target = torch.zeros(3)
+            loss = (model(x) - target).sum()
+            loss.backward()
+            for batch in val_loader:
+                target = model(batch)
+        """
+    )

@@ -136,6 +136,12 @@ class ValueFlow:
             if isinstance(parent, (ast.For, ast.AsyncFor)) and name in _target_names(parent.target):
                 return False
             if isinstance(parent, LOOPS):
+                if id(parent) in holders:
+                    # A source later in this loop's body: the back edge brings
+                    # its value to the top of the body, whatever was assigned
+                    # before the loop (``target = None``, then ``target =
+                    # model(x)`` at the end of each iteration).
+                    return True
                 loops_crossed = True
             if not isinstance(parent, ast.stmt) or isinstance(
                 parent, (ast.FunctionDef, ast.AsyncFunctionDef)

@@ -17,6 +17,11 @@ Three signals, all syntactic:
   region of its own. Not a module's own method switching ``self`` (a
   vocoder's ``forward``, a model's ``generate``): its caller owns the grad
   mode;
+- *after-step*: a plain statement (an assignment or an expression, not a
+  loop) that follows ``<model>.eval()`` in the same block and calls that
+  model, in a function or module whose every training step comes before it
+  (pygcn's ``train(epoch)``: the step, then ``model.eval(); output =
+  model(features, adj)`` for the validation figures);
 - *flag*: a function shared by training and evaluation through a boolean
   parameter (``def iteration(self, epoch, loader, train=True)``) whose
   training step runs only under ``if train:``, called in the file with the
@@ -48,6 +53,7 @@ from rnnfix.analysis.syntax.walks import (
     scope_of,
     walk_all_local,
     walk_local,
+    walk_tree,
     words,
 )
 from rnnfix.analysis.torch.api import module_mode_switch
@@ -57,7 +63,7 @@ from rnnfix.source.files import is_test_source
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
 
-Signal = Literal["data", "name", "after-eval", "phase", "flag", "self-eval"]
+Signal = Literal["data", "name", "after-eval", "after-step", "phase", "flag", "self-eval"]
 
 _EVAL_DATA_WORDS = frozenset(
     {"val", "vali", "valid", "validation", "dev", "test", "testing", "eval", "evaluation",
@@ -201,7 +207,79 @@ def find_regions(ctx: FileContext) -> list[EvalRegion]:
     rule drops it when it takes the function as the region)."""
     regions: list[EvalRegion] = []
     _visit(ctx, ctx.tree, regions, inside=False)
+    after = _after_step_statements(ctx, {id(r.node) for r in regions if not r.is_function})
+    if after:
+        regions = sorted([*regions, *after], key=lambda r: (r.node.lineno, r.node.col_offset))
     return regions
+
+
+# Statements an *after-step* region may be: one simple statement, wrapped whole.
+_SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)
+
+
+def _after_step_statements(ctx: FileContext, loops: set[int]) -> list[EvalRegion]:
+    """The *after-step* signal: in each block, a simple statement after a
+    ``<model>.eval()`` of the same block (no ``train()`` of it between) that
+    calls that model, where every training step of its function (or of the
+    module) comes before it in the source and none is in a loop around it.
+    Not inside a loop that is already a region."""
+    out: list[EvalRegion] = []
+    parents = ctx.facts.parents
+    steps_of: dict[ast.AST, list[ast.Call]] = {}
+    for node in walk_tree(ctx.tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
+                continue
+            evaluated: set[str] = set()
+            for stmt in block:
+                if isinstance(stmt, ast.Expr):
+                    switch = module_mode_switch(stmt.value)
+                    if switch is not None and switch.target is not None:
+                        if switch.mode is Mode.EVAL:
+                            evaluated.add(switch.target)
+                        else:
+                            evaluated.discard(switch.target)
+                        continue
+                if not evaluated or not isinstance(stmt, _SIMPLE):
+                    continue
+                if not _calls_any(stmt, evaluated):
+                    continue
+                scope = scope_of(parents, stmt)
+                if isinstance(scope, ast.AsyncFunctionDef) or _in_lightning_class(ctx, stmt):
+                    continue
+                steps = steps_of.get(scope)
+                if steps is None:
+                    steps = steps_of[scope] = list(training_steps(ctx, scope))
+                if steps and _after_every_step(parents, stmt, steps, loops):
+                    out.append(EvalRegion(stmt, "after-step"))
+    return out
+
+
+def _after_every_step(
+    parents: dict[ast.AST, ast.AST], stmt: ast.stmt, steps: list[ast.Call], loops: set[int]
+) -> bool:
+    """Every step ends before ``stmt`` starts (in a loop, what it computes
+    could reach the next iteration's step only through a name: the rule's
+    value flow asks that), and no loop around it is already a region."""
+    start = (stmt.lineno, stmt.col_offset)
+    if any(((s.end_lineno or s.lineno), (s.end_col_offset or 0)) > start for s in steps):
+        return False
+    loop = innermost_loop(parents, stmt)
+    while loop is not None:
+        if id(loop) in loops:
+            return False
+        loop = innermost_loop(parents, loop)
+    return True
+
+
+def is_below_node(parents: dict[ast.AST, ast.AST], node: ast.AST, top: ast.AST) -> bool:
+    cur: ast.AST | None = node
+    while cur is not None:
+        if cur is top:
+            return True
+        cur = parents.get(cur)
+    return False
 
 
 # Nodes that cannot hold a statement (a lambda's body is an expression).

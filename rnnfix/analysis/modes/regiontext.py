@@ -11,7 +11,8 @@ for each of its signals, never a guess: a file it rules out has no region.
 - *data* and *phase*: a ``for`` statement whose iterable names evaluation
   data (``val_loader``, ``loaders["val"]``, ``("train", "val")``): the text
   of each ``for`` header, continued over the lines its brackets span;
-- *after-eval*: a mode call (``.eval()``, ``.train(False)``) before a loop;
+- *after-eval* and *after-step*: a mode call (``.eval()``, ``.train(False)``)
+  before a loop or a statement;
 - *flag*: a boolean default of a ``FLAG_NAMES`` parameter (``train=True``),
   or a comparison with a training string (``mode == "train"``, ``mode in
   ("train", "train+log")``).

@@ -359,12 +359,19 @@ class RegionJudge:
         node = region.node
         if isinstance(node, FUNCTIONS):
             return self._callers_train(node)
-        if region.signal != "data" and in_training_iteration(self.ctx, node):
+        after_step = region.signal == "after-step"
+        if region.signal != "data" and not after_step and in_training_iteration(self.ctx, node):
             return True  # sampling / generation inside a training step
         scope = scope_of(self.parents, node)
         seeds = written(body) - set(self.index.models)
         if self.flow.reaches_gradient_use(body, scope, seeds):
             return True
+        if after_step:
+            # Every step of the scope came before it: what it computes feeds
+            # training only through a name a later step reads (above), or by
+            # leaving the scope (returned, or kept on an object) for code
+            # this function does not show.
+            return any("." in seed for seed in seeds) or self.flow.escapes(body, scope, seeds)
         if region.signal == "after-eval" and isinstance(scope, FUNCTIONS):
             # Only ``eval()`` says this is evaluation, and what the loop computes
             # leaves the function: a caller (maybe in another file) may
@@ -829,6 +836,8 @@ class RegionJudge:
         what = (
             f"Evaluation function `{node.name}`"
             if isinstance(node, FUNCTIONS)
+            else "Evaluation after the training step"
+            if region.signal == "after-step"
             else "Evaluation loop"
         )
         models = need.eval_models or sorted(calls, key=lambda m: _first(calls[m]))

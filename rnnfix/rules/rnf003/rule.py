@@ -39,6 +39,14 @@ A region is evaluation by intent when it is
   (`validation_step`, `evaluation_step`, `predict_step`: `step` beside an
   evaluation word is no training step);
 - a loop that follows `model.eval()` in the same block and calls that model;
+- a plain statement (an assignment or an expression) that follows
+  `model.eval()` in the same block and calls that model, where every training
+  step of its function (or of the module) comes before it: the validation
+  forward after the step of a full-batch training function (`model.eval();
+  output = model(features, adj)`), or after the batch loop of an epoch loop.
+  What it computes must reach no later gradient use (the next iteration's
+  loss included), and must not be returned or kept on an object: then it is
+  training code, left alone;
 - the body of a function, whatever its name (`get_scores`, `sample_text`),
   that switches a model to eval itself among its own statements and then
   runs it, and runs no training step; what it computes must not be kept
