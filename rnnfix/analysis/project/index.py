@@ -150,6 +150,16 @@ class LazySummaries(Mapping[str, "ModuleSummary | None"]):
         names: tuple[frozenset[str], frozenset[str]] | None = memo[key]
         return names is None or name in names[0] or (classes and name in names[1])
 
+    def defined_names(self, key: str) -> frozenset[str] | None:
+        """The names the file's text shows defined by ``def`` or ``class``
+        (at any depth: a necessary condition for a module-level one); None
+        when it is not read from disk or is unreadable (anything may be)."""
+        if key in self._known or key not in self._paths:
+            return None
+        self.may_define(key, "_")  # fills the memo
+        names: tuple[frozenset[str], frozenset[str]] | None = self.__dict__["_defined"][key]
+        return None if names is None else names[0] | names[1]
+
     def may_call(self, key: str, name: str) -> bool:
         """Whether ``name`` may be in the file's ``ModuleSummary.called``,
         read without summarising it: ``called`` holds the names its text
@@ -528,6 +538,17 @@ class ProjectIndex:
             return None
         view = ProjectView(self, path, tree)
         return method_order(tree, lambda expr: view.lookup(expr) is cls)
+
+    def star_names(self, file: str, consulted: set[str]) -> frozenset[str] | None:
+        """What ``from <file's module> import *`` may bind that rnnfix can
+        look up: the functions and classes the file's text defines (None:
+        anything, for summaries given as data or an unreadable file)."""
+        consulted.add(file)
+        files = self.files
+        if not isinstance(files, LazySummaries):
+            module = files.get(file)
+            return None if module is None else frozenset([*module.functions, *module.classes])
+        return files.defined_names(file)
 
     def may_load_from(self, file: str, name: str, consulted: set[str], depth: int = 0) -> bool:
         """A necessary condition for ``ProjectView.loader`` to find the

@@ -6,11 +6,12 @@ loaders of another file)."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from rnnfix.analysis.project.bindings import Binding, import_bindings, statements
+from rnnfix.analysis.project.bindings import Binding, import_bindings, stars, statements
 from rnnfix.analysis.project.summaries import (
     ClassSummary,
     ExternalCall,
@@ -34,6 +35,7 @@ from rnnfix.analysis.project.texts import (
 )
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import bind_arguments
+from rnnfix.analysis.syntax.walks import walk_tree
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modes.objectuse import Order
@@ -58,6 +60,8 @@ class Index(Protocol):
     def member(
         self, file: str, names: tuple[str, ...], consulted: set[str], depth: int = 0
     ) -> FunctionSummary | ClassSummary | None: ...
+
+    def star_names(self, file: str, consulted: set[str]) -> frozenset[str] | None: ...
 
     def returns_of(self, file: str) -> ReturnSummary | None: ...
 
@@ -203,7 +207,7 @@ class ProjectView:
         root, _, rest = text.partition(".")
         binding = self.bindings.get(root)
         if binding is None:
-            return None
+            return self._star_target(root, tuple(rest.split(".")) if rest else ())
         level, parts = binding
         target = self.index.resolve(
             self.path, level, parts + (tuple(rest.split(".")) if rest else ())
@@ -212,6 +216,54 @@ class ProjectView:
             return None
         self.consulted.add(target[0])
         return target
+
+    def _star_target(self, root: str, rest: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
+        """``from utils import *`` then ``to_cuda(...)``: a name the file binds
+        no other way is the star-imported module's (the last one's first)
+        when that module of the run may define it."""
+        if root in self._bound_here:
+            return None
+        for file, names in self._star_modules:
+            if names is None or root in names:
+                self.consulted.add(file)
+                return file, (root, *rest)
+        return None
+
+    @functools.cached_property
+    def _star_modules(self) -> list[tuple[str, frozenset[str] | None]]:
+        """The files of the run this file star-imports (the last one first),
+        each with the names it may define (None: any)."""
+        out: list[tuple[str, frozenset[str] | None]] = []
+        for level, parts in stars(self.bindings):
+            target = self.index.resolve(self.path, level, parts)
+            if target is None or target[0] == self.path or target[1]:
+                continue  # not a module of the run (``from torch.nn import *``)
+            out.append((target[0], self.index.star_names(target[0], self.consulted)))
+        return out
+
+    @functools.cached_property
+    def _star_names(self) -> list[str]:
+        """The names star imports may bind here that ``_star_target`` looks
+        up: what the star-imported modules of the run define, less what this
+        file binds itself (sorted: the chains come out in a stable order)."""
+        if not self._star_modules:
+            return []
+        names = {n for _, found in self._star_modules if found is not None for n in found}
+        return sorted(names - self._bound_here - set(self.bindings))
+
+    @functools.cached_property
+    def _bound_here(self) -> frozenset[str]:
+        """Names this file binds itself (definitions, assignments, parameters):
+        they shadow whatever a star import brings."""
+        out: set[str] = set()
+        for n in walk_tree(self.tree):
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                out.add(n.id)
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.add(n.name)
+            elif isinstance(n, ast.arg):
+                out.add(n.arg)
+        return frozenset(out)
 
     def method_order(self, class_name: str) -> Order:
         """``ProjectIndex.method_order`` for a class of this file; the files
@@ -301,7 +353,7 @@ class ProjectView:
         tail = CALLED_CHAIN if called else CHAIN
         found: dict[str, None] = {} if called else dict.fromkeys(self.bindings)
         roots: list[tuple[int, str]] = []
-        for name in self.bindings:
+        for name in [*self.bindings, *self._star_names]:
             at = source.find(name) if name else -1
             while at >= 0:
                 after = at + len(name)
@@ -404,7 +456,11 @@ class ProjectView:
         root: ast.expr = func
         while isinstance(root, ast.Attribute):
             root = root.value
-        if isinstance(root, ast.Name) and root.id in self.bindings and root.id not in shadowed:
+        if (
+            isinstance(root, ast.Name)
+            and (root.id in self.bindings or self._star_target(root.id, ()) is not None)
+            and root.id not in shadowed
+        ):
             found = self.lookup(func)
             if isinstance(found, FunctionSummary):
                 if found.is_method:
