@@ -151,7 +151,10 @@ class RegionJudge:
             return Verdict.LEFT_ALONE
         restore = False
         if self._fed_into_training(region, body):
-            if not self._evaluates_between_steps(region, sites):
+            if not (
+                self._evaluates_between_steps(region, sites)
+                or self._gives_back_no_graph(region, body)
+            ):
                 return Verdict.LEFT_ALONE
             restore = True  # ``estimate_loss()`` in the training loop: restore its mode
         if any(self.grad.in_function(self._at(site, node)) == "on" for site in sites):
@@ -406,6 +409,26 @@ class RegionJudge:
             ):
                 return False
         return bool(sites)
+
+    def _gives_back_no_graph(self, region: EvalRegion, body: list[ast.stmt]) -> bool:
+        """An evaluation function by its name (``test``, ``evaluate``) that
+        training code calls between its steps, from which nothing computed
+        through a model leaves with a graph: not returned or yielded (only
+        ``.item()`` sums, accuracies, strings), not kept on an object, a
+        parameter or a global, not handed to a callback. Its callers cannot
+        train on what it computes, so it evaluates between steps (bidaf's
+        ``test`` every N batches): fixed, with its mode restored."""
+        node = region.node
+        if region.signal != "name" or not isinstance(node, ast.FunctionDef):
+            return False
+        found = escapes(
+            node,
+            body,
+            self._is_forward,
+            self.index.models.__contains__,
+            self.ctx.facts.imports.qualname,
+        )
+        return not found
 
     def _callers_train(self, func: Func) -> bool:
         """A call of ``func`` runs in a training step's iteration, or its

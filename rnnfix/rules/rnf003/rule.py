@@ -59,6 +59,14 @@ and it calls a model (a name or attribute path that has `.eval()`/`.train()`
 called on it in the file, is built from an `nn.Module` class, or is a
 parameter annotated as one) and runs no training step.
 
+An evaluation function by its name that training code calls between its
+steps (`test(model, dev_iter)` every N batches) is evaluation too when
+nothing it computes through a model leaves it with a graph: it returns only
+`.item()` sums, accuracies or strings, and keeps nothing on an object, a
+parameter or a global. It gets `torch.no_grad()`, and an `eval()` it needs is
+put back to the caller's mode before it returns (reported, not fixed, when a
+`return` computes its value after that point).
+
 A test batch run every N steps inside the training loop (`if step % 50 ==
 0:` whose forward reads evaluation data such as `test_x` or `next(iter(
 val_loader))`, and that prints or logs what it computes) is evaluation too,
