@@ -31,7 +31,7 @@ from rnnfix.analysis.torch.models import unwrap_built
 from rnnfix.rules.base import FileContext, Finding, Fix
 from rnnfix.rules.rnf003.effects import train_mode_effects
 from rnnfix.rules.rnf003.models import ModelIndex
-from rnnfix.source.edits import AddImport, Edit, ReplaceExpression, WrapInWith
+from rnnfix.source.edits import AddImport, Edit, InsertStatements, ReplaceExpression, WrapInWith
 
 Func = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -358,6 +358,8 @@ def phase_loop_finding(ctx: FileContext, index: ModelIndex, loop: ast.stmt) -> F
         return None
     var, train_node = phases
     calls = {m: cs for m, cs in index.model_calls(loop.body).items() if m not in ("self", "cls")}
+    if calls and not any(ctx.facts.modes.switches_in(loop, m) for m in calls):
+        return _unswitched_phase_loop(ctx, index, loop, var, train_node, calls)
     edits: list[Edit] = []
     models: list[str] = []
     forwards: list[ast.Call] = []
@@ -397,24 +399,130 @@ def phase_loop_finding(ctx: FileContext, index: ModelIndex, loop: ast.stmt) -> F
             loop,
             f"{message}; not fixed: the loop runs its training step in every phase",
         )
+    message += _phase_grad_edits(ctx, forwards, f"{var} == {train_text}", edits)
+    fix = Fix(tuple(edits), safe=True, description=f"switch the mode with `train({var} == ...)`")
+    return ctx.finding("RNF003", loop, message, fix)
+
+
+def _phase_grad_edits(
+    ctx: FileContext, forwards: list[ast.Call], flag: str, edits: list[Edit]
+) -> str:
+    """``torch.set_grad_enabled(<flag>)`` around the one statement that runs
+    the forwards, where nothing sets grad there yet (added to ``edits``);
+    what the message says of it ("" when nothing is added)."""
     torch = ctx.facts.torch_name()
     t = torch or "torch"
     grad = GradContexts(ctx)
     stmts = {id(s): s for s in (enclosing_stmt(ctx.facts.parents, f) for f in forwards) if s}
-    if all(grad.in_function(f) is None for f in forwards) and len(stmts) == 1:
-        stmt = next(iter(stmts.values()))
-        # Never around a ``yield`` (the ``with`` would outlast the pause).
-        if not any(True for _ in training_steps(ctx, stmt)) and not suspends([stmt]):
-            edits.append(
-                WrapInWith(
-                    ctx.pos(stmt), ctx.pos(stmt), f"{t}.set_grad_enabled({var} == {train_text})"
-                )
-            )
-            if torch is None:
-                edits.append(AddImport("torch"))
-            message += f" and `{t}.set_grad_enabled({var} == {train_text})` around the forward"
-    fix = Fix(tuple(edits), safe=True, description=f"switch the mode with `train({var} == ...)`")
+    if any(grad.in_function(f) is not None for f in forwards) or len(stmts) != 1:
+        return ""
+    stmt = next(iter(stmts.values()))
+    # Never around a ``yield`` (the ``with`` would outlast the pause).
+    if any(True for _ in training_steps(ctx, stmt)) or suspends([stmt]):
+        return ""
+    edits.append(WrapInWith(ctx.pos(stmt), ctx.pos(stmt), f"{t}.set_grad_enabled({flag})"))
+    if torch is None:
+        edits.append(AddImport("torch"))
+    return f" and `{t}.set_grad_enabled({flag})` around the forward"
+
+
+def _unswitched_phase_loop(
+    ctx: FileContext,
+    index: ModelIndex,
+    loop: ast.For | ast.AsyncFor,
+    var: str,
+    train_node: ast.Constant,
+    calls: dict[str, list[ast.Call]],
+) -> Finding | None:
+    """A phase loop that never sets a mode (zoo-attack-pytorch's ``fit``:
+    ``for phase in ('train', 'val')``, the step only under ``if phase ==
+    'train'``): the evaluation phase runs in whatever mode training left,
+    train mode. The evidence, all of it required: the loop runs a training
+    step, each only in the training phase (``phase_guard``); every model
+    it calls is a module the file shows, and no ``eval()`` can reach any of
+    its forwards (an ``eval()`` before the loop is the author's: frozen
+    BatchNorm fine-tuning, or RNF001's question). Fixed with ``model.train(
+    phase == "train")`` at the head of each phase and the grad switch; a
+    model the file does not show is a module: reported."""
+    steps = list(training_steps(ctx, loop))
+    if not steps or not all(train_phase_only(ctx, s, loop, var, train_node) for s in steps):
+        return None
+    flow = ctx.facts.modes
+    for model, sites in calls.items():
+        if any(f.mode is not Mode.TRAIN for s in sites for f in flow.mode_before(s, model).facts):
+            return None
+    train_text = ctx.segment(train_node)
+    flag = f"{var} == {train_text}"
+    models = list(calls)
+    names = ", ".join(f"`{m}`" for m in models)
+    message = (
+        f"Loop over phases never sets the mode of {names}: the evaluation phase runs "
+        f"in train mode ({train_mode_effects(ctx, models)}); call `{models[0]}.train({flag})` "
+        "at the head of each phase"
+    )
+    if not all(index.is_known_module(m) for m in models):
+        return ctx.finding(
+            "RNF003", loop, f"{message}; not fixed: the file does not show it is a module"
+        )
+    edits: list[Edit] = [
+        InsertStatements(ctx.pos(loop.body[0]), tuple(f"{m}.train({flag})" for m in models))
+    ]
+    forwards = [site for sites in calls.values() for site in sites]
+    message += _phase_grad_edits(ctx, forwards, flag, edits)
+    fix = Fix(tuple(edits), safe=True, description=f"switch the mode with `train({flag})`")
     return ctx.finding("RNF003", loop, message, fix)
+
+
+def train_phase_only(
+    ctx: FileContext, node: ast.AST, loop: ast.stmt, var: str, train_node: ast.Constant
+) -> bool:
+    """``node`` runs only in the training phase: in the body of an ``if
+    <var> == "train":`` (either side, or ``<var> in ("train", ...)`` with
+    only training words), or in the ``else`` of ``if <var> != "train":`` /
+    ``if <var> == "val":``, below ``loop``."""
+    parents = ctx.facts.parents
+    child: ast.AST = node
+    cur = parents.get(node)
+    while cur is not None and cur is not loop:
+        if isinstance(cur, ast.If):
+            if child in cur.body and _phase_test(cur.test, var, train_node.value) is True:
+                return True
+            if child in cur.orelse and _phase_test(cur.test, var, train_node.value) is False:
+                return True
+        child, cur = cur, parents.get(cur)
+    return False
+
+
+def _phase_test(test: ast.expr, var: str, train: object) -> bool | None:
+    """True when ``test`` holds exactly in the training phase (``phase ==
+    "train"``, ``phase in ("train",)``), False when exactly outside it
+    (``phase != "train"``), None otherwise: ``phase == "val"`` says nothing
+    of a third phase."""
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        return None
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if isinstance(right, ast.Name) and right.id == var:
+        left, right = right, left
+    if not (isinstance(left, ast.Name) and left.id == var):
+        return None
+    if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+        values = [e.value for e in right.elts if isinstance(e, ast.Constant)]
+        if not values or len(values) != len(right.elts) or not all(map(_trains, values)):
+            return None
+        return isinstance(op, ast.In)
+    if isinstance(right, ast.Constant) and right.value == train:
+        if isinstance(op, ast.Eq):
+            return True
+        if isinstance(op, ast.NotEq):
+            return False
+    return None
+
+
+def _trains(value: object) -> bool:
+    return isinstance(value, str) and bool(set(words(value)) & _PHASE_TRAIN_WORDS)
+
+
+_PHASE_TRAIN_WORDS = frozenset({"train", "training", "fit", "finetune"})
 
 
 def _unconditional(ctx: FileContext, node: ast.AST, loop: ast.stmt) -> bool:
