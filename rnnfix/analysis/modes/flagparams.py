@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from rnnfix.analysis.grads.gradctx import training_steps
 from rnnfix.analysis.syntax.walks import guarded_by_name, scope_of, walk_local, walk_tree, words
 from rnnfix.analysis.torch.api import module_mode_switch
+from rnnfix.analysis.torch.mode import Mode
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
@@ -53,6 +54,10 @@ class FlagParam:
     name: str
     expr: str
     sets_modes: bool  # the function switches modes itself, from the flag
+    # ``model.train()`` statements of the function's own body that put the
+    # models in train mode whatever the flag (torchmil's ``_shared_loop``):
+    # the fix passes them the flag.
+    forced: tuple[ast.Call, ...] = ()
 
 
 def flag_parameter(ctx: FileContext, func: ast.AST) -> FlagParam | None:
@@ -74,14 +79,32 @@ def flag_parameter(ctx: FileContext, func: ast.AST) -> FlagParam | None:
         return None
     name, expr = flag
     switches = [n for n in walk_local(func) if module_mode_switch(n) is not None]
-    if not all(guarded_by_name(ctx.facts.parents, s, func, name) for s in switches):
+    forced = [s for s in switches if not guarded_by_name(ctx.facts.parents, s, func, name)]
+    if forced and (len(forced) != len(switches) or not all(_top_train(func, s) for s in forced)):
         return None  # the author sets the modes here, not from the flag
     if not any(
         isinstance(n, ast.Call) and _called_name(n) == func.name and _turns_off(ctx, n, func, name)
         for n in walk_tree(ctx.tree)
     ):
         return None
+    if forced:
+        calls = tuple(c for c in forced if isinstance(c, ast.Call))
+        return FlagParam(name, expr, sets_modes=False, forced=calls)
     return FlagParam(name, expr, sets_modes=bool(switches))
+
+
+def _top_train(func: ast.FunctionDef, call: ast.AST) -> bool:
+    """``call`` is ``<model>.train()`` (or ``train(True)``) as a statement of
+    the function's own body, not under an ``if``, a loop or a ``try``."""
+    switch = module_mode_switch(call)
+    return (
+        isinstance(call, ast.Call)
+        and switch is not None
+        and switch.mode is Mode.TRAIN
+        and not call.keywords
+        and all(isinstance(a, ast.Constant) and a.value is True for a in call.args)
+        and any(isinstance(s, ast.Expr) and s.value is call for s in func.body)
+    )
 
 
 def off_calls(ctx: FileContext, func: ast.FunctionDef, flag: FlagParam) -> list[ast.Call]:

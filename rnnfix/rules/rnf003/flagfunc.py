@@ -49,7 +49,7 @@ from rnnfix.analysis.torch.models import built_class, mode_receiver
 from rnnfix.rules.base import FileContext, Finding, Fix
 from rnnfix.rules.rnf003.effects import train_mode_effects
 from rnnfix.rules.rnf003.models import ModelIndex
-from rnnfix.source.edits import AddImport, Edit, InsertStatements, WrapInWith
+from rnnfix.source.edits import AddImport, Edit, InsertStatements, ReplaceExpression, WrapInWith
 
 
 def flag_function_finding(
@@ -69,8 +69,9 @@ def flag_function_finding(
     # the calls: the annotated transformer's ``model.eval()`` before
     # ``run_epoch(..., mode="eval")``): the author manages the modes, and a
     # flag switch would be noise; only the grad mode may be missing.
+    forced = {id(c) for c in flag.forced}
     callers_set = not flag.sets_modes and any(
-        _related(m, r) for m in models for r in _switched(ctx)
+        _related(m, r) for m in models for r in _switched(ctx, forced)
     )
     if callers_set and not _off_with_grad(ctx, func, flag):
         return None  # every evaluating call runs under the caller's ``no_grad``
@@ -91,14 +92,18 @@ def flag_function_finding(
             f"but not the grad mode: {called} it builds a graph for every batch"
         )
     else:
-        message = (
-            f"`{func.name}` trains {names} only when {when}, but never sets the mode "
-            f"from it: {called} it evaluates in train mode "
-            f"({train_mode_effects(ctx, models)}) and builds a graph for every batch; call "
-            f"`{models[0]}.train({expr})` first"
+        never = (
+            "puts it in train mode whatever the flag"
+            if flag.forced
+            else "never sets the mode from it"
         )
-        switches = tuple(f"{m}.train({expr})" for m in models)
-        edits.append(InsertStatements(ctx.pos(body[0]), switches))
+        message = (
+            f"`{func.name}` trains {names} only when {when}, but {never}: "
+            f"{called} it evaluates in train mode "
+            f"({train_mode_effects(ctx, models)}) and builds a graph for every batch; call "
+            f"`{models[0]}.train({expr})` {'instead' if flag.forced else 'first'}"
+        )
+        edits.extend(_mode_edits(ctx, flag, models, body[0]))
     span = _grad_span(ctx, func, body, forwards)
     if span is not None:
         first, last = span
@@ -114,6 +119,29 @@ def flag_function_finding(
         return None  # the modes are the author's, and grad is set or cannot be set here
     fix = Fix(tuple(edits), safe=True, description=f"set the mode from `{expr}`")
     return ctx.finding("RNF003", func, message, fix)
+
+
+def _mode_edits(
+    ctx: FileContext, flag: FlagParam, models: list[str], head: ast.stmt
+) -> list[Edit]:
+    """``<model>.train(<flag>)`` for each model: the author's unconditional
+    ``train()`` on it (or on an object holding it) takes the flag; a model
+    no such call covers gets one at the head of the function."""
+    edits: list[Edit] = []
+    covered: list[str] = []
+    for call in flag.forced:
+        receiver = mode_receiver(call, ctx.facts.imports)
+        if receiver is None or not isinstance(call.func, ast.Attribute):
+            continue
+        text = ctx.segment(call.func.value)
+        edits.append(ReplaceExpression(ctx.pos(call), ctx.end_pos(call), f"{text}.train({flag.expr})"))
+        covered.append(receiver)
+    rest = tuple(
+        f"{m}.train({flag.expr})" for m in models if not any(is_below(m, r) for r in covered)
+    )
+    if rest:
+        edits.append(InsertStatements(ctx.pos(head), rest))
+    return edits
 
 
 def _grad_span(
@@ -155,9 +183,12 @@ def _off_with_grad(ctx: FileContext, func: ast.FunctionDef, flag: FlagParam) -> 
     return any(grad.in_function(c) not in ("off", "unknown") for c in off_calls(ctx, func, flag))
 
 
-def _switched(ctx: FileContext) -> set[str]:
+def _switched(ctx: FileContext, skip: set[int]) -> set[str]:
+    """The receivers of the file's mode calls, but those in ``skip`` (ids)."""
     found: set[str] = set()
     for n in walk_tree(ctx.tree):
+        if id(n) in skip:
+            continue
         if isinstance(n, ast.Call) and module_mode_switch(n, lenient=True) is not None:
             recv = mode_receiver(n, ctx.facts.imports)
             if recv is not None:
