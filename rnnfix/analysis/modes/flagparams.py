@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.grads.gradctx import training_steps
+from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.walks import guarded_by_name, scope_of, walk_local, walk_tree, words
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
@@ -58,6 +59,9 @@ class FlagParam:
     # models in train mode whatever the flag (torchmil's ``_shared_loop``):
     # the fix passes them the flag.
     forced: tuple[ast.Call, ...] = ()
+    # The flag is the model's own mode, ``model.training`` (``name`` is the
+    # model): the caller's ``eval()`` sets it, so only grad can be missing.
+    reads_mode: bool = False
 
 
 def flag_parameter(ctx: FileContext, func: ast.AST) -> FlagParam | None:
@@ -104,6 +108,74 @@ def _top_train(func: ast.FunctionDef, call: ast.AST) -> bool:
         and not call.keywords
         and all(isinstance(a, ast.Constant) and a.value is True for a in call.args)
         and any(isinstance(s, ast.Expr) and s.value is call for s in func.body)
+    )
+
+
+def mode_flag(ctx: FileContext, func: ast.AST) -> FlagParam | None:
+    """``if model.training:`` as the flag (facenet-pytorch's ``pass_epoch``:
+    ``mode = 'Train' if model.training else 'Valid'``, the step only under
+    ``if model.training:``). The evidence, all of it required: every training
+    step of the function (at least one) in the body of an ``if`` whose test
+    is ``<model>.training`` (or an ``and`` with it), one model for all; the
+    function calls that model and sets no mode itself; and it has code that
+    runs only with the flag off (an ``else``, ``not model.training``, ``x if
+    model.training else y``): the author wrote the evaluation path, so a
+    caller runs it in eval mode, the mode is the caller's and right, and
+    only grad is left on."""
+    if not isinstance(func, ast.FunctionDef):
+        return None
+    local = list(walk_local(func))
+    if not any(isinstance(n, ast.Attribute) and n.attr == "training" for n in local):
+        return None  # cheap, before the training steps
+    steps = list(training_steps(ctx, func))
+    if not steps:
+        return None
+    parents = ctx.facts.parents
+    models = {_mode_guard(parents, s, func) for s in steps}
+    model = models.pop() if len(models) == 1 else None
+    if model is None or any(module_mode_switch(n, lenient=True) is not None for n in local):
+        return None
+    forward = (model, f"{model}.forward")
+    if not any(isinstance(n, ast.Call) and dotted(n.func) in forward for n in local):
+        return None
+    if not any(_off_only(parents, n, model) for n in local):
+        return None
+    return FlagParam(model, f"{model}.training", sets_modes=True, reads_mode=True)
+
+
+def _mode_guard(parents: Mapping[ast.AST, ast.AST], node: ast.AST, func: ast.AST) -> str | None:
+    """The model of the innermost ``if <model>.training:`` whose body holds ``node``."""
+    child: ast.AST = node
+    cur = parents.get(node)
+    while cur is not None and cur is not func:
+        if isinstance(cur, ast.If) and child in cur.body:
+            for test in (
+                cur.test.values
+                if isinstance(cur.test, ast.BoolOp) and isinstance(cur.test.op, ast.And)
+                else [cur.test]
+            ):
+                if isinstance(test, ast.Attribute) and test.attr == "training":
+                    found = dotted(test.value)
+                    if found is not None:
+                        return found
+        child, cur = cur, parents.get(cur)
+    return None
+
+
+def _off_only(parents: Mapping[ast.AST, ast.AST], node: ast.AST, model: str) -> bool:
+    """``node`` is code that runs only when ``model.training`` is false:
+    ``not model.training``, the ``else`` of ``if model.training:`` or of
+    ``x if model.training else y``."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _is_mode(node.operand, model)
+    if isinstance(node, (ast.If, ast.IfExp)) and _is_mode(node.test, model):
+        return bool(node.orelse)
+    return False
+
+
+def _is_mode(expr: ast.expr, model: str) -> bool:
+    return (
+        isinstance(expr, ast.Attribute) and expr.attr == "training" and dotted(expr.value) == model
     )
 
 

@@ -36,18 +36,20 @@ import ast
 from rnnfix.analysis.grads.gradctx import GradContexts, training_steps
 from rnnfix.analysis.modes.flagparams import FlagParam, off_calls
 from rnnfix.analysis.modes.regions import flag_parameter
-from rnnfix.analysis.syntax.names import is_below
+from rnnfix.analysis.syntax.names import dotted, is_below
 from rnnfix.analysis.syntax.walks import (
     block_of,
     body_without_docstring,
     enclosing_stmt,
     suspends,
+    walk_local,
     walk_tree,
 )
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.models import built_class, mode_receiver
 from rnnfix.rules.base import FileContext, Finding, Fix
 from rnnfix.rules.rnf003.effects import train_mode_effects
+from rnnfix.rules.rnf003.escape import escapes
 from rnnfix.rules.rnf003.models import ModelIndex
 from rnnfix.source.edits import AddImport, Edit, InsertStatements, ReplaceExpression, WrapInWith
 
@@ -61,6 +63,8 @@ def flag_function_finding(
     body = body_without_docstring(func)
     if not body:
         return None
+    if flag.reads_mode:
+        return _mode_flag_finding(ctx, func, body, flag)
     calls = {m: cs for m, cs in index.model_calls(body).items() if m not in ("self", "cls")}
     models = [m for m in calls if _trained_module(ctx, index, m)]
     if not models:
@@ -121,9 +125,55 @@ def flag_function_finding(
     return ctx.finding("RNF003", func, message, fix)
 
 
-def _mode_edits(
-    ctx: FileContext, flag: FlagParam, models: list[str], head: ast.stmt
-) -> list[Edit]:
+def _mode_flag_finding(
+    ctx: FileContext, func: ast.FunctionDef, body: list[ast.stmt], flag: FlagParam
+) -> Finding | None:
+    """``if model.training:`` around the step (``flagparams.mode_flag``): the
+    caller's ``eval()`` chooses the evaluation path, so the mode is right and
+    only the grad mode is missing: ``torch.set_grad_enabled(model.training)``
+    around the forwards. Never where a value they compute leaves the
+    function with its graph (returned, stored): a caller may differentiate
+    it, and then the fix is reported, not made."""
+    model = flag.name
+    forwards = [
+        n
+        for s in body
+        for n in walk_local(s)
+        if isinstance(n, ast.Call) and dotted(n.func) in (model, f"{model}.forward")
+    ]
+    span = _grad_span(ctx, func, body, forwards)
+    if span is None:
+        return None  # grad is set already, or cannot be set in one place
+    torch = ctx.facts.torch_name()
+    t = torch or "torch"
+    message = (
+        f"`{func.name}` trains `{model}` only when `{flag.expr}` and evaluates otherwise, "
+        f"but never sets the grad mode: run in eval mode it builds a graph for every batch; "
+        f"run the forward under `{t}.set_grad_enabled({flag.expr})`"
+    )
+
+    def is_forward(call: ast.Call) -> bool:
+        return any(call is f for f in forwards)
+
+    leaving = escapes(func, body, is_forward, model.__eq__, ctx.facts.imports.qualname)
+    if leaving:
+        return ctx.finding(
+            "RNF003",
+            func,
+            f"{message}; not fixed: a value it computes is {leaving[0].how} (line "
+            f"{getattr(leaving[0].node, 'lineno', '?')}), and a caller may differentiate it",
+        )
+    first, last = span
+    edits: list[Edit] = [
+        WrapInWith(ctx.pos(first), ctx.pos(last), f"{t}.set_grad_enabled({flag.expr})")
+    ]
+    if torch is None:
+        edits.append(AddImport("torch"))
+    fix = Fix(tuple(edits), safe=True, description=f"set the grad mode from `{flag.expr}`")
+    return ctx.finding("RNF003", func, message, fix)
+
+
+def _mode_edits(ctx: FileContext, flag: FlagParam, models: list[str], head: ast.stmt) -> list[Edit]:
     """``<model>.train(<flag>)`` for each model: the author's unconditional
     ``train()`` on it (or on an object holding it) takes the flag; a model
     no such call covers gets one at the head of the function."""
@@ -133,8 +183,8 @@ def _mode_edits(
         receiver = mode_receiver(call, ctx.facts.imports)
         if receiver is None or not isinstance(call.func, ast.Attribute):
             continue
-        text = ctx.segment(call.func.value)
-        edits.append(ReplaceExpression(ctx.pos(call), ctx.end_pos(call), f"{text}.train({flag.expr})"))
+        switch = f"{ctx.segment(call.func.value)}.train({flag.expr})"
+        edits.append(ReplaceExpression(ctx.pos(call), ctx.end_pos(call), switch))
         covered.append(receiver)
     rest = tuple(
         f"{m}.train({flag.expr})" for m in models if not any(is_below(m, r) for r in covered)
