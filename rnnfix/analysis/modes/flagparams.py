@@ -62,23 +62,36 @@ class FlagParam:
     # The flag is the model's own mode, ``model.training`` (``name`` is the
     # model): the caller's ``eval()`` sets it, so only grad can be missing.
     reads_mode: bool = False
+    # The parameter says "this call evaluates" (conv-tasnet's
+    # ``cross_valid=False``, the step under ``if not cross_valid:``): ``expr``
+    # is ``not <name>``, and a call passing True turns training off.
+    inverted: bool = False
 
 
 def flag_parameter(ctx: FileContext, func: ast.AST) -> FlagParam | None:
     """The flag of ``func`` when the module docstring's evidence holds."""
     if not isinstance(func, ast.FunctionDef):
         return None
-    if _bool_parameter(func) is None and not any(
-        isinstance(n, ast.Constant)
-        and n.value in TRAIN_VALUES
-        and isinstance(ctx.facts.parents.get(n), (ast.Compare, ast.Tuple, ast.List, ast.Set))
-        for n in walk_local(func)
+    evaluates = _eval_parameter(func)
+    if (
+        _bool_parameter(func) is None
+        and evaluates is None
+        and not any(
+            isinstance(n, ast.Constant)
+            and n.value in TRAIN_VALUES
+            and isinstance(ctx.facts.parents.get(n), (ast.Compare, ast.Tuple, ast.List, ast.Set))
+            for n in walk_local(func)
+        )
     ):
         return None  # no flag to speak of: cheap, before the training steps
     steps = list(training_steps(ctx, func))
     if not steps:
         return None
     flag = _flag_of(ctx, func, steps)
+    inverted = False
+    if flag is None and evaluates is not None:
+        if all(_only_when_false(ctx.facts.parents, s, func, evaluates) for s in steps):
+            flag, inverted = (evaluates, f"not {evaluates}"), True
     if flag is None:
         return None
     name, expr = flag
@@ -86,15 +99,71 @@ def flag_parameter(ctx: FileContext, func: ast.AST) -> FlagParam | None:
     forced = [s for s in switches if not guarded_by_name(ctx.facts.parents, s, func, name)]
     if forced and (len(forced) != len(switches) or not all(_top_train(func, s) for s in forced)):
         return None  # the author sets the modes here, not from the flag
-    if not any(
-        isinstance(n, ast.Call) and _called_name(n) == func.name and _turns_off(ctx, n, func, name)
-        for n in walk_tree(ctx.tree)
-    ):
+    found = FlagParam(name, expr, sets_modes=bool(switches), inverted=inverted)
+    if not off_calls(ctx, func, found):
         return None
     if forced:
         calls = tuple(c for c in forced if isinstance(c, ast.Call))
-        return FlagParam(name, expr, sets_modes=False, forced=calls)
-    return FlagParam(name, expr, sets_modes=bool(switches))
+        return FlagParam(name, expr, sets_modes=False, forced=calls, inverted=inverted)
+    return found
+
+
+# Words of a parameter that says "this call evaluates": ``cross_valid``,
+# ``is_eval``, ``validate``, ``test`` (``regiontext`` reads their text).
+EVAL_FLAG_WORDS = frozenset(
+    {"val", "valid", "validate", "validation", "validating", "eval", "evaluate", "evaluation",
+     "evaluating", "test", "testing", "cv"}
+)  # fmt: skip
+
+
+def _eval_parameter(func: ast.FunctionDef) -> str | None:
+    """A parameter named for evaluation (``EVAL_FLAG_WORDS``, no training
+    word) with a ``False`` default: ``cross_valid=False``."""
+    a = func.args
+    positional = [*a.posonlyargs, *a.args]
+    pairs = [
+        *zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True),
+        *((arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None),
+    ]
+    for arg, default in pairs:
+        ws = set(words(arg.arg))
+        if (
+            isinstance(default, ast.Constant)
+            and default.value is False
+            and ws & EVAL_FLAG_WORDS
+            and not ws & _TRAINING_WORDS
+        ):
+            return arg.arg
+    return None
+
+
+def _only_when_false(
+    parents: Mapping[ast.AST, ast.AST], node: ast.AST, func: ast.AST, name: str
+) -> bool:
+    """``node`` runs only when the parameter ``name`` is false: in the body
+    of ``if not name:`` (or an ``and`` with it), or the ``else`` of ``if name:``."""
+    child: ast.AST = node
+    cur = parents.get(node)
+    while cur is not None and cur is not func:
+        if isinstance(cur, ast.If):
+            test = cur.test
+            operands = (
+                test.values
+                if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)
+                else [test]
+            )
+            if child in cur.body and any(
+                isinstance(t, ast.UnaryOp)
+                and isinstance(t.op, ast.Not)
+                and isinstance(t.operand, ast.Name)
+                and t.operand.id == name
+                for t in operands
+            ):
+                return True
+            if child in cur.orelse and isinstance(test, ast.Name) and test.id == name:
+                return True
+        child, cur = cur, parents.get(cur)
+    return False
 
 
 def _top_train(func: ast.FunctionDef, call: ast.AST) -> bool:
@@ -180,14 +249,40 @@ def _is_mode(expr: ast.expr, model: str) -> bool:
 
 
 def off_calls(ctx: FileContext, func: ast.FunctionDef, flag: FlagParam) -> list[ast.Call]:
-    """The calls of ``func`` in the file that turn its flag off."""
+    """The calls of ``func`` in the file that turn its flag off (for an
+    ``inverted`` flag: pass True, as a constant)."""
     return [
         n
         for n in walk_tree(ctx.tree)
         if isinstance(n, ast.Call)
         and _called_name(n) == func.name
-        and _turns_off(ctx, n, func, flag.name)
+        and (
+            _passes_true(n, func, flag.name)
+            if flag.inverted
+            else _turns_off(ctx, n, func, flag.name)
+        )
     ]
+
+
+def evaluation_guard(
+    parents: Mapping[ast.AST, ast.AST], node: ast.AST, func: ast.AST
+) -> str | None:
+    """The evaluation parameter (``cross_valid=False``) of ``func`` that
+    ``node`` runs only with off (``if not cross_valid:``), if any."""
+    if not isinstance(func, ast.FunctionDef):
+        return None
+    name = _eval_parameter(func)
+    return name if name is not None and _only_when_false(parents, node, func, name) else None
+
+
+def passes_true(call: ast.Call, func: ast.FunctionDef, name: str) -> bool:
+    """``call`` passes the parameter ``name`` a ``True`` constant."""
+    return _passes_true(call, func, name)
+
+
+def _passes_true(call: ast.Call, func: ast.FunctionDef, name: str) -> bool:
+    arg = _argument(call, name, _position(func, name))
+    return isinstance(arg, ast.Constant) and arg.value is True
 
 
 def string_guard(src: FlowSource, node: ast.AST, func: ast.FunctionDef) -> str | None:

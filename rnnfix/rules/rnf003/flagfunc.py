@@ -83,9 +83,12 @@ def flag_function_finding(
     names = ", ".join(f"`{m}`" for m in models)
     expr = flag.expr
     when = f"`{expr}` is true" if expr == flag.name else f"`{expr}`"
-    called = (
-        f"called with `{expr}=False`" if expr == flag.name else f"called with another `{flag.name}`"
-    )
+    if flag.inverted:
+        called = f"called with `{flag.name}=True`"
+    elif expr == flag.name:
+        called = f"called with `{expr}=False`"
+    else:
+        called = f"called with another `{flag.name}`"
     torch = ctx.facts.torch_name()
     t = torch or "torch"
     edits: list[Edit] = []
