@@ -19,6 +19,7 @@ from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.walks import (
     FUNCTIONS,
+    block_of,
     enclosing_stmt,
     guarded_by_name,
     scope_of,
@@ -211,12 +212,14 @@ DELIBERATE = "deliberate"
 
 def leftover_train(
     ctx: FileContext, node: ast.stmt, body: list[ast.stmt], model: str, sites: list[ast.AST]
-) -> ast.Call | str | None:
-    """The statement-level ``model.train()`` in an evaluation region that
-    every forward of ``model`` there runs after (the last switch before each
-    of them); ``DELIBERATE`` when train mode looks chosen: Monte Carlo dropout
-    (repeated forwards, or a name that says so), BatchNorm adaptation,
-    sampling; None when there is no such call."""
+) -> tuple[ast.Call, ...] | str | None:
+    """The statement-level ``model.train()`` calls in an evaluation region
+    that the forwards of ``model`` there run after (the last switch before
+    each of them: one for all, or one per branch, right before its forward:
+    MultiBench's ``if is_packed: model.train(); out = model(...) else:
+    model.train(); out = model(...)``); ``DELIBERATE`` when train mode looks
+    chosen: Monte Carlo dropout (repeated forwards, or a name that says so),
+    BatchNorm adaptation, sampling; None when there is no such call."""
     if not sites:
         return None
     func = node if isinstance(node, FUNCTIONS) else scope_of(ctx.facts.parents, node)
@@ -232,20 +235,42 @@ def leftover_train(
     }
     if not trains:
         return None
-    found: ast.Call | None = None
+    found: dict[int, ast.Call] = {}
     for site in sites:
-        where = set_by(ctx, site, model)
+        where = set_by(ctx, site, model) or _set_right_before(ctx, site, model)
         if where is None or id(where) not in trains:
             return None
-        if found is not None and where is not found:
-            return None
-        found = trains[id(where)]
+        call = found.setdefault(id(where), trains[id(where)])
         deliberate = (
             deliberate
             or _repeated_forward(ctx, site, node)
-            or intent_comment(ctx.lines, found, TRAIN_INTENTS) is not None
+            or intent_comment(ctx.lines, call, TRAIN_INTENTS) is not None
         )
-    return DELIBERATE if deliberate else found
+    if len(found) > 1 and any(set_by(ctx, site, model) is not None for site in sites):
+        return None  # one train() for some forwards, another for the rest: read it by hand
+    return DELIBERATE if deliberate else tuple(found.values())
+
+
+def _set_right_before(ctx: FileContext, site: ast.AST, model: str) -> ast.AST | None:
+    """The one mode call ``model``'s mode comes from before ``site`` when it
+    is a statement of the same block as the statement running ``site``,
+    before it: straight-line, so the branch it sits in (``set_by`` refuses
+    a fact set under an ``if``) is the forward's own."""
+    facts = ctx.facts.modes.mode_before(site, model).facts
+    origins = {f.origin for f in facts}
+    if len(origins) != 1:
+        return None
+    origin = next(iter(origins))
+    parents = ctx.facts.parents
+    stmt = parents.get(origin)
+    here = enclosing_stmt(parents, site)
+    if not isinstance(stmt, ast.Expr) or here is None:
+        return None
+    found = block_of(parents, here)
+    if found is None:
+        return None
+    block, index = found
+    return origin if any(s is stmt for s in block[:index]) else None
 
 
 def deliberate_train_name(name: str) -> bool:
