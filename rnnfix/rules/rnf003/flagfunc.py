@@ -37,6 +37,7 @@ from rnnfix.analysis.grads.gradctx import GradContexts, training_steps
 from rnnfix.analysis.modes.flagparams import FlagParam, off_calls
 from rnnfix.analysis.modes.regions import flag_parameter
 from rnnfix.analysis.syntax.names import dotted, is_below
+from rnnfix.analysis.syntax.scopes import bind_arguments
 from rnnfix.analysis.syntax.walks import (
     block_of,
     body_without_docstring,
@@ -46,6 +47,7 @@ from rnnfix.analysis.syntax.walks import (
     walk_tree,
 )
 from rnnfix.analysis.torch.api import module_mode_switch
+from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.models import built_class, mode_receiver
 from rnnfix.rules.base import FileContext, Finding, Fix
 from rnnfix.rules.rnf003.effects import train_mode_effects
@@ -138,6 +140,14 @@ def _mode_flag_finding(
     function with its graph (returned, stored): a caller may differentiate
     it, and then the fix is reported, not made."""
     model = flag.name
+    grad = GradContexts(ctx)
+    called = [n for n in walk_tree(ctx.tree) if isinstance(n, ast.Call) and _name(n) == func.name]
+    if called and all(
+        grad.in_function(c) == "off" or _trains_at(ctx, func, model, c) for c in called
+    ):
+        # ``model.eval(); with torch.no_grad(): run_epoch(...)``: every call
+        # that may evaluate already runs with grad off.
+        return None
     forwards = [
         n
         for s in body
@@ -247,6 +257,29 @@ def _switched(ctx: FileContext, skip: set[int]) -> set[str]:
             if recv is not None:
                 found.add(recv)
     return found
+
+
+def _trains_at(ctx: FileContext, func: ast.FunctionDef, model: str, call: ast.Call) -> bool:
+    """The model ``call`` hands ``func`` (for ``model``, a parameter of it)
+    is in train mode there, on every path: the call trains."""
+    a = func.args
+    params = [p.arg for p in [*a.posonlyargs, *a.args]]
+    kwonly = [p.arg for p in a.kwonlyargs]
+    root, _, rest = model.partition(".")
+    if root not in params + kwonly:
+        return False
+    is_method = bool(params) and params[0] in ("self", "cls")
+    passed = bind_arguments(params, kwonly, is_method, call).get(root)
+    if passed is None:
+        return False
+    facts = ctx.facts.modes.mode_before(call, f"{passed}.{rest}" if rest else passed).facts
+    return bool(facts) and all(f.mode is Mode.TRAIN for f in facts)
+
+
+def _name(call: ast.Call) -> str | None:
+    """The name a call calls: ``f`` of ``f(...)`` and of ``obj.f(...)``."""
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
 
 
 def _related(a: str, b: str) -> bool:
