@@ -506,16 +506,41 @@ def train_phase_only(
     only training words), or in the ``else`` of ``if <var> != "train":`` /
     ``if <var> == "val":``, below ``loop``."""
     parents = ctx.facts.parents
+    aliases = _phase_aliases(loop, var, train_node.value)
     child: ast.AST = node
     cur = parents.get(node)
     while cur is not None and cur is not loop:
         if isinstance(cur, ast.If):
-            if child in cur.body and _phase_test(cur.test, var, train_node.value) is True:
+            test = _phase_test(cur.test, var, train_node.value)
+            if isinstance(cur.test, ast.Name) and cur.test.id in aliases:
+                test = True
+            if child in cur.body and test is True:
                 return True
-            if child in cur.orelse and _phase_test(cur.test, var, train_node.value) is False:
+            if child in cur.orelse and test is False:
                 return True
         child, cur = cur, parents.get(cur)
     return False
+
+
+def _phase_aliases(loop: ast.stmt, var: str, train: object) -> set[str]:
+    """Names the loop's own body binds once, first thing, to ``<var> ==
+    "train"`` (``is_train = phase == "train"``), and never again."""
+    body = getattr(loop, "body", [])
+    bound: dict[str, int] = {}
+    for n in ast.walk(loop):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            bound[n.id] = bound.get(n.id, 0) + 1
+    out: set[str] = set()
+    for stmt in body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and bound.get(stmt.targets[0].id) == 1
+            and _phase_test(stmt.value, var, train) is True
+        ):
+            out.add(stmt.targets[0].id)
+    return out
 
 
 def _phase_test(test: ast.expr, var: str, train: object) -> bool | None:
