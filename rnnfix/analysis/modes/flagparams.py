@@ -264,6 +264,43 @@ def off_calls(ctx: FileContext, func: ast.FunctionDef, flag: FlagParam) -> list[
     ]
 
 
+def only_when_training(
+    parents: Mapping[ast.AST, ast.AST], node: ast.AST, func: ast.FunctionDef, flag: FlagParam
+) -> bool:
+    """``node`` runs only when ``func``'s flag says "train": under ``if
+    train:``, ``if mode == "train":``, ``if not cross_valid:`` or ``if
+    model.training:``. A model whose every forward does (an augmentation
+    applied to training batches only) is not evaluated on the off path."""
+    if flag.reads_mode:
+        return _mode_guard(parents, node, func) == flag.name
+    if flag.inverted:
+        return _only_when_false(parents, node, func, flag.name)
+    if flag.expr == flag.name:
+        return _only_when_true(parents, node, func, flag.name)
+    params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
+    return _guarding_if(parents, node, func, params) is not None
+
+
+def _only_when_true(
+    parents: Mapping[ast.AST, ast.AST], node: ast.AST, func: ast.AST, name: str
+) -> bool:
+    """``node`` is in the body of ``if name:`` (or an ``and`` with ``name``)."""
+    child: ast.AST = node
+    cur = parents.get(node)
+    while cur is not None and cur is not func:
+        if isinstance(cur, ast.If) and child in cur.body:
+            test = cur.test
+            operands = (
+                test.values
+                if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)
+                else [test]
+            )
+            if any(isinstance(t, ast.Name) and t.id == name for t in operands):
+                return True
+        child, cur = cur, parents.get(cur)
+    return False
+
+
 def evaluation_guard(
     parents: Mapping[ast.AST, ast.AST], node: ast.AST, func: ast.AST
 ) -> str | None:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import ast
 
 from rnnfix.analysis.grads.gradctx import GradContexts, training_steps
-from rnnfix.analysis.modes.flagparams import FlagParam, off_calls
+from rnnfix.analysis.modes.flagparams import FlagParam, off_calls, only_when_training
 from rnnfix.analysis.modes.regions import flag_parameter
 from rnnfix.analysis.syntax.names import dotted, is_below
 from rnnfix.analysis.syntax.scopes import bind_arguments
@@ -67,7 +67,15 @@ def flag_function_finding(
         return None
     if flag.reads_mode:
         return _mode_flag_finding(ctx, func, body, flag)
-    calls = {m: cs for m, cs in index.model_calls(body).items() if m not in ("self", "cls")}
+    parents = ctx.facts.parents
+    calls = {
+        m: cs
+        for m, cs in index.model_calls(body).items()
+        if m not in ("self", "cls")
+        # run on the off path too: an augmentation applied to training
+        # batches only (denoiser's ``self.augment``) is never evaluated
+        and not all(only_when_training(parents, c, func, flag) for c in cs)
+    }
     models = [m for m in calls if _trained_module(ctx, index, m)]
     if not models:
         return None
