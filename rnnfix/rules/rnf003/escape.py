@@ -11,7 +11,10 @@ is built from: its name says "evaluate", its results say "training".
 
 The taint is flow-insensitive and errs towards "carries a gradient": only
 operations that certainly drop the graph (``.item()``, ``.detach()``,
-``argmax``, comparisons, ``float(...)``, ``x.shape``) stop it.
+``argmax``, comparisons, ``float(...)``, ``x.shape``) stop it; so does
+reading a name whose last binding before the read, in the same block and
+with nothing nested between binding it, is such a value (``loss =
+loss.detach().cpu()`` then ``total += loss``).
 """
 
 from __future__ import annotations
