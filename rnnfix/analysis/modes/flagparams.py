@@ -30,8 +30,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.grads.gradctx import training_steps
+from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.walks import guarded_by_name, scope_of, walk_local, walk_tree, words
 from rnnfix.analysis.torch.api import module_mode_switch
+from rnnfix.analysis.torch.mode import Mode
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
@@ -53,46 +55,271 @@ class FlagParam:
     name: str
     expr: str
     sets_modes: bool  # the function switches modes itself, from the flag
+    # ``model.train()`` statements of the function's own body that put the
+    # models in train mode whatever the flag (torchmil's ``_shared_loop``):
+    # the fix passes them the flag.
+    forced: tuple[ast.Call, ...] = ()
+    # The flag is the model's own mode, ``model.training`` (``name`` is the
+    # model): the caller's ``eval()`` sets it, so only grad can be missing.
+    reads_mode: bool = False
+    # The parameter says "this call evaluates" (conv-tasnet's
+    # ``cross_valid=False``, the step under ``if not cross_valid:``): ``expr``
+    # is ``not <name>``, and a call passing True turns training off.
+    inverted: bool = False
 
 
 def flag_parameter(ctx: FileContext, func: ast.AST) -> FlagParam | None:
     """The flag of ``func`` when the module docstring's evidence holds."""
     if not isinstance(func, ast.FunctionDef):
         return None
-    if _bool_parameter(func) is None and not any(
-        isinstance(n, ast.Constant)
-        and n.value in TRAIN_VALUES
-        and isinstance(ctx.facts.parents.get(n), (ast.Compare, ast.Tuple, ast.List, ast.Set))
-        for n in walk_local(func)
+    evaluates = _eval_parameter(func)
+    if (
+        _bool_parameter(func) is None
+        and evaluates is None
+        and not any(
+            isinstance(n, ast.Constant)
+            and n.value in TRAIN_VALUES
+            and isinstance(ctx.facts.parents.get(n), (ast.Compare, ast.Tuple, ast.List, ast.Set))
+            for n in walk_local(func)
+        )
     ):
         return None  # no flag to speak of: cheap, before the training steps
     steps = list(training_steps(ctx, func))
     if not steps:
         return None
     flag = _flag_of(ctx, func, steps)
+    inverted = False
+    if flag is None and evaluates is not None:
+        if all(_only_when_false(ctx.facts.parents, s, func, evaluates) for s in steps):
+            flag, inverted = (evaluates, f"not {evaluates}"), True
     if flag is None:
         return None
     name, expr = flag
     switches = [n for n in walk_local(func) if module_mode_switch(n) is not None]
-    if not all(guarded_by_name(ctx.facts.parents, s, func, name) for s in switches):
+    forced = [s for s in switches if not guarded_by_name(ctx.facts.parents, s, func, name)]
+    if forced and (len(forced) != len(switches) or not all(_top_train(func, s) for s in forced)):
         return None  # the author sets the modes here, not from the flag
-    if not any(
-        isinstance(n, ast.Call) and _called_name(n) == func.name and _turns_off(ctx, n, func, name)
-        for n in walk_tree(ctx.tree)
-    ):
+    found = FlagParam(name, expr, sets_modes=bool(switches), inverted=inverted)
+    if not off_calls(ctx, func, found):
         return None
-    return FlagParam(name, expr, sets_modes=bool(switches))
+    if forced:
+        calls = tuple(c for c in forced if isinstance(c, ast.Call))
+        return FlagParam(name, expr, sets_modes=False, forced=calls, inverted=inverted)
+    return found
+
+
+# Words of a parameter that says "this call evaluates": ``cross_valid``,
+# ``is_eval``, ``validate``, ``test`` (``regiontext`` reads their text).
+EVAL_FLAG_WORDS = frozenset(
+    {"val", "valid", "validate", "validation", "validating", "eval", "evaluate", "evaluation",
+     "evaluating", "test", "testing", "cv"}
+)  # fmt: skip
+
+
+def _eval_parameter(func: ast.FunctionDef) -> str | None:
+    """A parameter named for evaluation (``EVAL_FLAG_WORDS``, no training
+    word) with a ``False`` default: ``cross_valid=False``."""
+    a = func.args
+    positional = [*a.posonlyargs, *a.args]
+    pairs = [
+        *zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True),
+        *((arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None),
+    ]
+    for arg, default in pairs:
+        ws = set(words(arg.arg))
+        if (
+            isinstance(default, ast.Constant)
+            and default.value is False
+            and ws & EVAL_FLAG_WORDS
+            and not ws & _TRAINING_WORDS
+        ):
+            return arg.arg
+    return None
+
+
+def _only_when_false(
+    parents: Mapping[ast.AST, ast.AST], node: ast.AST, func: ast.AST, name: str
+) -> bool:
+    """``node`` runs only when the parameter ``name`` is false: in the body
+    of ``if not name:`` (or an ``and`` with it), or the ``else`` of ``if name:``."""
+    child: ast.AST = node
+    cur = parents.get(node)
+    while cur is not None and cur is not func:
+        if isinstance(cur, ast.If):
+            test = cur.test
+            operands = (
+                test.values
+                if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)
+                else [test]
+            )
+            if child in cur.body and any(
+                isinstance(t, ast.UnaryOp)
+                and isinstance(t.op, ast.Not)
+                and isinstance(t.operand, ast.Name)
+                and t.operand.id == name
+                for t in operands
+            ):
+                return True
+            if child in cur.orelse and isinstance(test, ast.Name) and test.id == name:
+                return True
+        child, cur = cur, parents.get(cur)
+    return False
+
+
+def _top_train(func: ast.FunctionDef, call: ast.AST) -> bool:
+    """``call`` is ``<model>.train()`` (or ``train(True)``) as a statement of
+    the function's own body, not under an ``if``, a loop or a ``try``."""
+    switch = module_mode_switch(call)
+    return (
+        isinstance(call, ast.Call)
+        and switch is not None
+        and switch.mode is Mode.TRAIN
+        and not call.keywords
+        and all(isinstance(a, ast.Constant) and a.value is True for a in call.args)
+        and any(isinstance(s, ast.Expr) and s.value is call for s in func.body)
+    )
+
+
+def mode_flag(ctx: FileContext, func: ast.AST) -> FlagParam | None:
+    """``if model.training:`` as the flag (facenet-pytorch's ``pass_epoch``:
+    ``mode = 'Train' if model.training else 'Valid'``, the step only under
+    ``if model.training:``). The evidence, all of it required: every training
+    step of the function (at least one) in the body of an ``if`` whose test
+    is ``<model>.training`` (or an ``and`` with it), one model for all; the
+    function calls that model and sets no mode itself; and it has code that
+    runs only with the flag off (an ``else``, ``not model.training``, ``x if
+    model.training else y``): the author wrote the evaluation path, so a
+    caller runs it in eval mode, the mode is the caller's and right, and
+    only grad is left on."""
+    if not isinstance(func, ast.FunctionDef):
+        return None
+    local = list(walk_local(func))
+    if not any(isinstance(n, ast.Attribute) and n.attr == "training" for n in local):
+        return None  # cheap, before the training steps
+    steps = list(training_steps(ctx, func))
+    if not steps:
+        return None
+    parents = ctx.facts.parents
+    models = {_mode_guard(parents, s, func) for s in steps}
+    model = models.pop() if len(models) == 1 else None
+    if model is None or any(module_mode_switch(n, lenient=True) is not None for n in local):
+        return None
+    forward = (model, f"{model}.forward")
+    if not any(isinstance(n, ast.Call) and dotted(n.func) in forward for n in local):
+        return None
+    if not any(_off_only(parents, n, model) for n in local):
+        return None
+    return FlagParam(model, f"{model}.training", sets_modes=True, reads_mode=True)
+
+
+def _mode_guard(parents: Mapping[ast.AST, ast.AST], node: ast.AST, func: ast.AST) -> str | None:
+    """The model of the innermost ``if <model>.training:`` whose body holds ``node``."""
+    child: ast.AST = node
+    cur = parents.get(node)
+    while cur is not None and cur is not func:
+        if isinstance(cur, ast.If) and child in cur.body:
+            for test in (
+                cur.test.values
+                if isinstance(cur.test, ast.BoolOp) and isinstance(cur.test.op, ast.And)
+                else [cur.test]
+            ):
+                if isinstance(test, ast.Attribute) and test.attr == "training":
+                    found = dotted(test.value)
+                    if found is not None:
+                        return found
+        child, cur = cur, parents.get(cur)
+    return None
+
+
+def _off_only(parents: Mapping[ast.AST, ast.AST], node: ast.AST, model: str) -> bool:
+    """``node`` is code that runs only when ``model.training`` is false:
+    ``not model.training``, the ``else`` of ``if model.training:`` or of
+    ``x if model.training else y``."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _is_mode(node.operand, model)
+    if isinstance(node, (ast.If, ast.IfExp)) and _is_mode(node.test, model):
+        return bool(node.orelse)
+    return False
+
+
+def _is_mode(expr: ast.expr, model: str) -> bool:
+    return (
+        isinstance(expr, ast.Attribute) and expr.attr == "training" and dotted(expr.value) == model
+    )
 
 
 def off_calls(ctx: FileContext, func: ast.FunctionDef, flag: FlagParam) -> list[ast.Call]:
-    """The calls of ``func`` in the file that turn its flag off."""
+    """The calls of ``func`` in the file that turn its flag off (for an
+    ``inverted`` flag: pass True, as a constant)."""
     return [
         n
         for n in walk_tree(ctx.tree)
         if isinstance(n, ast.Call)
         and _called_name(n) == func.name
-        and _turns_off(ctx, n, func, flag.name)
+        and (
+            _passes_true(n, func, flag.name)
+            if flag.inverted
+            else _turns_off(ctx, n, func, flag.name)
+        )
     ]
+
+
+def only_when_training(
+    parents: Mapping[ast.AST, ast.AST], node: ast.AST, func: ast.FunctionDef, flag: FlagParam
+) -> bool:
+    """``node`` runs only when ``func``'s flag says "train": under ``if
+    train:``, ``if mode == "train":``, ``if not cross_valid:`` or ``if
+    model.training:``. A model whose every forward does (an augmentation
+    applied to training batches only) is not evaluated on the off path."""
+    if flag.reads_mode:
+        return _mode_guard(parents, node, func) == flag.name
+    if flag.inverted:
+        return _only_when_false(parents, node, func, flag.name)
+    if flag.expr == flag.name:
+        return _only_when_true(parents, node, func, flag.name)
+    params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
+    return _guarding_if(parents, node, func, params) is not None
+
+
+def _only_when_true(
+    parents: Mapping[ast.AST, ast.AST], node: ast.AST, func: ast.AST, name: str
+) -> bool:
+    """``node`` is in the body of ``if name:`` (or an ``and`` with ``name``)."""
+    child: ast.AST = node
+    cur = parents.get(node)
+    while cur is not None and cur is not func:
+        if isinstance(cur, ast.If) and child in cur.body:
+            test = cur.test
+            operands = (
+                test.values
+                if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)
+                else [test]
+            )
+            if any(isinstance(t, ast.Name) and t.id == name for t in operands):
+                return True
+        child, cur = cur, parents.get(cur)
+    return False
+
+
+def evaluation_guard(
+    parents: Mapping[ast.AST, ast.AST], node: ast.AST, func: ast.AST
+) -> str | None:
+    """The evaluation parameter (``cross_valid=False``) of ``func`` that
+    ``node`` runs only with off (``if not cross_valid:``), if any."""
+    if not isinstance(func, ast.FunctionDef):
+        return None
+    name = _eval_parameter(func)
+    return name if name is not None and _only_when_false(parents, node, func, name) else None
+
+
+def passes_true(call: ast.Call, func: ast.FunctionDef, name: str) -> bool:
+    """``call`` passes the parameter ``name`` a ``True`` constant."""
+    return _passes_true(call, func, name)
+
+
+def _passes_true(call: ast.Call, func: ast.FunctionDef, name: str) -> bool:
+    arg = _argument(call, name, _position(func, name))
+    return isinstance(arg, ast.Constant) and arg.value is True
 
 
 def string_guard(src: FlowSource, node: ast.AST, func: ast.FunctionDef) -> str | None:

@@ -11,7 +11,8 @@ the modes that arrive only through such calls keeps RNF001 from reporting
 
 A string flag counts too: a step under ``if mode == "train":`` (or
 ``mode == "train" or mode == "train+log"``) never runs for a call that
-passes ``mode="eval"``.
+passes ``mode="eval"``; so does an evaluation flag: a step under ``if not
+cross_valid:`` never runs for a call that passes ``cross_valid=True``.
 
 Only the in-file callers are read: when a function of that name is called
 from another file of the run, nothing is dropped (what runs before those
@@ -23,7 +24,14 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from rnnfix.analysis.modes.flagparams import flag_of, passes_false, string_guard, turns_off
+from rnnfix.analysis.modes.flagparams import (
+    evaluation_guard,
+    flag_of,
+    passes_false,
+    passes_true,
+    string_guard,
+    turns_off,
+)
 from rnnfix.analysis.modes.modeflow import ModeFact, ModeFlow
 from rnnfix.analysis.modes.records import TrainingStep
 from rnnfix.analysis.syntax.walks import FUNCTIONS
@@ -51,6 +59,13 @@ def reaching_through_flag(
 
         def off(call: ast.Call) -> bool:
             return passes_false(call, name, position, default)
+    elif (evaluating := evaluation_guard(flow.parents, step.node, fn)) is not None:
+        # ``if not cross_valid:`` (conv-tasnet's ``_run_one_epoch``): a call
+        # passing ``cross_valid=True`` never runs the step.
+        name = evaluating
+
+        def off(call: ast.Call) -> bool:
+            return passes_true(call, fn, name)
     else:
         # ``if mode == "train" or mode == "train+log":`` (the annotated
         # transformer's ``run_epoch``): a call passing ``mode="eval"`` never

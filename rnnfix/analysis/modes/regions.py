@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from rnnfix.analysis.grads.gradctx import training_steps
-from rnnfix.analysis.modes.flagparams import FlagParam
+from rnnfix.analysis.modes.flagparams import FlagParam, mode_flag
 from rnnfix.analysis.modes.flagparams import flag_parameter as _flag_parameter
 from rnnfix.analysis.syntax.names import dotted, is_below
 from rnnfix.analysis.syntax.walks import (
@@ -427,7 +427,7 @@ def flag_parameter(ctx: FileContext, func: ast.AST) -> FlagParam | None:
     signal, ``flagparams``); never in a Lightning class."""
     if not isinstance(func, ast.FunctionDef) or _in_lightning_class(ctx, func):
         return None
-    return _flag_parameter(ctx, func)
+    return _flag_parameter(ctx, func) or mode_flag(ctx, func)
 
 
 def phase_names(loop: ast.For | ast.AsyncFor) -> tuple[str, ast.Constant] | None:

@@ -13,9 +13,11 @@ for each of its signals, never a guess: a file it rules out has no region.
   of each ``for`` header, continued over the lines its brackets span;
 - *after-eval* and *after-step*: a mode call (``.eval()``, ``.train(False)``)
   before a loop or a statement;
-- *flag*: a boolean default of a ``FLAG_NAMES`` parameter (``train=True``),
-  or a comparison with a training string (``mode == "train"``, ``mode in
-  ("train", "train+log")``).
+- *flag*: a boolean default of a ``FLAG_NAMES`` parameter (``train=True``)
+  or of one named for evaluation (``cross_valid=False``: every word of
+  ``EVAL_FLAG_WORDS`` holds ``val``, ``test`` or ``cv``),
+  a comparison with a training string (``mode == "train"``, ``mode in
+  ("train", "train+log")``), or a model's mode read (``if model.training:``).
 
 Keep it in step with ``regions``: ``tests/analysis/test_regiontext.py``
 checks that every fixture with a region passes.
@@ -53,6 +55,10 @@ _TRAIN_COMPARE = re.compile(
     # ``mode in ("train", "train+log")``
     r"|in\s*[(\[{][^)\]}]*['\"](?:" + "|".join(sorted(TRAIN_VALUES)) + r")['\"]"
 )
+# ``cross_valid=False``, ``is_test: bool = False``: an evaluation flag.
+_EVAL_FLAG_DEFAULT = re.compile(r"(?i:val|test|cv)\w*\s*(?::[^=,)]*)?=\s*False\b")
+# ``model.training``: a mode read, the flag of ``flagparams.mode_flag``.
+_MODE_READ = re.compile(r"\.[\s\\]*training\b")
 _FLAG_DEFAULT = re.compile(
     r"\b(?:" + "|".join(sorted(FLAG_NAMES)) + r")\s*(?::[^=,)]*)?=\s*(?:True|False)\b"
 )
@@ -72,6 +78,8 @@ _EVAL_TEXT = ("val", "dev", "test", "holdout", "heldout")
 
 def may_have_regions(source: str) -> bool:
     if _MODE_CALL.search(source) or _FLAG_DEFAULT.search(source) or _TRAIN_COMPARE.search(source):
+        return True
+    if _MODE_READ.search(source) or _EVAL_FLAG_DEFAULT.search(source):
         return True
     for m in _DEF.finditer(source):
         start = m.start()

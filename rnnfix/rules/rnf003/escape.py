@@ -11,7 +11,10 @@ is built from: its name says "evaluate", its results say "training".
 
 The taint is flow-insensitive and errs towards "carries a gradient": only
 operations that certainly drop the graph (``.item()``, ``.detach()``,
-``argmax``, comparisons, ``float(...)``, ``x.shape``) stop it.
+``argmax``, comparisons, ``float(...)``, ``x.shape``) stop it; so does
+reading a name whose last binding before the read, in the same block and
+with nothing nested between binding it, is such a value (``loss =
+loss.detach().cpu()`` then ``total += loss``).
 """
 
 from __future__ import annotations
@@ -114,7 +117,7 @@ class _Taint:
         if expr is None or isinstance(expr, (ast.Constant, ast.Compare, ast.JoinedStr)):
             return False
         if isinstance(expr, ast.Name):
-            return expr.id in self.tainted
+            return expr.id in self.tainted and not self._rebound_clean(expr)
         if isinstance(expr, ast.Attribute):
             if expr.attr in _METADATA:
                 return False
@@ -127,6 +130,36 @@ class _Taint:
         if isinstance(expr, ast.Call):
             return self._call_carries(expr)
         return any(self.carries(c) for c in ast.iter_child_nodes(expr) if isinstance(c, ast.expr))
+
+    def _rebound_clean(self, name: ast.Name) -> bool:
+        """The binding ``name`` reads is, for certain, a value without a graph:
+        the last statement before its own in the same block that binds the
+        name is ``name = <a value that carries nothing>`` (facenet-pytorch's
+        ``loss_batch = loss_batch.detach().cpu()`` before ``loss +=
+        loss_batch``), and no statement between binds it in a nested block.
+        Straight-line code only: a binding under an ``if`` or a loop between
+        the two is "unknown", and the name stays tainted."""
+        child: ast.AST = name
+        cur = self.parents.get(name)
+        while cur is not None and not isinstance(child, ast.stmt):
+            child, cur = cur, self.parents.get(cur)
+        if cur is None or not isinstance(child, ast.stmt):
+            return False
+        block = next((b for b in _blocks(cur) if any(child is st for st in b)), None)
+        if block is None:
+            return False
+        for stmt in reversed(block[: next(i for i, st in enumerate(block) if st is child)]):
+            if name.id not in _bound_names(stmt):
+                continue
+            if (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and stmt.targets[0].id == name.id
+            ):
+                return not self.carries(stmt.value)
+            return False
+        return False
 
     def _call_carries(self, call: ast.Call) -> bool:
         func = call.func
@@ -241,6 +274,23 @@ class _Taint:
         if root in self.params or root in self.globals or root not in self.locals:
             return text
         return None
+
+
+def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
+    """The statement lists of ``node`` (``body``, ``orelse``, ``finalbody``)."""
+    return [
+        b for f in ("body", "orelse", "finalbody") if isinstance(b := getattr(node, f, None), list)
+    ]
+
+
+def _bound_names(stmt: ast.stmt) -> set[str]:
+    """Every name ``stmt`` binds, at any depth (loop targets, ``with ...
+    as``, assignments in nested blocks; not in nested functions)."""
+    return {
+        n.id
+        for n in walk_local(stmt)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))
+    }
 
 
 def _walk_with_nested(nodes: list[ast.stmt]) -> Iterator[ast.AST]:

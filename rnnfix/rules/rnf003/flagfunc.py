@@ -34,22 +34,26 @@ from __future__ import annotations
 import ast
 
 from rnnfix.analysis.grads.gradctx import GradContexts, training_steps
-from rnnfix.analysis.modes.flagparams import FlagParam, off_calls
+from rnnfix.analysis.modes.flagparams import FlagParam, off_calls, only_when_training
 from rnnfix.analysis.modes.regions import flag_parameter
-from rnnfix.analysis.syntax.names import is_below
+from rnnfix.analysis.syntax.names import dotted, is_below
+from rnnfix.analysis.syntax.scopes import bind_arguments
 from rnnfix.analysis.syntax.walks import (
     block_of,
     body_without_docstring,
     enclosing_stmt,
     suspends,
+    walk_local,
     walk_tree,
 )
 from rnnfix.analysis.torch.api import module_mode_switch
+from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.models import built_class, mode_receiver
 from rnnfix.rules.base import FileContext, Finding, Fix
 from rnnfix.rules.rnf003.effects import train_mode_effects
+from rnnfix.rules.rnf003.escape import escapes
 from rnnfix.rules.rnf003.models import ModelIndex
-from rnnfix.source.edits import AddImport, Edit, InsertStatements, WrapInWith
+from rnnfix.source.edits import AddImport, Edit, InsertStatements, ReplaceExpression, WrapInWith
 
 
 def flag_function_finding(
@@ -61,7 +65,17 @@ def flag_function_finding(
     body = body_without_docstring(func)
     if not body:
         return None
-    calls = {m: cs for m, cs in index.model_calls(body).items() if m not in ("self", "cls")}
+    if flag.reads_mode:
+        return _mode_flag_finding(ctx, func, body, flag)
+    parents = ctx.facts.parents
+    calls = {
+        m: cs
+        for m, cs in index.model_calls(body).items()
+        if m not in ("self", "cls")
+        # run on the off path too: an augmentation applied to training
+        # batches only (denoiser's ``self.augment``) is never evaluated
+        and not all(only_when_training(parents, c, func, flag) for c in cs)
+    }
     models = [m for m in calls if _trained_module(ctx, index, m)]
     if not models:
         return None
@@ -69,8 +83,9 @@ def flag_function_finding(
     # the calls: the annotated transformer's ``model.eval()`` before
     # ``run_epoch(..., mode="eval")``): the author manages the modes, and a
     # flag switch would be noise; only the grad mode may be missing.
+    forced = {id(c) for c in flag.forced}
     callers_set = not flag.sets_modes and any(
-        _related(m, r) for m in models for r in _switched(ctx)
+        _related(m, r) for m in models for r in _switched(ctx, forced)
     )
     if callers_set and not _off_with_grad(ctx, func, flag):
         return None  # every evaluating call runs under the caller's ``no_grad``
@@ -78,9 +93,12 @@ def flag_function_finding(
     names = ", ".join(f"`{m}`" for m in models)
     expr = flag.expr
     when = f"`{expr}` is true" if expr == flag.name else f"`{expr}`"
-    called = (
-        f"called with `{expr}=False`" if expr == flag.name else f"called with another `{flag.name}`"
-    )
+    if flag.inverted:
+        called = f"called with `{flag.name}=True`"
+    elif expr == flag.name:
+        called = f"called with `{expr}=False`"
+    else:
+        called = f"called with another `{flag.name}`"
     torch = ctx.facts.torch_name()
     t = torch or "torch"
     edits: list[Edit] = []
@@ -91,14 +109,18 @@ def flag_function_finding(
             f"but not the grad mode: {called} it builds a graph for every batch"
         )
     else:
-        message = (
-            f"`{func.name}` trains {names} only when {when}, but never sets the mode "
-            f"from it: {called} it evaluates in train mode "
-            f"({train_mode_effects(ctx, models)}) and builds a graph for every batch; call "
-            f"`{models[0]}.train({expr})` first"
+        never = (
+            "puts it in train mode whatever the flag"
+            if flag.forced
+            else "never sets the mode from it"
         )
-        switches = tuple(f"{m}.train({expr})" for m in models)
-        edits.append(InsertStatements(ctx.pos(body[0]), switches))
+        message = (
+            f"`{func.name}` trains {names} only when {when}, but {never}: "
+            f"{called} it evaluates in train mode "
+            f"({train_mode_effects(ctx, models)}) and builds a graph for every batch; call "
+            f"`{models[0]}.train({expr})` {'instead' if flag.forced else 'first'}"
+        )
+        edits.extend(_mode_edits(ctx, flag, models, body[0]))
     span = _grad_span(ctx, func, body, forwards)
     if span is not None:
         first, last = span
@@ -114,6 +136,83 @@ def flag_function_finding(
         return None  # the modes are the author's, and grad is set or cannot be set here
     fix = Fix(tuple(edits), safe=True, description=f"set the mode from `{expr}`")
     return ctx.finding("RNF003", func, message, fix)
+
+
+def _mode_flag_finding(
+    ctx: FileContext, func: ast.FunctionDef, body: list[ast.stmt], flag: FlagParam
+) -> Finding | None:
+    """``if model.training:`` around the step (``flagparams.mode_flag``): the
+    caller's ``eval()`` chooses the evaluation path, so the mode is right and
+    only the grad mode is missing: ``torch.set_grad_enabled(model.training)``
+    around the forwards. Never where a value they compute leaves the
+    function with its graph (returned, stored): a caller may differentiate
+    it, and then the fix is reported, not made."""
+    model = flag.name
+    grad = GradContexts(ctx)
+    called = [n for n in walk_tree(ctx.tree) if isinstance(n, ast.Call) and _name(n) == func.name]
+    if called and all(
+        grad.in_function(c) == "off" or _trains_at(ctx, func, model, c) for c in called
+    ):
+        # ``model.eval(); with torch.no_grad(): run_epoch(...)``: every call
+        # that may evaluate already runs with grad off.
+        return None
+    forwards = [
+        n
+        for s in body
+        for n in walk_local(s)
+        if isinstance(n, ast.Call) and dotted(n.func) in (model, f"{model}.forward")
+    ]
+    span = _grad_span(ctx, func, body, forwards)
+    if span is None:
+        return None  # grad is set already, or cannot be set in one place
+    torch = ctx.facts.torch_name()
+    t = torch or "torch"
+    message = (
+        f"`{func.name}` trains `{model}` only when `{flag.expr}` and evaluates otherwise, "
+        f"but never sets the grad mode: run in eval mode it builds a graph for every batch; "
+        f"run the forward under `{t}.set_grad_enabled({flag.expr})`"
+    )
+
+    def is_forward(call: ast.Call) -> bool:
+        return any(call is f for f in forwards)
+
+    leaving = escapes(func, body, is_forward, model.__eq__, ctx.facts.imports.qualname)
+    if leaving:
+        return ctx.finding(
+            "RNF003",
+            func,
+            f"{message}; not fixed: a value it computes is {leaving[0].how} (line "
+            f"{getattr(leaving[0].node, 'lineno', '?')}), and a caller may differentiate it",
+        )
+    first, last = span
+    edits: list[Edit] = [
+        WrapInWith(ctx.pos(first), ctx.pos(last), f"{t}.set_grad_enabled({flag.expr})")
+    ]
+    if torch is None:
+        edits.append(AddImport("torch"))
+    fix = Fix(tuple(edits), safe=True, description=f"set the grad mode from `{flag.expr}`")
+    return ctx.finding("RNF003", func, message, fix)
+
+
+def _mode_edits(ctx: FileContext, flag: FlagParam, models: list[str], head: ast.stmt) -> list[Edit]:
+    """``<model>.train(<flag>)`` for each model: the author's unconditional
+    ``train()`` on it (or on an object holding it) takes the flag; a model
+    no such call covers gets one at the head of the function."""
+    edits: list[Edit] = []
+    covered: list[str] = []
+    for call in flag.forced:
+        receiver = mode_receiver(call, ctx.facts.imports)
+        if receiver is None or not isinstance(call.func, ast.Attribute):
+            continue
+        switch = f"{ctx.segment(call.func.value)}.train({flag.expr})"
+        edits.append(ReplaceExpression(ctx.pos(call), ctx.end_pos(call), switch))
+        covered.append(receiver)
+    rest = tuple(
+        f"{m}.train({flag.expr})" for m in models if not any(is_below(m, r) for r in covered)
+    )
+    if rest:
+        edits.append(InsertStatements(ctx.pos(head), rest))
+    return edits
 
 
 def _grad_span(
@@ -155,14 +254,40 @@ def _off_with_grad(ctx: FileContext, func: ast.FunctionDef, flag: FlagParam) -> 
     return any(grad.in_function(c) not in ("off", "unknown") for c in off_calls(ctx, func, flag))
 
 
-def _switched(ctx: FileContext) -> set[str]:
+def _switched(ctx: FileContext, skip: set[int]) -> set[str]:
+    """The receivers of the file's mode calls, but those in ``skip`` (ids)."""
     found: set[str] = set()
     for n in walk_tree(ctx.tree):
+        if id(n) in skip:
+            continue
         if isinstance(n, ast.Call) and module_mode_switch(n, lenient=True) is not None:
             recv = mode_receiver(n, ctx.facts.imports)
             if recv is not None:
                 found.add(recv)
     return found
+
+
+def _trains_at(ctx: FileContext, func: ast.FunctionDef, model: str, call: ast.Call) -> bool:
+    """The model ``call`` hands ``func`` (for ``model``, a parameter of it)
+    is in train mode there, on every path: the call trains."""
+    a = func.args
+    params = [p.arg for p in [*a.posonlyargs, *a.args]]
+    kwonly = [p.arg for p in a.kwonlyargs]
+    root, _, rest = model.partition(".")
+    if root not in params + kwonly:
+        return False
+    is_method = bool(params) and params[0] in ("self", "cls")
+    passed = bind_arguments(params, kwonly, is_method, call).get(root)
+    if passed is None:
+        return False
+    facts = ctx.facts.modes.mode_before(call, f"{passed}.{rest}" if rest else passed).facts
+    return bool(facts) and all(f.mode is Mode.TRAIN for f in facts)
+
+
+def _name(call: ast.Call) -> str | None:
+    """The name a call calls: ``f`` of ``f(...)`` and of ``obj.f(...)``."""
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
 
 
 def _related(a: str, b: str) -> bool:

@@ -20,7 +20,8 @@ whose class assigns a module to ``self.a``. And a dotted path is a model
 shows one of:
 
 - a mode call on it (``K.eval()``, ``K.to(d).train(False)``, a wrapper's
-  ``DataParallel(K).train()``), or ``K.parameters()``;
+  ``DataParallel(K).train()``), or ``K.parameters()``; or its mode read as
+  an ``if``'s test (``if K.training:``, the flag of ``flagparams.mode_flag``);
 - an assignment to it (built from a module class, or propagated from a
   model: ``K = Net()``, ``self.K = model``);
 - a parameter of that name, annotated, or of a function called in the file
@@ -63,6 +64,7 @@ _KINDS = frozenset(
         ast.ClassDef,
         ast.Import,
         ast.ImportFrom,
+        ast.If,
     }
 )
 
@@ -130,6 +132,12 @@ class ModelEvidence:
                         self._methods.setdefault(stmt.name, []).append(stmt)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 _bind_imports(node, imports)
+            elif isinstance(node, ast.If):
+                test = node.test
+                operands = test.values if isinstance(test, ast.BoolOp) else [test]
+                for operand in operands:  # ``if model.training:``: ``flagparams.mode_flag``
+                    if isinstance(operand, ast.Attribute) and operand.attr == "training":
+                        _add(self.seeds, dotted(operand.value))
         self.self_attrs = frozenset(self_attrs)
         for found, value in values:
             # ``a, b = Net(), net``: element-wise, loosely (any target, any value).

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rnnfix.analysis.grads.gradctx import GradContexts, Handlers, LocalFunctions, gradient_uses
 from rnnfix.analysis.grads.valueflow import ValueFlow, written
@@ -25,6 +25,7 @@ from rnnfix.analysis.modes.state import ModeFact, is_prefix
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.walks import (
     FUNCTIONS,
+    block_of,
     body_without_docstring,
     enclosing_stmt,
     scope_of,
@@ -87,7 +88,7 @@ class _Need:
     no_fix: str | None = None
     # model -> its ``train()`` call left in the region before the forward:
     # the fix turns that call into ``eval()`` instead of inserting one.
-    leftover: dict[str, ast.Call] = field(default_factory=dict)
+    leftover: dict[str, tuple[ast.Call, ...]] = field(default_factory=dict)
     escape: str | None = None  # how its results may reach a backward rnnfix does not see
     # Training code calls it mid-iteration: ``eval()`` must give the mode back
     # on the way out (``rules/rnf003/restore.py``).
@@ -553,13 +554,14 @@ class RegionJudge:
             leftover = self._leftover(region, body, model)
             if leftover == DELIBERATE:
                 need.eval_models.remove(model)  # Monte Carlo dropout and the like
-            elif isinstance(leftover, ast.Call):
+            elif isinstance(leftover, tuple):
                 need.leftover[model] = leftover
-                if not evaluation_evals_before(self.ctx, region.node, model, leftover):
+                first = leftover[0]
+                if not evaluation_evals_before(self.ctx, region.node, model, first):
                     # ``def evaluate(): net.train(); ...``: the evaluation's
                     # only mode call; train mode may be the author's choice.
                     need.no_fix = (
-                        f"`{self.ctx.segment(leftover)}` on line {leftover.lineno} is its only "
+                        f"`{self.ctx.segment(first)}` on line {first.lineno} is its only "
                         "mode call, so train mode may be chosen on purpose (BatchNorm "
                         "normalising with batch statistics, Monte Carlo dropout)"
                     )
@@ -578,13 +580,13 @@ class RegionJudge:
 
     def _stray_train(self, region: EvalRegion, body: list[ast.stmt], model: str) -> bool:
         leftover = self._leftover(region, body, model)
-        return isinstance(leftover, ast.Call) and evaluation_evals_before(
-            self.ctx, region.node, model, leftover
+        return isinstance(leftover, tuple) and evaluation_evals_before(
+            self.ctx, region.node, model, leftover[0]
         )
 
     def _leftover(
         self, region: EvalRegion, body: list[ast.stmt], model: str
-    ) -> ast.Call | str | None:
+    ) -> tuple[ast.Call, ...] | str | None:
         node = region.node
         sites = self.index.model_calls(body).get(model, [])
         return leftover_train(self.ctx, node, body, model, [self._at(s, node) for s in sites])
@@ -679,8 +681,29 @@ class RegionJudge:
         judge). A mode a wrapper's ``model.module`` switch set counts too."""
         flow = self.ctx.facts.modes
         return any(
-            self._settled(self._through_rewraps(flow.mode_before(site, key).facts, key), key)
+            self._settled(
+                self._through_rewraps(
+                    self._unguarded(flow.mode_before(site, key).facts, site), key
+                ),
+                key,
+            )
             for key in (model, f"{model}.module")
+        )
+
+    def _unguarded(self, facts: frozenset[ModeFact], site: ast.AST) -> frozenset[ModeFact]:
+        """A mode set under an ``if`` is no condition for a forward in the
+        same branch right after it (``if is_packed: model.train(); out =
+        model(...)``): its guard is dropped for that forward."""
+        here = enclosing_stmt(self.parents, site)
+        found = block_of(self.parents, here) if here is not None else None
+        if found is None:
+            return facts
+        before = found[0][: found[1]]
+        return frozenset(
+            replace(f, guard=None)
+            if f.guard is not None and any(self.parents.get(f.origin) is s for s in before)
+            else f
+            for f in facts
         )
 
     def _through_rewraps(
@@ -941,12 +964,11 @@ class RegionJudge:
         for model in need.eval_models:
             leftover = need.leftover.get(model)
             if leftover is not None:
-                receiver = ctx.segment(leftover.func.value)  # type: ignore[attr-defined]
-                edits.append(
-                    ReplaceExpression(
-                        ctx.pos(leftover), ctx.end_pos(leftover), f"{receiver}.eval()"
+                for call in leftover:
+                    receiver = ctx.segment(call.func.value)  # type: ignore[attr-defined]
+                    edits.append(
+                        ReplaceExpression(ctx.pos(call), ctx.end_pos(call), f"{receiver}.eval()")
                     )
-                )
                 continue
             anchor = self._eval_anchor(region, body, model)
             assert anchor is not None

@@ -19,6 +19,7 @@ from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.walks import (
     FUNCTIONS,
+    block_of,
     enclosing_stmt,
     guarded_by_name,
     scope_of,
@@ -31,7 +32,7 @@ from rnnfix.analysis.torch.models import unwrap_built
 from rnnfix.rules.base import FileContext, Finding, Fix
 from rnnfix.rules.rnf003.effects import train_mode_effects
 from rnnfix.rules.rnf003.models import ModelIndex
-from rnnfix.source.edits import AddImport, Edit, ReplaceExpression, WrapInWith
+from rnnfix.source.edits import AddImport, Edit, InsertStatements, ReplaceExpression, WrapInWith
 
 Func = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -202,12 +203,14 @@ DELIBERATE = "deliberate"
 
 def leftover_train(
     ctx: FileContext, node: ast.stmt, body: list[ast.stmt], model: str, sites: list[ast.AST]
-) -> ast.Call | str | None:
-    """The statement-level ``model.train()`` in an evaluation region that
-    every forward of ``model`` there runs after (the last switch before each
-    of them); ``DELIBERATE`` when train mode looks chosen: Monte Carlo dropout
-    (repeated forwards, or a name that says so), BatchNorm adaptation,
-    sampling; None when there is no such call."""
+) -> tuple[ast.Call, ...] | str | None:
+    """The statement-level ``model.train()`` calls in an evaluation region
+    that the forwards of ``model`` there run after (the last switch before
+    each of them: one for all, or one per branch, right before its forward:
+    MultiBench's ``if is_packed: model.train(); out = model(...) else:
+    model.train(); out = model(...)``); ``DELIBERATE`` when train mode looks
+    chosen: Monte Carlo dropout (repeated forwards, or a name that says so),
+    BatchNorm adaptation, sampling; None when there is no such call."""
     if not sites:
         return None
     func = node if isinstance(node, FUNCTIONS) else scope_of(ctx.facts.parents, node)
@@ -223,20 +226,42 @@ def leftover_train(
     }
     if not trains:
         return None
-    found: ast.Call | None = None
+    found: dict[int, ast.Call] = {}
     for site in sites:
-        where = set_by(ctx, site, model)
+        where = set_by(ctx, site, model) or _set_right_before(ctx, site, model)
         if where is None or id(where) not in trains:
             return None
-        if found is not None and where is not found:
-            return None
-        found = trains[id(where)]
+        call = found.setdefault(id(where), trains[id(where)])
         deliberate = (
             deliberate
             or _repeated_forward(ctx, site, node)
-            or intent_comment(ctx.lines, found, TRAIN_INTENTS) is not None
+            or intent_comment(ctx.lines, call, TRAIN_INTENTS) is not None
         )
-    return DELIBERATE if deliberate else found
+    if len(found) > 1 and any(set_by(ctx, site, model) is not None for site in sites):
+        return None  # one train() for some forwards, another for the rest: read it by hand
+    return DELIBERATE if deliberate else tuple(found.values())
+
+
+def _set_right_before(ctx: FileContext, site: ast.AST, model: str) -> ast.AST | None:
+    """The one mode call ``model``'s mode comes from before ``site`` when it
+    is a statement of the same block as the statement running ``site``,
+    before it: straight-line, so the branch it sits in (``set_by`` refuses
+    a fact set under an ``if``) is the forward's own."""
+    facts = ctx.facts.modes.mode_before(site, model).facts
+    origins = {f.origin for f in facts}
+    if len(origins) != 1:
+        return None
+    origin = next(iter(origins))
+    parents = ctx.facts.parents
+    stmt = parents.get(origin)
+    here = enclosing_stmt(parents, site)
+    if not isinstance(stmt, ast.Expr) or here is None:
+        return None
+    found = block_of(parents, here)
+    if found is None:
+        return None
+    block, index = found
+    return origin if any(s is stmt for s in block[:index]) else None
 
 
 def deliberate_train_name(name: str) -> bool:
@@ -349,6 +374,8 @@ def phase_loop_finding(ctx: FileContext, index: ModelIndex, loop: ast.stmt) -> F
         return None
     var, train_node = phases
     calls = {m: cs for m, cs in index.model_calls(loop.body).items() if m not in ("self", "cls")}
+    if calls and not any(ctx.facts.modes.switches_in(loop, m) for m in calls):
+        return _unswitched_phase_loop(ctx, index, loop, var, train_node, calls)
     edits: list[Edit] = []
     models: list[str] = []
     forwards: list[ast.Call] = []
@@ -388,24 +415,155 @@ def phase_loop_finding(ctx: FileContext, index: ModelIndex, loop: ast.stmt) -> F
             loop,
             f"{message}; not fixed: the loop runs its training step in every phase",
         )
+    message += _phase_grad_edits(ctx, forwards, f"{var} == {train_text}", edits)
+    fix = Fix(tuple(edits), safe=True, description=f"switch the mode with `train({var} == ...)`")
+    return ctx.finding("RNF003", loop, message, fix)
+
+
+def _phase_grad_edits(
+    ctx: FileContext, forwards: list[ast.Call], flag: str, edits: list[Edit]
+) -> str:
+    """``torch.set_grad_enabled(<flag>)`` around the one statement that runs
+    the forwards, where nothing sets grad there yet (added to ``edits``);
+    what the message says of it ("" when nothing is added)."""
     torch = ctx.facts.torch_name()
     t = torch or "torch"
     grad = GradContexts(ctx)
     stmts = {id(s): s for s in (enclosing_stmt(ctx.facts.parents, f) for f in forwards) if s}
-    if all(grad.in_function(f) is None for f in forwards) and len(stmts) == 1:
-        stmt = next(iter(stmts.values()))
-        # Never around a ``yield`` (the ``with`` would outlast the pause).
-        if not any(True for _ in training_steps(ctx, stmt)) and not suspends([stmt]):
-            edits.append(
-                WrapInWith(
-                    ctx.pos(stmt), ctx.pos(stmt), f"{t}.set_grad_enabled({var} == {train_text})"
-                )
-            )
-            if torch is None:
-                edits.append(AddImport("torch"))
-            message += f" and `{t}.set_grad_enabled({var} == {train_text})` around the forward"
-    fix = Fix(tuple(edits), safe=True, description=f"switch the mode with `train({var} == ...)`")
+    if any(grad.in_function(f) is not None for f in forwards) or len(stmts) != 1:
+        return ""
+    stmt = next(iter(stmts.values()))
+    # Never around a ``yield`` (the ``with`` would outlast the pause).
+    if any(True for _ in training_steps(ctx, stmt)) or suspends([stmt]):
+        return ""
+    edits.append(WrapInWith(ctx.pos(stmt), ctx.pos(stmt), f"{t}.set_grad_enabled({flag})"))
+    if torch is None:
+        edits.append(AddImport("torch"))
+    return f" and `{t}.set_grad_enabled({flag})` around the forward"
+
+
+def _unswitched_phase_loop(
+    ctx: FileContext,
+    index: ModelIndex,
+    loop: ast.For | ast.AsyncFor,
+    var: str,
+    train_node: ast.Constant,
+    calls: dict[str, list[ast.Call]],
+) -> Finding | None:
+    """A phase loop that never sets a mode (zoo-attack-pytorch's ``fit``:
+    ``for phase in ('train', 'val')``, the step only under ``if phase ==
+    'train'``): the evaluation phase runs in whatever mode training left,
+    train mode. The evidence, all of it required: the loop runs a training
+    step, each only in the training phase (``phase_guard``); every model
+    it calls is a module the file shows, and no ``eval()`` can reach any of
+    its forwards (an ``eval()`` before the loop is the author's: frozen
+    BatchNorm fine-tuning, or RNF001's question). Fixed with ``model.train(
+    phase == "train")`` at the head of each phase and the grad switch; a
+    model the file does not show is a module: reported."""
+    steps = list(training_steps(ctx, loop))
+    if not steps or not all(train_phase_only(ctx, s, loop, var, train_node) for s in steps):
+        return None
+    flow = ctx.facts.modes
+    for model, sites in calls.items():
+        if any(f.mode is not Mode.TRAIN for s in sites for f in flow.mode_before(s, model).facts):
+            return None
+    train_text = ctx.segment(train_node)
+    flag = f"{var} == {train_text}"
+    models = list(calls)
+    names = ", ".join(f"`{m}`" for m in models)
+    message = (
+        f"Loop over phases never sets the mode of {names}: the evaluation phase runs "
+        f"in train mode ({train_mode_effects(ctx, models)}); call `{models[0]}.train({flag})` "
+        "at the head of each phase"
+    )
+    if not all(index.is_known_module(m) for m in models):
+        return ctx.finding(
+            "RNF003", loop, f"{message}; not fixed: the file does not show it is a module"
+        )
+    edits: list[Edit] = [
+        InsertStatements(ctx.pos(loop.body[0]), tuple(f"{m}.train({flag})" for m in models))
+    ]
+    forwards = [site for sites in calls.values() for site in sites]
+    message += _phase_grad_edits(ctx, forwards, flag, edits)
+    fix = Fix(tuple(edits), safe=True, description=f"switch the mode with `train({flag})`")
     return ctx.finding("RNF003", loop, message, fix)
+
+
+def train_phase_only(
+    ctx: FileContext, node: ast.AST, loop: ast.stmt, var: str, train_node: ast.Constant
+) -> bool:
+    """``node`` runs only in the training phase: in the body of an ``if
+    <var> == "train":`` (either side, or ``<var> in ("train", ...)`` with
+    only training words), or in the ``else`` of ``if <var> != "train":`` /
+    ``if <var> == "val":``, below ``loop``."""
+    parents = ctx.facts.parents
+    aliases = _phase_aliases(loop, var, train_node.value)
+    child: ast.AST = node
+    cur = parents.get(node)
+    while cur is not None and cur is not loop:
+        if isinstance(cur, ast.If):
+            test = _phase_test(cur.test, var, train_node.value)
+            if isinstance(cur.test, ast.Name) and cur.test.id in aliases:
+                test = True
+            if child in cur.body and test is True:
+                return True
+            if child in cur.orelse and test is False:
+                return True
+        child, cur = cur, parents.get(cur)
+    return False
+
+
+def _phase_aliases(loop: ast.stmt, var: str, train: object) -> set[str]:
+    """Names the loop's own body binds once, first thing, to ``<var> ==
+    "train"`` (``is_train = phase == "train"``), and never again."""
+    body = getattr(loop, "body", [])
+    bound: dict[str, int] = {}
+    for n in ast.walk(loop):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            bound[n.id] = bound.get(n.id, 0) + 1
+    out: set[str] = set()
+    for stmt in body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and bound.get(stmt.targets[0].id) == 1
+            and _phase_test(stmt.value, var, train) is True
+        ):
+            out.add(stmt.targets[0].id)
+    return out
+
+
+def _phase_test(test: ast.expr, var: str, train: object) -> bool | None:
+    """True when ``test`` holds exactly in the training phase (``phase ==
+    "train"``, ``phase in ("train",)``), False when exactly outside it
+    (``phase != "train"``), None otherwise: ``phase == "val"`` says nothing
+    of a third phase."""
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        return None
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if isinstance(right, ast.Name) and right.id == var:
+        left, right = right, left
+    if not (isinstance(left, ast.Name) and left.id == var):
+        return None
+    if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+        values = [e.value for e in right.elts if isinstance(e, ast.Constant)]
+        if not values or len(values) != len(right.elts) or not all(map(_trains, values)):
+            return None
+        return isinstance(op, ast.In)
+    if isinstance(right, ast.Constant) and right.value == train:
+        if isinstance(op, ast.Eq):
+            return True
+        if isinstance(op, ast.NotEq):
+            return False
+    return None
+
+
+def _trains(value: object) -> bool:
+    return isinstance(value, str) and bool(set(words(value)) & _PHASE_TRAIN_WORDS)
+
+
+_PHASE_TRAIN_WORDS = frozenset({"train", "training", "fit", "finetune"})
 
 
 def _unconditional(ctx: FileContext, node: ast.AST, loop: ast.stmt) -> bool:

@@ -93,13 +93,30 @@ sets the modes itself from the flag (`if mode == "train": model.train()
 else: model.eval()`), or the file sets the model's mode anywhere else
 (around the calls: that mode is left to the author), only
 `torch.set_grad_enabled(<flag>)` is added, where grad is not set yet.
+When its own body calls `model.train()` whatever the flag (a plain
+statement of the function, not under an `if` or a loop), that call takes
+the flag: `model.train(mode == "train")`. A flag named for evaluation
+counts too (`def _run_one_epoch(self, epoch, cross_valid=False)` with the
+step under `if not cross_valid:`, turned off by a call passing `True`): the
+fix uses `not cross_valid`. So does the model's own mode (`if
+model.training:` around every training step, and code of the function that
+runs only in eval mode: `"Train" if model.training else "Valid"`): the
+caller's `eval()` picks the evaluation path, so only
+`torch.set_grad_enabled(model.training)` is added, and it is reported
+instead when a value the forward computes leaves the function with its
+graph (a caller may differentiate it).
 
 It also finds `train()` left inside evaluation code, with a message of its
 own: a validation/test function or loop whose forward runs right after a
 plain `model.train()` of its own (a leftover copied from the training
 function), and a loop shared by the phases (`for phase in ("train", "val"):`)
 that calls `model.train()` unconditionally, so the evaluation phase runs in
-train mode too.
+train mode too. A phase loop that sets no mode at all, whose training steps
+all run only in the training phase (under `if phase == "train":`), and
+whose models no `eval()` reaches (one before the loop is the author's:
+frozen BatchNorm), runs its evaluation phase in train mode and with grad
+on: it gets `model.train(phase == "train")` at the head of each phase and
+the grad switch below.
 
 ## Why is this bad?
 Without `eval()`, dropout stays active and BatchNorm normalises with batch
