@@ -19,7 +19,8 @@ Three signals, all syntactic:
   mode;
 - *after-step*: a plain statement (an assignment or an expression, not a
   loop) that follows ``<model>.eval()`` in the same block and calls that
-  model, in a function or module whose every training step comes before it
+  model, in a function or module whose every training step comes before that
+  ``eval()``, outside the loops that run a step
   (pygcn's ``train(epoch)``: the step, then ``model.eval(); output =
   model(features, adj)`` for the validation figures);
 - *flag*: a function shared by training and evaluation through a boolean
@@ -231,19 +232,20 @@ def _after_step_statements(ctx: FileContext, loops: set[int]) -> list[EvalRegion
             block = getattr(node, field, None)
             if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
                 continue
-            evaluated: set[str] = set()
+            evaluated: dict[str, ast.stmt] = {}  # model -> its eval() statement
             for stmt in block:
                 if isinstance(stmt, ast.Expr):
                     switch = module_mode_switch(stmt.value)
                     if switch is not None and switch.target is not None:
                         if switch.mode is Mode.EVAL:
-                            evaluated.add(switch.target)
+                            evaluated[switch.target] = stmt
                         else:
-                            evaluated.discard(switch.target)
+                            evaluated.pop(switch.target, None)
                         continue
                 if not evaluated or not isinstance(stmt, _SIMPLE):
                     continue
-                if not _calls_any(stmt, evaluated):
+                called = {m for m in evaluated if _calls_any(stmt, {m})}
+                if not called:
                     continue
                 scope = scope_of(parents, stmt)
                 if isinstance(scope, ast.AsyncFunctionDef) or _in_lightning_class(ctx, stmt):
@@ -251,21 +253,34 @@ def _after_step_statements(ctx: FileContext, loops: set[int]) -> list[EvalRegion
                 steps = steps_of.get(scope)
                 if steps is None:
                     steps = steps_of[scope] = list(training_steps(ctx, scope))
-                if steps and _after_every_step(parents, stmt, steps, loops):
+                switches = [evaluated[m] for m in called]
+                if steps and _after_every_step(parents, stmt, switches, steps, loops):
                     out.append(EvalRegion(stmt, "after-step"))
     return out
 
 
 def _after_every_step(
-    parents: dict[ast.AST, ast.AST], stmt: ast.stmt, steps: list[ast.Call], loops: set[int]
+    parents: dict[ast.AST, ast.AST],
+    stmt: ast.stmt,
+    switches: list[ast.stmt],
+    steps: list[ast.Call],
+    loops: set[int],
 ) -> bool:
-    """Every step ends before ``stmt`` starts (in a loop, what it computes
-    could reach the next iteration's step only through a name: the rule's
-    value flow asks that), and no loop around it is already a region."""
-    start = (stmt.lineno, stmt.col_offset)
-    if any(((s.end_lineno or s.lineno), (s.end_col_offset or 0)) > start for s in steps):
+    """Every step ends before the ``eval()`` of each model ``stmt`` runs
+    (the author switches to eval to evaluate what was just trained; an
+    ``eval()`` before the training loop sets up a frozen model, stylegan2's
+    projector optimising a latent), ``stmt`` is in no loop that runs a step
+    directly (a test every N steps inside the step loop is the periodic
+    check's), and no loop around it is already a region. In a loop, what it
+    computes could reach the next iteration's step only through a name: the
+    rule's value flow asks that."""
+    first = min((s.lineno, s.col_offset) for s in switches)
+    if any(((s.end_lineno or s.lineno), (s.end_col_offset or 0)) > first for s in steps):
         return False
+    step_loops = {id(innermost_loop(parents, s)) for s in steps}
     loop = innermost_loop(parents, stmt)
+    if loop is not None and id(loop) in step_loops:
+        return False
     while loop is not None:
         if id(loop) in loops:
             return False
