@@ -98,9 +98,13 @@ class ClassTable:
         modules: Collection[str],
         lookup: Callable[[ast.expr], ClassSummary | None] | None = None,
         file: str | None = None,
+        functions: Mapping[str, ast.AST] | None = None,
     ) -> None:
         self.file = file  # named in the reasons (a summary for other files of the run)
         self.classes = classes
+        # The file's module-level functions: a class may build its layers
+        # through one (``self.norm = select_norm(norm, dim)``).
+        self.functions = functions or {}
         self.imports = imports
         self.modules = modules
         self.lookup = lookup
@@ -201,10 +205,18 @@ class ClassTable:
             return bool(memo[name])
         cls = self.classes.get(name)
         memo[name] = False  # a cycle of local classes proves nothing
-        found = cls is not None and (
-            any(isinstance(b, ast.Name) and self.mode_layers(b.id) for b in cls.bases)
-            or classfacts.builds_mode_layers(cls, self.imports.qualname, self.mode_layers)
-        )
+        if cls is not None:
+            found = any(
+                isinstance(b, ast.Name) and self.mode_layers(b.id) for b in cls.bases
+            ) or classfacts.builds_mode_layers(cls, self.imports.qualname, self.mode_layers)
+        else:
+            # A layer-building function of the file (``select_norm`` returning
+            # ``nn.BatchNorm1d(dim)`` on one branch, ``conv_bn(...)``): the
+            # class that calls it may hold what it builds.
+            func = self.functions.get(name)
+            found = func is not None and classfacts.function_builds_mode_layers(
+                func, self.imports.qualname, self.mode_layers
+            )
         memo[name] = found
         return found
 
@@ -322,7 +334,11 @@ class Receivers:
         flow = ctx.facts.modes
         self.flow = flow
         self.table = ClassTable(
-            flow.index.classes, flow.imports, flow.classes.modules, _lookup(ctx)
+            flow.index.classes,
+            flow.imports,
+            flow.classes.modules,
+            _lookup(ctx),
+            functions=classfacts.module_functions(ctx.tree.body),
         )
         self._assigned: dict[str, list[ast.expr]] = {}
         self._annotated: dict[str, list[ast.expr]] = {}

@@ -80,6 +80,7 @@ def _summarise(
     from rnnfix.analysis.project.testcode import test_case_classes
     from rnnfix.analysis.syntax.imports import ImportMap
     from rnnfix.analysis.syntax.scopes import FileIndex
+    from rnnfix.analysis.torch.classfacts import module_functions
     from rnnfix.analysis.torch.forwards import forward_methods
     from rnnfix.analysis.torch.models import ModuleClasses, module_attributes
     from rnnfix.analysis.torch.rnns import RnnIndex
@@ -101,7 +102,12 @@ def _summarise(
         # Class facts read every method (``__init__`` too): the whole tree.
         defs = {c.name: c for c in statements(tree.body) if isinstance(c, ast.ClassDef)}
         table = ClassTable(
-            defs, ctx.facts.imports, module_classes.modules, None, os.path.basename(path)
+            defs,
+            ctx.facts.imports,
+            module_classes.modules,
+            None,
+            os.path.basename(path),
+            functions=module_functions(statements(tree.body)),
         )
         if flow is not None:
             for name, info in index.module_functions.items():

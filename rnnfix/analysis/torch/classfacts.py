@@ -21,9 +21,10 @@ classes of every file of a run.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.walks import walk_local
 from rnnfix.analysis.torch import library
 
 FuncDef = ast.FunctionDef | ast.AsyncFunctionDef
@@ -166,6 +167,26 @@ def holds_state(cls: ast.ClassDef, is_stateless_value: Callable[[ast.expr, FuncD
     for _attr, value, fn in self_assignments(cls):
         if not is_stateless_value(value, fn):
             return True
+    return False
+
+
+def module_functions(body: Iterable[ast.stmt]) -> dict[str, ast.AST]:
+    """The functions a module's statements define, by name."""
+    return {s.name: s for s in body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def function_builds_mode_layers(
+    func: ast.AST, qualname: Callable[[ast.AST], str | None], local: Callable[[str], bool]
+) -> bool:
+    """Whether a function of the file builds a layer whose forward depends on
+    the mode, in its own body (nested definitions run elsewhere), or a class
+    or function of its file for which ``local(name)`` says so."""
+    for node in walk_local(func):
+        if isinstance(node, ast.Call):
+            if library.mode_layer(qualname(node.func)):
+                return True
+            if isinstance(node.func, ast.Name) and local(node.func.id):
+                return True
     return False
 
 

@@ -135,7 +135,8 @@ class ModelEvidence:
             # ``a, b = Net(), net``: element-wise, loosely (any target, any value).
             elts = value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]
             for v in elts:
-                text = dotted(v)
+                # ``self.net = net.cuda()`` holds what ``net`` holds.
+                text = dotted(strip_self_returning(v))
                 if text is not None:
                     for t in found:  # ``self.net = net``
                         self.sources.setdefault(t, set()).add(text)
