@@ -134,7 +134,14 @@ class ClassTable:
         return self.ref(call.func)
 
     def ref(self, func: ast.expr) -> ClassRef:
-        """What calling the class ``func`` names builds."""
+        """What calling the class ``func`` names builds; for a factory
+        function of the file (``classfacts.returned_class``), what the class it
+        returns builds."""
+        if isinstance(func, ast.Name) and func.id in self.functions:
+            made = classfacts.returned_class(self.functions[func.id])
+            if made is not None and made != func.id and made in self.classes:
+                return self.ref(ast.Name(id=made, ctx=ast.Load()))
+            return _UNKNOWN
         if isinstance(func, ast.Name) and func.id in self.classes:
             name = func.id
             if name not in self.modules:
@@ -513,5 +520,13 @@ def _pairs(target: ast.expr, value: ast.expr) -> list[tuple[ast.expr, ast.expr]]
 
 
 def _lookup(ctx: ReceiverSource) -> Callable[[ast.expr], ClassSummary | None] | None:
+    """A class of another file of the run ``func`` names, or the class a
+    factory function of another file builds (``ProjectView.factory_class``)."""
     view = ctx.facts.project
-    return view.lookup_class if view is not None else None
+    if view is None:
+        return None
+
+    def lookup(func: ast.expr) -> ClassSummary | None:
+        return view.lookup_class(func) or view.factory_class(func)
+
+    return lookup

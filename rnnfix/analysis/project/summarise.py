@@ -187,6 +187,7 @@ def _summarise(
                 if may_handle is not None and import_map is not None and may_handle(stmt)
                 else frozenset()
             )
+    factories = _factories(tree.body, classes, rebound)
     loaders = _loaders(tree) if load_code else {}
     loads_into = _loads_into(tree) if load_code else {}
     handles = any(handlers.values())
@@ -203,7 +204,26 @@ def _summarise(
     # (definitions are statements: no need to walk expressions).
     defined = {n.name for n in statements(tree.body) if isinstance(n, _FUNCS)}
     called = frozenset(_CALLED_NAME.findall(source)) - defined
-    return ModuleSummary(functions, classes, imports, handlers, called, loaders, loads_into)
+    return ModuleSummary(
+        functions, classes, imports, handlers, called, loaders, loads_into, factories
+    )
+
+
+def _factories(
+    body: list[ast.stmt], classes: dict[str, ClassSummary], rebound: frozenset[str]
+) -> dict[str, ClassSummary]:
+    """``ModuleSummary.factories``: ``def create_model(cfg): return Net(cfg)``
+    where ``Net`` is a module class of the file (never rebound)."""
+    from rnnfix.analysis.torch.classfacts import returned_class
+
+    out: dict[str, ClassSummary] = {}
+    for stmt in body:
+        if isinstance(stmt, _FUNCS) and stmt.name not in rebound:
+            name = returned_class(stmt)
+            found = classes.get(name) if name is not None and name not in rebound else None
+            if found is not None and found.is_module:
+                out[stmt.name] = found
+    return out
 
 
 def _rebound_defs(body: list[ast.stmt]) -> frozenset[str]:
