@@ -157,6 +157,8 @@ class ClassTable:
         row = library.row(q)
         if q is not None and row is not None and row.kind == "loader" and not row.needs_use:
             return ClassRef(q, True)  # ``torch.jit.load(f)``: a ScriptModule
+        if q is not None and row is not None and row.kind == "module":
+            return ClassRef(q, True)  # a library's module class the table knows
         found = self.lookup(func) if self.lookup is not None else None
         if found is not None:
             if not found.is_module:

@@ -402,7 +402,11 @@ def _root(expr: ast.expr) -> str | None:
 # project index: torch.nn and the library table's factories and loaders.
 _TORCH_MODULES = (
     "torch.nn.",
-    *(r.name for r in library.TABLE if r.kind in ("factory", "loader") and r.match != "method"),
+    *(
+        r.name
+        for r in library.TABLE
+        if r.kind in ("factory", "loader", "module") and r.match != "method"
+    ),
 )
 # Methods of library classes that run the forward (``ModelInfo.forwards``).
 _LIBRARY_FORWARDS = frozenset(m for r in library.TABLE for m in r.forward_methods)

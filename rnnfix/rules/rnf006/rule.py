@@ -297,6 +297,7 @@ class _Rnf003Regions:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self._nodes: list[ast.stmt] | None = None
+        self._found: list[ast.stmt] = []  # the regions RNF003 reports (or fixes)
 
     def nodes(self) -> list[ast.stmt]:
         if self._nodes is None:
@@ -305,8 +306,11 @@ class _Rnf003Regions:
             judge = RegionJudge(self.ctx) if regions else None
             for region in regions:
                 assert judge is not None
-                if judge.run(region) is not Verdict.NOT_A_REGION:
+                verdict = judge.run(region)
+                if verdict is not Verdict.NOT_A_REGION:
                     self._nodes.append(region.node)
+                if isinstance(verdict, Finding):
+                    self._found.append(region.node)
         return self._nodes
 
     def covers(self, site: ast.Call) -> bool:
@@ -324,4 +328,19 @@ class _Rnf003Regions:
                 functions.add(owner.name)
         func = site.func
         name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-        return name in functions
+        if name in functions:
+            return True
+        # A method of a class whose forward a region RNF003 reports runs
+        # through ``self.<method>(...)`` (its judge follows it one level): its
+        # finding (and fix) is about that forward. A region it leaves alone
+        # may be left for reasons of its own (what it returns).
+        method = next((a for a in self.ctx.facts.ancestors(site) if isinstance(a, FUNCTIONS)), None)
+        return method is not None and any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == method.name
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id == "self"
+            for node in self._found
+            for n in ast.walk(node)
+        )
