@@ -85,6 +85,9 @@ class ClassSummary:
     # Dropout, BatchNorm or ``self.training`` in it or its file's classes it
     # builds (``classfacts.builds_mode_layers``): ``eval()`` changes its output.
     mode_layers: bool = False
+    # Methods that load trained weights into the instance (``load_weights``:
+    # ``classfacts.weight_loaders``): ``model.load_weights(path)`` is a load.
+    weight_loaders: frozenset[str] = frozenset()
     # Method -> ``__init__`` parameters whose stored model it takes an input
     # gradient through (``rnnfix.analysis.project.ctorgrads``), and the constructor's
     # signature to bind a construction's arguments.

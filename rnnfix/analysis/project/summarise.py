@@ -80,7 +80,7 @@ def _summarise(
     from rnnfix.analysis.project.testcode import test_case_classes
     from rnnfix.analysis.syntax.imports import ImportMap
     from rnnfix.analysis.syntax.scopes import FileIndex
-    from rnnfix.analysis.torch.classfacts import module_functions
+    from rnnfix.analysis.torch.classfacts import module_functions, weight_loaders
     from rnnfix.analysis.torch.forwards import forward_methods
     from rnnfix.analysis.torch.models import ModuleClasses, module_attributes
     from rnnfix.analysis.torch.rnns import RnnIndex
@@ -141,6 +141,9 @@ def _summarise(
                     mode_overrides=overrides,
                     holds_state=state,
                     mode_layers=table.mode_layers(name) if is_module else False,
+                    weight_loaders=(
+                        weight_loaders(defs[name]) if is_module and name in defs else frozenset()
+                    ),
                     ctor_grads=grads,
                     forward_methods=(
                         forward_methods(

@@ -170,6 +170,35 @@ def holds_state(cls: ast.ClassDef, is_stateless_value: Callable[[ast.expr, FuncD
     return False
 
 
+def weight_loaders(cls: ast.ClassDef) -> frozenset[str]:
+    """The class's own methods that load trained weights into the instance:
+    named for loading (``load_weights``, ``load_pretrained``), they read a
+    file (``torch.load``, ``np.fromfile``, ``pickle.load``, ``open``) and write
+    parameters (``load_state_dict``, ``.copy_(...)``), and switch no mode
+    (``init_weights`` and ``reset_parameters`` write random values, not
+    trained ones; a method that calls ``eval()`` sets the mode itself)."""
+    out: set[str] = set()
+    for name, fn in methods(cls).items():
+        if "load" not in name.lower():
+            continue
+        reads = writes = False
+        for node in walk_local(fn):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if isinstance(func, ast.Attribute) and last in _MODE_METHODS:
+                break  # it sets a mode itself
+            if last in ("load_state_dict", "copy_"):
+                writes = True
+            if last in ("load", "fromfile", "open", "load_state_dict"):
+                reads = True
+        else:
+            if reads and writes:
+                out.add(name)
+    return frozenset(out)
+
+
 def module_functions(body: Iterable[ast.stmt]) -> dict[str, ast.AST]:
     """The functions a module's statements define, by name."""
     return {s.name: s for s in body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
