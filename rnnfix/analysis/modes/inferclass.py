@@ -47,7 +47,7 @@ from rnnfix.analysis.modes.loads import (
 )
 from rnnfix.analysis.modes.modeluse import ModelUses
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
-from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_tree, words
+from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_local, walk_tree, words
 from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.api import MODULE_METHODS, module_mode_switch
 from rnnfix.source.files import is_test_source
@@ -193,14 +193,20 @@ class InferenceClasses:
                 continue
             if dotted(bind.targets[0] if isinstance(bind, ast.Assign) else bind.target) != attr:
                 continue  # a tuple target
-            origin = self._origin(bind.value, params)
+            value: ast.expr = bind.value
+            local = _built_local(init, bind, params)
+            if local is _SWITCHED:
+                continue  # ``net.eval()`` in ``__init__``: the author sets its mode
+            if local is not None:
+                value = local  # ``net = Net(); net.load_state_dict(...); self.net = net``
+            origin = self._origin(value, params)
             if origin is None:
                 continue
             after = self._load_after(init, bind, attr)
             # A class rnnfix reads with no layer whose forward depends on the
             # mode (``nn.Linear`` and ``ReLU``): ``eval()`` would change nothing.
             needs_eval = origin == "given" or (
-                origin == "owned" and self._mode_layers(bind.value) is not False
+                origin == "owned" and self._mode_layers(value) is not False
             )
             out.append(ClassInference(cls, attr, bind, origin, after, needs_eval))
         return out
@@ -413,6 +419,50 @@ class InferenceClasses:
             and not self.analysis._grad_switched
             and self.analysis.flow.grad_enabled(call) is not False
         )
+
+
+# ``_built_local``'s answer for a local whose mode ``__init__`` sets itself.
+_SWITCHED = ast.Constant(value=None)
+
+
+def _built_local(init: FuncNode, bind: ast.stmt, params: set[str]) -> ast.expr | None:
+    """``self.net = net.cuda()`` where ``net`` is a local of ``__init__``, not a
+    parameter, bound once by a top-level statement before ``bind``
+    (``net = Net(**opt)``, then ``net.load_state_dict(...)``): the value it
+    was bound to, which says what the class holds. ``_SWITCHED`` when
+    ``__init__`` calls ``train()``/``eval()`` on the local; None for any other
+    value."""
+    value = getattr(bind, "value", None)
+    inner, picked = unwrap_value(value) if value is not None else (None, False)
+    if not isinstance(inner, ast.Name) or picked or inner.id in params:
+        return None
+    name = inner.id
+    found: list[ast.expr] = []
+    for node in walk_local(init):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
+                if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+                    return None
+                if dotted(unwrap_value(node.value)[0]) != name:  # ``net = net.cuda()`` keeps it
+                    found.append(node.value)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.arguments)):
+            bound = [n for n in ast.walk(node) if isinstance(n, (ast.Name, ast.arg))]
+            if any(getattr(n, "id", getattr(n, "arg", None)) == name for n in bound
+                   if isinstance(n, ast.arg) or isinstance(n.ctx, ast.Store)):  # fmt: skip
+                return None
+        elif isinstance(node, ast.Call):
+            switch = module_mode_switch(node)
+            if switch is not None and dotted(strip_self_returning(switch.receiver)) == name:
+                return _SWITCHED
+    if len(found) != 1:
+        return None
+    binding = next(
+        (s for s in init.body if isinstance(s, ast.Assign) and s.value is found[0]), None
+    )
+    if binding is None or init.body.index(binding) > init.body.index(bind):
+        return None  # bound in a branch or a loop, or after ``bind``
+    return found[0]
 
 
 def stripped_to_device(value: ast.expr) -> bool:

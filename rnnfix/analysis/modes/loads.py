@@ -36,7 +36,8 @@ from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import FileIndex, FuncNode
 from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_local, walk_tree
 from rnnfix.analysis.torch.api import module_mode_switch
-from rnnfix.analysis.torch.models import ModuleClasses, built_class
+from rnnfix.analysis.torch.classfacts import weight_loaders
+from rnnfix.analysis.torch.models import ModuleClasses, built_class, unwrap_built
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
@@ -262,6 +263,10 @@ class LoadFinder:
                 # ``load_checkpoint(model, path)``, ``resume_from_ckpt(p, model)``
                 if "load" in text.lower() or text.split(".")[0] in run_names:
                     loaded.update(t for a in node.value.args if (t := dotted(a)) is not None)
+                # ``model.load_weights(path)``: a weight-loading method of its class
+                func = node.value.func
+                if isinstance(func, ast.Attribute) and "load" in func.attr.lower():
+                    _add(loaded, dotted(func.value))
             elif isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = dotted(node.targets[0])
                 if target is None:
@@ -311,6 +316,7 @@ class LoadFinder:
           ``is_checkpoint_load``; a pick of a checkpoint dict needs a
           ``torch.load``), also the one inside a function of this file that
           ``_loads_into`` or ``returns_loaded_model`` reads;
+        - a statement ``X.<name with "load">(...)`` (``_own_loader``);
         - or a loader of another file of the run: an ``Assign`` to one dotted
           target, not a chained mode call, of a call, not picked, whose
           function ``ProjectView.may_be_loader`` lets through."""
@@ -324,6 +330,8 @@ class LoadFinder:
                 or is_checkpoint_load(node)
             ):
                 return True
+            if isinstance(node, ast.Expr) and _method_load_text(node.value) is not None:
+                return True  # ``model.load_weights(path)``: ``_own_loader``
         view = ctx.facts.project
         if view is None or not view.bindings:
             return False
@@ -354,6 +362,9 @@ class LoadFinder:
                 # ``load_checkpoint(model, p)``; ``epoch = load_checkpoint(model, p)``
                 if into is not None and (isinstance(stmt, ast.Expr) or _binds_other(stmt, into)):
                     return Load(into, stmt, scope, f"`{_text(value.func)}()`")
+                own = self._own_loader(value) if isinstance(stmt, ast.Expr) else None
+                if own is not None:
+                    return Load(own, stmt, scope, f"`{_text(value.func)}()`", None, True)
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
             return None
         target = dotted(stmt.targets[0])
@@ -396,6 +407,37 @@ class LoadFinder:
         found = [arg for param, arg in res.args.items() if param in loaded and arg is not None]
         return found[0] if len(found) == 1 else None
 
+    def _own_loader(self, call: ast.Call) -> str | None:
+        """``model.load_weights(path)``: ``model`` is built (every assignment
+        of it in the file) from a module class, of this file or of another
+        file of the run, whose method of that name loads trained weights into
+        the instance (``classfacts.weight_loaders``) -> ``model``."""
+        receiver = _method_load_text(call)
+        if receiver is None:
+            return None
+        assert isinstance(call.func, ast.Attribute)
+        method = call.func.attr
+        values = [
+            n.value
+            for n in walk_tree(self.ctx.tree)
+            if isinstance(n, ast.Assign) and any(dotted(t) == receiver for t in n.targets)
+        ]
+        view = self.ctx.facts.project
+        for value in values:
+            built = unwrap_built(value, self.ctx.facts.imports)
+            if not isinstance(built, ast.Call):
+                return None
+            func = built.func
+            if isinstance(func, ast.Name) and func.id in self.index.classes:
+                cls = self.index.classes[func.id]
+                if func.id not in self.classes.modules or method not in weight_loaders(cls):
+                    return None
+                continue
+            found = view.lookup_class(func) if view is not None else None
+            if found is None or not found.is_module or method not in found.weight_loaders:
+                return None
+        return receiver if values else None
+
     def _loads_into_elsewhere(self, call: ast.Call) -> str | None:
         """``load_checkpoint(model, path)`` of another file of the run
         (``ModuleSummary.loads_into``) -> the argument it loads into."""
@@ -434,6 +476,21 @@ class LoadFinder:
                     if isinstance(n, ast.Attribute) and n.attr == "from_pretrained":
                         return True
         return False
+
+
+def _method_load_text(value: ast.expr) -> str | None:
+    """``model.load_weights(path)`` -> ``model``: a method named for loading
+    called on a dotted receiver (what ``_own_loader`` reads further)."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
+        return None
+    if "load" not in value.func.attr.lower() or value.func.attr == "load_state_dict":
+        return None
+    return dotted(value.func.value)
+
+
+def _add(found: set[str], text: str | None) -> None:
+    if text is not None:
+        found.add(text)
 
 
 def _binds_other(stmt: ast.stmt, model: str) -> bool:

@@ -98,9 +98,13 @@ class ClassTable:
         modules: Collection[str],
         lookup: Callable[[ast.expr], ClassSummary | None] | None = None,
         file: str | None = None,
+        functions: Mapping[str, ast.AST] | None = None,
     ) -> None:
         self.file = file  # named in the reasons (a summary for other files of the run)
         self.classes = classes
+        # The file's module-level functions: a class may build its layers
+        # through one (``self.norm = select_norm(norm, dim)``).
+        self.functions = functions or {}
         self.imports = imports
         self.modules = modules
         self.lookup = lookup
@@ -130,7 +134,14 @@ class ClassTable:
         return self.ref(call.func)
 
     def ref(self, func: ast.expr) -> ClassRef:
-        """What calling the class ``func`` names builds."""
+        """What calling the class ``func`` names builds; for a factory
+        function of the file (``classfacts.returned_class``), what the class it
+        returns builds."""
+        if isinstance(func, ast.Name) and func.id in self.functions:
+            made = classfacts.returned_class(self.functions[func.id])
+            if made is not None and made != func.id and made in self.classes:
+                return self.ref(ast.Name(id=made, ctx=ast.Load()))
+            return _UNKNOWN
         if isinstance(func, ast.Name) and func.id in self.classes:
             name = func.id
             if name not in self.modules:
@@ -146,6 +157,8 @@ class ClassTable:
         row = library.row(q)
         if q is not None and row is not None and row.kind == "loader" and not row.needs_use:
             return ClassRef(q, True)  # ``torch.jit.load(f)``: a ScriptModule
+        if q is not None and row is not None and row.kind == "module":
+            return ClassRef(q, True)  # a library's module class the table knows
         found = self.lookup(func) if self.lookup is not None else None
         if found is not None:
             if not found.is_module:
@@ -201,10 +214,18 @@ class ClassTable:
             return bool(memo[name])
         cls = self.classes.get(name)
         memo[name] = False  # a cycle of local classes proves nothing
-        found = cls is not None and (
-            any(isinstance(b, ast.Name) and self.mode_layers(b.id) for b in cls.bases)
-            or classfacts.builds_mode_layers(cls, self.imports.qualname, self.mode_layers)
-        )
+        if cls is not None:
+            found = any(
+                isinstance(b, ast.Name) and self.mode_layers(b.id) for b in cls.bases
+            ) or classfacts.builds_mode_layers(cls, self.imports.qualname, self.mode_layers)
+        else:
+            # A layer-building function of the file (``select_norm`` returning
+            # ``nn.BatchNorm1d(dim)`` on one branch, ``conv_bn(...)``): the
+            # class that calls it may hold what it builds.
+            func = self.functions.get(name)
+            found = func is not None and classfacts.function_builds_mode_layers(
+                func, self.imports.qualname, self.mode_layers
+            )
         memo[name] = found
         return found
 
@@ -322,7 +343,11 @@ class Receivers:
         flow = ctx.facts.modes
         self.flow = flow
         self.table = ClassTable(
-            flow.index.classes, flow.imports, flow.classes.modules, _lookup(ctx)
+            flow.index.classes,
+            flow.imports,
+            flow.classes.modules,
+            _lookup(ctx),
+            functions=classfacts.module_functions(ctx.tree.body),
         )
         self._assigned: dict[str, list[ast.expr]] = {}
         self._annotated: dict[str, list[ast.expr]] = {}
@@ -497,5 +522,13 @@ def _pairs(target: ast.expr, value: ast.expr) -> list[tuple[ast.expr, ast.expr]]
 
 
 def _lookup(ctx: ReceiverSource) -> Callable[[ast.expr], ClassSummary | None] | None:
+    """A class of another file of the run ``func`` names, or the class a
+    factory function of another file builds (``ProjectView.factory_class``)."""
     view = ctx.facts.project
-    return view.lookup_class if view is not None else None
+    if view is None:
+        return None
+
+    def lookup(func: ast.expr) -> ClassSummary | None:
+        return view.lookup_class(func) or view.factory_class(func)
+
+    return lookup

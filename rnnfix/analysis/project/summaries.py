@@ -85,6 +85,9 @@ class ClassSummary:
     # Dropout, BatchNorm or ``self.training`` in it or its file's classes it
     # builds (``classfacts.builds_mode_layers``): ``eval()`` changes its output.
     mode_layers: bool = False
+    # Methods that load trained weights into the instance (``load_weights``:
+    # ``classfacts.weight_loaders``): ``model.load_weights(path)`` is a load.
+    weight_loaders: frozenset[str] = frozenset()
     # Method -> ``__init__`` parameters whose stored model it takes an input
     # gradient through (``rnnfix.analysis.project.ctorgrads``), and the constructor's
     # signature to bind a construction's arguments.
@@ -115,6 +118,11 @@ class ModuleSummary:
     # parameters and switch no mode (``loads.loads_into_param``; RNF006):
     # name -> (the parameter's position, its name).
     loads_into: dict[str, tuple[int, str]] = field(default_factory=dict)
+    # Module-level factories: functions whose every ``return`` builds an
+    # instance of one module class of the file and switch no mode
+    # (``classfacts.returned_class``): name -> that class's summary, so a
+    # caller's ``model = create_model(cfg)`` is known as that class.
+    factories: dict[str, ClassSummary] = field(default_factory=dict)
 
     def any_function(self, test: Callable[[FunctionSummary], bool]) -> bool:
         methods = (m for c in self.classes.values() for m in c.methods.values())

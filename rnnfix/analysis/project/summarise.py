@@ -80,6 +80,7 @@ def _summarise(
     from rnnfix.analysis.project.testcode import test_case_classes
     from rnnfix.analysis.syntax.imports import ImportMap
     from rnnfix.analysis.syntax.scopes import FileIndex
+    from rnnfix.analysis.torch.classfacts import module_functions, weight_loaders
     from rnnfix.analysis.torch.forwards import forward_methods
     from rnnfix.analysis.torch.models import ModuleClasses, module_attributes
     from rnnfix.analysis.torch.rnns import RnnIndex
@@ -101,7 +102,12 @@ def _summarise(
         # Class facts read every method (``__init__`` too): the whole tree.
         defs = {c.name: c for c in statements(tree.body) if isinstance(c, ast.ClassDef)}
         table = ClassTable(
-            defs, ctx.facts.imports, module_classes.modules, None, os.path.basename(path)
+            defs,
+            ctx.facts.imports,
+            module_classes.modules,
+            None,
+            os.path.basename(path),
+            functions=module_functions(statements(tree.body)),
         )
         if flow is not None:
             for name, info in index.module_functions.items():
@@ -135,6 +141,9 @@ def _summarise(
                     mode_overrides=overrides,
                     holds_state=state,
                     mode_layers=table.mode_layers(name) if is_module else False,
+                    weight_loaders=(
+                        weight_loaders(defs[name]) if is_module and name in defs else frozenset()
+                    ),
                     ctor_grads=grads,
                     forward_methods=(
                         forward_methods(
@@ -181,6 +190,7 @@ def _summarise(
                 if may_handle is not None and import_map is not None and may_handle(stmt)
                 else frozenset()
             )
+    factories = _factories(tree.body, classes, rebound)
     loaders = _loaders(tree) if load_code else {}
     loads_into = _loads_into(tree) if load_code else {}
     handles = any(handlers.values())
@@ -197,7 +207,26 @@ def _summarise(
     # (definitions are statements: no need to walk expressions).
     defined = {n.name for n in statements(tree.body) if isinstance(n, _FUNCS)}
     called = frozenset(_CALLED_NAME.findall(source)) - defined
-    return ModuleSummary(functions, classes, imports, handlers, called, loaders, loads_into)
+    return ModuleSummary(
+        functions, classes, imports, handlers, called, loaders, loads_into, factories
+    )
+
+
+def _factories(
+    body: list[ast.stmt], classes: dict[str, ClassSummary], rebound: frozenset[str]
+) -> dict[str, ClassSummary]:
+    """``ModuleSummary.factories``: ``def create_model(cfg): return Net(cfg)``
+    where ``Net`` is a module class of the file (never rebound)."""
+    from rnnfix.analysis.torch.classfacts import returned_class
+
+    out: dict[str, ClassSummary] = {}
+    for stmt in body:
+        if isinstance(stmt, _FUNCS) and stmt.name not in rebound:
+            name = returned_class(stmt)
+            found = classes.get(name) if name is not None and name not in rebound else None
+            if found is not None and found.is_module:
+                out[stmt.name] = found
+    return out
 
 
 def _rebound_defs(body: list[ast.stmt]) -> frozenset[str]:

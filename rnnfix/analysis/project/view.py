@@ -131,6 +131,12 @@ class ProjectView:
         found = self.lookup(expr)
         return found if isinstance(found, ClassSummary) else None
 
+    def factory_class(self, expr: ast.AST) -> ClassSummary | None:
+        """The module class a factory function of another file of the run
+        (``create_model``) builds and returns on every path
+        (``ModuleSummary.factories``); None when ``expr`` names no such function."""
+        return self._module_fact(expr, lambda module: module.factories)
+
     def handler(self, expr: ast.AST) -> frozenset[str] | None:
         """What the imported decorator or context manager ``expr`` does to grad
         and the module mode (``{"grad"}``, ``{"eval"}``), read from its

@@ -21,9 +21,10 @@ classes of every file of a run.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
-from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.names import dotted, strip_self_returning
+from rnnfix.analysis.syntax.walks import walk_local
 from rnnfix.analysis.torch import library
 
 FuncDef = ast.FunctionDef | ast.AsyncFunctionDef
@@ -166,6 +167,117 @@ def holds_state(cls: ast.ClassDef, is_stateless_value: Callable[[ast.expr, FuncD
     for _attr, value, fn in self_assignments(cls):
         if not is_stateless_value(value, fn):
             return True
+    return False
+
+
+def weight_loaders(cls: ast.ClassDef) -> frozenset[str]:
+    """The class's own methods that load trained weights into the instance:
+    named for loading (``load_weights``, ``load_pretrained``), they read a
+    file (``torch.load``, ``np.fromfile``, ``pickle.load``, ``open``) and write
+    parameters (``load_state_dict``, ``.copy_(...)``), and switch no mode
+    (``init_weights`` and ``reset_parameters`` write random values, not
+    trained ones; a method that calls ``eval()`` sets the mode itself)."""
+    out: set[str] = set()
+    for name, fn in methods(cls).items():
+        if "load" not in name.lower():
+            continue
+        reads = writes = False
+        for node in walk_local(fn):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if isinstance(func, ast.Attribute) and last in _MODE_METHODS:
+                break  # it sets a mode itself
+            if last in ("load_state_dict", "copy_"):
+                writes = True
+            if last in ("load", "fromfile", "open", "load_state_dict"):
+                reads = True
+        else:
+            if reads and writes:
+                out.add(name)
+    return frozenset(out)
+
+
+def module_functions(body: Iterable[ast.stmt]) -> dict[str, ast.AST]:
+    """The functions a module's statements define, by name."""
+    return {s.name: s for s in body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def returned_class(func: ast.AST) -> str | None:
+    """A factory: the name of the class (as written: ``GeoTransformer``,
+    ``models.Net``) every ``return`` of ``func`` builds an instance of, directly
+    (``return Net(cfg)``) or through a local bound only to such calls
+    (``model = Net(cfg); model.head = ...; return model``), moved at most
+    (``.to(device)``); None when a path returns anything else, a local is
+    bound any other way, or ``func`` switches a mode itself (the instance
+    would not come back in the mode it was built in)."""
+    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    returned: list[ast.expr] = []
+    assigned: dict[str, list[ast.expr]] = {}
+    plain_targets: set[int] = set()  # ``name = value``: one name, one value
+    stored: list[ast.Name] = []
+    for node in walk_local(func):
+        if isinstance(node, ast.Return):
+            if node.value is None:
+                return None
+            returned.append(node.value)
+        elif isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return None
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in ("train", "eval", "requires_grad_"):
+                return None
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                plain_targets.add(id(target))
+                assigned.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stored.append(node)
+    # Bound by a ``for``, a ``with``, a tuple, an augmented assignment: unknown.
+    other = {n.id for n in stored if id(n) not in plain_targets}
+    params = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
+    names: set[str] = set()
+    for value in returned:
+        value = _built_value(value)
+        found: list[ast.expr] = [value]
+        if isinstance(value, ast.Name):
+            if value.id in params or value.id in other:
+                return None
+            # ``model = model.to(device)`` keeps what the name holds.
+            found = [
+                v
+                for v in map(_built_value, assigned.get(value.id, []))
+                if not (isinstance(v, ast.Name) and v.id == value.id)
+            ]
+            if not found:
+                return None
+        for call in found:
+            text = dotted(call.func) if isinstance(call, ast.Call) else None
+            if text is None:
+                return None
+            names.add(text)
+    return names.pop() if len(names) == 1 else None
+
+
+def _built_value(value: ast.expr) -> ast.expr:
+    stripped = strip_self_returning(value)
+    return stripped if isinstance(stripped, ast.expr) else value
+
+
+def function_builds_mode_layers(
+    func: ast.AST, qualname: Callable[[ast.AST], str | None], local: Callable[[str], bool]
+) -> bool:
+    """Whether a function of the file builds a layer whose forward depends on
+    the mode, in its own body (nested definitions run elsewhere), or a class
+    or function of its file for which ``local(name)`` says so."""
+    for node in walk_local(func):
+        if isinstance(node, ast.Call):
+            if library.mode_layer(qualname(node.func)):
+                return True
+            if isinstance(node.func, ast.Name) and local(node.func.id):
+                return True
     return False
 
 

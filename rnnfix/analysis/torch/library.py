@@ -108,6 +108,19 @@ TABLE: tuple[Row, ...] = (
         holds_as="_orig_mod",
     ),
     Row("torchvision.models.", "prefix", "factory", "train", "builders construct the model"),
+    *(
+        Row(
+            n,
+            "exact",
+            "module",
+            "train",
+            "pytorch-fid's InceptionV3: an nn.Module of torchvision Inception blocks (BatchNorm2d "
+            "in every BasicConv2d), no train()/eval() override; its own get_activations calls "
+            "model.eval() first",
+            True,
+        )
+        for n in ("pytorch_fid.inception.InceptionV3",)
+    ),
     Row("timm.create_model", "exact", "factory", "train", "constructs the model class"),
     Row(
         "torch.hub.load",
@@ -254,7 +267,8 @@ def names(kind: Kind) -> frozenset[str]:
 
 
 def mode_layer(qualname: str | None) -> bool:
-    """A torch.nn layer whose forward depends on the mode."""
+    """A layer (a torch.nn one, or a library module the table knows) whose
+    forward depends on the mode."""
     r = row(qualname)
     return r is not None and r.kind == "module" and r.mode_layers is True
 

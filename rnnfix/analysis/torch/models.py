@@ -206,6 +206,8 @@ def built_class(
     ):
         return value, q, q in RNN_CLASSES
     found = library.row(q)
+    if found is not None and found.kind == "module":
+        return value, q, False  # a library's module class (pytorch-fid's ``InceptionV3``)
     if found is not None and found.kind in ("factory", "loader") and not found.needs_use:
         return value, q, False  # ``torchvision.models.resnet18()``, ``torch.jit.load(f)``
     return _imported_module(value, classes)

@@ -143,7 +143,8 @@ class ModelEvidence:
             # ``a, b = Net(), net``: element-wise, loosely (any target, any value).
             elts = value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]
             for v in elts:
-                text = dotted(v)
+                # ``self.net = net.cuda()`` holds what ``net`` holds.
+                text = dotted(strip_self_returning(v))
                 if text is not None:
                     for t in found:  # ``self.net = net``
                         self.sources.setdefault(t, set()).add(text)
@@ -409,7 +410,11 @@ def _root(expr: ast.expr) -> str | None:
 # project index: torch.nn and the library table's factories and loaders.
 _TORCH_MODULES = (
     "torch.nn.",
-    *(r.name for r in library.TABLE if r.kind in ("factory", "loader") and r.match != "method"),
+    *(
+        r.name
+        for r in library.TABLE
+        if r.kind in ("factory", "loader", "module") and r.match != "method"
+    ),
 )
 # Methods of library classes that run the forward (``ModelInfo.forwards``).
 _LIBRARY_FORWARDS = frozenset(m for r in library.TABLE for m in r.forward_methods)

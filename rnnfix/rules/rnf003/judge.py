@@ -35,7 +35,7 @@ from rnnfix.analysis.syntax.walks import (
     walk_tree,
 )
 from rnnfix.analysis.torch import library
-from rnnfix.analysis.torch.api import mode_switch
+from rnnfix.analysis.torch.api import MODULE_METHODS, mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.models import unwrap_built
 from rnnfix.analysis.torch.passthrough import rewraps
@@ -476,6 +476,10 @@ class RegionJudge:
                 continue
             called = dotted(n.func)
             if called is not None and is_prefix(model, called):
+                if called != model and called.rsplit(".", 1)[-1] in MODULE_METHODS:
+                    # ``model.load_state_dict(...)``, ``model.to(dev)``: a module
+                    # method, not a forward whose results the loop compares.
+                    continue
                 at = (n.lineno, n.col_offset)
                 first = at if first is None or at < first else first
         return first is not None and not any(at > first for at in switched)

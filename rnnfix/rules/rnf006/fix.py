@@ -18,8 +18,10 @@ from rnnfix.analysis.grads.gradctx import LocalFunctions
 from rnnfix.analysis.modes.comments import TRAIN_INTENTS, intent_comment
 from rnnfix.analysis.modes.inference import GLOBAL, Inference
 from rnnfix.analysis.project.index import called_from_other_files
+from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.walks import FUNCTIONS, block_of, suspends
 from rnnfix.analysis.torch import library
+from rnnfix.analysis.torch.classfacts import returned_class
 from rnnfix.analysis.torch.models import unwrap_built
 from rnnfix.rules.base import FileContext, Finding, Fix
 from rnnfix.rules.rnf003.escape import escapes, no_caller_reason
@@ -211,9 +213,44 @@ def _mode_layers_seen(ctx: FileContext, inf: Inference) -> bool:
     the class cannot be named here (the message then says so itself)."""
     info = ctx.facts.modes.model_info(inf.load.model)
     built = info.built_at if info is not None else None
+    values = [built] if built is not None else _bound_values(ctx, inf.load.model)
+    found = [f for v in values if (f := _factory_layers(ctx, v)) is not None]
+    factory = any(found) if found and len(found) == len(values) else None
+    if factory is not None:
+        return factory  # ``create_model(cfg)``: the class the factory builds says
     if info is not None and info.has_rnn is not False:
         return True  # an RNN's inter-layer dropout, or a class not known to hold none
     return built is None or _builds_mode_layers(ctx, built)
+
+
+def _bound_values(ctx: FileContext, model: str) -> list[ast.expr]:
+    """The values ``model`` is assigned anywhere in the file."""
+    return [
+        node.value
+        for node in ast.walk(ctx.tree)
+        if isinstance(node, ast.Assign) and any(dotted(t) == model for t in node.targets)
+    ]
+
+
+def _factory_layers(ctx: FileContext, built: ast.AST) -> bool | None:
+    """For a model a factory function built (``create_model(cfg)``, of this
+    file or of another file of the run: ``classfacts.returned_class``),
+    whether the class it returns holds an RNN or a mode layer; None when
+    ``built`` is no factory's result."""
+    call = unwrap_built(built, ctx.facts.imports)
+    if not isinstance(call, ast.Call):
+        return None
+    table = ctx.facts.receivers.table
+    if isinstance(call.func, ast.Name) and call.func.id in table.functions:
+        made = returned_class(table.functions[call.func.id])
+        if made is None or made not in table.classes:
+            return None
+        return made in ctx.facts.modes.classes.with_rnn or table.mode_layers(made)
+    view = ctx.facts.project
+    found = view.factory_class(call.func) if view is not None else None
+    if found is None:
+        return None
+    return bool(found.rnns) or found.mode_layers
 
 
 def _builds_mode_layers(ctx: FileContext, built: ast.AST) -> bool:

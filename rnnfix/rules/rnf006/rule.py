@@ -40,7 +40,10 @@ A load is `model.load_state_dict(...)` (also from a checkpoint dict,
 of the file or of another file of the run that returns a model it loaded
 (`model = load_model(path)`), or a function of the file or of another file
 of the run that loads weights into the model it is given and switches no
-mode (`load_checkpoint(model, path)`, `restore(path, net)`). The inference
+mode (`load_checkpoint(model, path)`, `restore(path, net)`), or a method of
+the model's own class named for loading that reads a file, writes the
+model's parameters and switches no mode (`model.load_weights(path)` of a
+Darknet that copies `np.fromfile` weights into its layers). The inference
 is the forwards of that model that follow the load in the same function or
 script, also under a name bound to it after the load (`model =
 nn.DataParallel(net)`, `model = net.to(device)`; once, and not a part of it
@@ -146,11 +149,16 @@ Inference classes: a plain class (no `nn.Module`, no mode setters of its
 own) whose `__init__` binds `self.model` once and whose other methods only
 run it (`Predictor.predict`, `FIDEvaluation.calculate_inception_features`,
 `encode_sentences`), in a file that trains nothing. A model the class builds
-or loads itself gets `self.model.eval()` right after it is built (after the
+or loads itself (also in a local of `__init__` that it then keeps: `net =
+Net(); net.load_state_dict(...); self.net = net.cuda()`) gets
+`self.model.eval()` right after it is bound (after the
 `load_state_dict` that follows, if any), unless another file of the run
 reads that attribute (it may train the model through the object); safe when
-rnnfix reads the model's class, unsafe otherwise (a library's
-`InceptionV3`). A model given to the constructor is reported without a fix:
+rnnfix reads the model's class (or the library table knows it:
+pytorch-fid's `InceptionV3`), unsafe otherwise (another library's class). A
+forward in a method that an evaluation function RNF003 reports runs
+(`self.calculate_inception_features(x)` in `fid_score`) is RNF003's: no
+second `eval()`. A model given to the constructor is reported without a fix:
 an `eval()` there would switch the caller's object, which the caller may
 still train or which may be a wrapper that is no module. A model from
 `from_pretrained(...)` is not reported for its mode (the library sets it).
@@ -185,7 +193,11 @@ fix.
 
 The class is read from this file or from another file of the run (a
 `models.py` of module classes is read for this even when it has no mode
-call). The fix is unsafe (applied with `--unsafe-fixes`) when rnnfix cannot read
+call); a factory function of either (`create_model(cfg)`, whose every
+`return` builds one module class of its file and which switches no mode)
+counts as that class, and a class builds a Dropout or BatchNorm also
+through a function of its file (`self.norm = select_norm(norm, dim)`). The
+fix is unsafe (applied with `--unsafe-fixes`) when rnnfix cannot read
 the class of the loaded object (a whole module from `torch.load`, a class
 imported from outside the run): `load_state_dict` and a forward call make
 it a module in practice, but rnnfix cannot prove it. It is unsafe as well
@@ -297,6 +309,7 @@ class _Rnf003Regions:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self._nodes: list[ast.stmt] | None = None
+        self._found: list[ast.stmt] = []  # the regions RNF003 reports (or fixes)
 
     def nodes(self) -> list[ast.stmt]:
         if self._nodes is None:
@@ -305,8 +318,11 @@ class _Rnf003Regions:
             judge = RegionJudge(self.ctx) if regions else None
             for region in regions:
                 assert judge is not None
-                if judge.run(region) is not Verdict.NOT_A_REGION:
+                verdict = judge.run(region)
+                if verdict is not Verdict.NOT_A_REGION:
                     self._nodes.append(region.node)
+                if isinstance(verdict, Finding):
+                    self._found.append(region.node)
         return self._nodes
 
     def covers(self, site: ast.Call) -> bool:
@@ -324,4 +340,19 @@ class _Rnf003Regions:
                 functions.add(owner.name)
         func = site.func
         name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-        return name in functions
+        if name in functions:
+            return True
+        # A method of a class whose forward a region RNF003 reports runs
+        # through ``self.<method>(...)`` (its judge follows it one level): its
+        # finding (and fix) is about that forward. A region it leaves alone
+        # may be left for reasons of its own (what it returns).
+        method = next((a for a in self.ctx.facts.ancestors(site) if isinstance(a, FUNCTIONS)), None)
+        return method is not None and any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == method.name
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id == "self"
+            for node in self._found
+            for n in ast.walk(node)
+        )
