@@ -17,7 +17,7 @@ import functools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from rnnfix.analysis.grads.gradctx import LocalFunctions
+from rnnfix.analysis.grads.gradctx import Handlers, LocalFunctions, gradient_uses
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted, parent_path, strip_self_returning
 from rnnfix.analysis.syntax.walks import FUNCTIONS, scope_of, walk_local, walk_tree
@@ -239,9 +239,99 @@ class ModelIndex:
                 if isinstance(n, ast.Call):
                     m = self.called_model(n)
                     found = (m,) if m is not None else self.wrapped_models(n)
-                    for model in found or self.external_models(n):
+                    found = found or self.helper_models(n) or self.external_models(n)
+                    for model in found:
                         out.setdefault(model, []).append(n)
         return out
+
+    def helper_models(self, call: ast.Call) -> tuple[str, ...]:
+        """The models a call of a helper of this file runs (issue 36.2): a
+        function the model is passed to (``greedy_decode(model, src)``), or a
+        method of the calling class that runs ``self.model``
+        (``self._process_one_batch(x, y)``), as the mode flow's summary of it
+        records its forwards (``Summary.forwards``, through further helpers
+        and other files), mapped to this file's names. Only a helper that
+        just runs the model: one that switches its mode, trains, takes a
+        gradient or decides grad itself (a decorator, a ``with``) manages what
+        its callers would be judged on. A helper that is an evaluation region
+        itself is judged, and fixed, as one: counting it in its callers too
+        would fix the same forwards twice."""
+        flow = self.ctx.facts.modes
+        scope = scope_of(self.ctx.facts.parents, call)
+        res = flow.index.resolve(call, scope if isinstance(scope, FUNCTIONS) else None)
+        if res is None:
+            return ()
+        callee = res.callee
+        if callee.cls is not None:
+            cls = self.ctx.facts.parents.get(scope)
+            if (
+                res.receiver != "self"
+                or not callee.is_method
+                or not isinstance(cls, ast.ClassDef)
+                or not self._wraps_for(call, cls)
+            ):
+                return ()
+        if callee.node in self._function_regions or not self._only_runs(callee.node):
+            return ()
+        summary = flow.summary(callee)
+        if summary.optimizer_step:
+            return ()
+        out: list[str] = []
+        for key in summary.forwards:
+            effect = summary.effects.get(key)
+            if effect is not None and effect.sets:
+                continue  # ``def predict(model, x): model.eval(); ...``: its own mode
+            mine = res.caller_key(key)
+            model = self._own_model_prefix(mine) if mine is not None else None
+            if model is not None and model not in out:
+                out.append(model)
+        return tuple(out)
+
+    @functools.cached_property
+    def _function_regions(self) -> frozenset[ast.AST]:
+        from rnnfix.analysis.modes.regions import find_regions
+
+        return frozenset(r.node for r in find_regions(self.ctx) if r.is_function)
+
+    def _only_runs(
+        self, fn: ast.FunctionDef | ast.AsyncFunctionDef, seen: frozenset[ast.AST] = frozenset()
+    ) -> bool:
+        """``fn`` and the helpers of this file it calls do nothing to mode,
+        grad or training: no decorator but neutral ones (``@staticmethod``),
+        no mode switch, no grad context, no backward, optimizer step or
+        gradient use."""
+        found = self._plain.get(fn)
+        if found is not None:
+            return found
+        plain = isinstance(fn, ast.FunctionDef) and all(
+            self._handlers.handling(d) == frozenset() for d in fn.decorator_list
+        )
+        plain = plain and not any(True for _ in gradient_uses(self.ctx, fn))
+        for n in walk_local(fn) if plain else ():
+            if module_mode_switch(n) is not None or _grad_context(n):
+                plain = False
+            elif isinstance(n, ast.Call):
+                func = n.func
+                if isinstance(func, ast.Attribute) and func.attr in _TRAINING_CALLS:
+                    plain = False
+                else:
+                    plain = all(
+                        t in seen or t is fn or self._only_runs(t, seen | {fn})
+                        for t in self._local.targets(n)
+                    )
+            if not plain:
+                break
+        if not seen:
+            self._plain[fn] = plain  # a verdict inside a cycle may rest on an assumption
+        return plain
+
+    @functools.cached_property
+    def _plain(self) -> dict[ast.AST, bool]:
+        return {}
+
+    @functools.cached_property
+    def _handlers(self) -> Handlers:
+        return Handlers(self.ctx)
 
     def external_models(self, call: ast.Call) -> tuple[str, ...]:
         """The models a call into another file of the run runs (issue 36.2):
@@ -311,15 +401,7 @@ class ModelIndex:
             cls = self.ctx.facts.parents.get(method) if method is not None else None
             if method is None or not isinstance(cls, ast.ClassDef):
                 return ()
-            if func.attr == "forward" or _module_like(cls, self.ctx.facts.modes.classes.modules):
-                # A module's own method runs parts of ``self``, whose mode is
-                # its caller's (the judge leaves ``self`` alone, as inline).
-                return ()
-            if any(not self._local_base(b) for b in cls.bases):
-                # A subclass of a framework class (speechbrain's ``sb.Brain``,
-                # skorch's ``NeuralNet``): the framework calls its steps, under
-                # guards this file does not show (``Brain._fit_valid`` runs
-                # ``evaluate_batch`` under ``torch.no_grad()``).
+            if not self._wraps_for(call, cls):
                 return ()
             return tuple(m for m in self._runs(method) if m.startswith("self."))
         owner = dotted(func.value)
@@ -350,14 +432,46 @@ class ModelIndex:
         found = view.lookup_class(call.func)
         return found is not None and found.is_module and method in found.forward_methods
 
-    def _local_base(self, base: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
-        """``object``, or a class of this file whose own bases are too."""
+    def _wraps_for(self, call: ast.Call, cls: ast.ClassDef) -> bool:
+        """Whether ``self.<method>(...)`` in a method of ``cls`` runs what the
+        method runs for the calling method (a forward wrapper of its own
+        code), not parts of a module or a framework's step."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            return False
+        if _module_like(cls, self.ctx.facts.modes.classes.modules):
+            # A module's own method runs parts of ``self``, whose mode is
+            # its caller's (the judge leaves ``self`` alone, as inline).
+            return False
+        caller = next(
+            (
+                a
+                for a in self.ctx.facts.ancestors(call)
+                if isinstance(a, FUNCTIONS) and self.ctx.facts.parents.get(a) is cls
+            ),
+            None,
+        )
+        # A subclass of a framework class (speechbrain's ``sb.Brain``,
+        # skorch's ``NeuralNet``): the framework calls its steps, under
+        # guards this file does not show (``Brain._fit_valid`` runs
+        # ``evaluate_batch`` under ``torch.no_grad()``).
+        return caller is not None and all(self._inert_base(b, caller.name) for b in cls.bases)
+
+    def _inert_base(self, base: ast.expr, method: str, seen: frozenset[str] = frozenset()) -> bool:
+        """``base`` never calls ``method`` on an instance: ``object``, a class of
+        this file whose own bases are inert too, or a class of another file of
+        the run whose code (and its bases') never reads ``self.<method>``
+        (Informer's ``Exp_Basic``); not a library's class, which may."""
         if isinstance(base, ast.Name) and base.id == "object":
             return True
-        if not isinstance(base, ast.Name) or base.id in seen:
-            return False
-        cls = self._classes.get(base.id)
-        return cls is not None and all(self._local_base(b, seen | {base.id}) for b in cls.bases)
+        if isinstance(base, ast.Name) and base.id in self._classes:
+            if base.id in seen:
+                return False
+            cls = self._classes[base.id]
+            return all(self._inert_base(b, method, seen | {base.id}) for b in cls.bases)
+        view = self.ctx.facts.project
+        uses = view.self_uses(base) if view is not None else None
+        return uses is not None and method not in uses
 
     @functools.cached_property
     def _local(self) -> LocalFunctions:
