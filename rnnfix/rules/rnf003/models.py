@@ -253,9 +253,7 @@ class ModelIndex:
         and other files), mapped to this file's names. Only a helper that
         just runs the model: one that switches its mode, trains, takes a
         gradient or decides grad itself (a decorator, a ``with``) manages what
-        its callers would be judged on. A helper that is an evaluation region
-        itself is judged, and fixed, as one: counting it in its callers too
-        would fix the same forwards twice."""
+        its callers would be judged on."""
         flow = self.ctx.facts.modes
         scope = scope_of(self.ctx.facts.parents, call)
         res = flow.index.resolve(call, scope if isinstance(scope, FUNCTIONS) else None)
@@ -271,7 +269,7 @@ class ModelIndex:
                 or not self._wraps_for(call, cls)
             ):
                 return ()
-        if callee.node in self._function_regions or not self._only_runs(callee.node):
+        if not self._only_runs(callee.node):
             return ()
         summary = flow.summary(callee)
         if summary.optimizer_step:
@@ -286,12 +284,6 @@ class ModelIndex:
             if model is not None and model not in out:
                 out.append(model)
         return tuple(out)
-
-    @functools.cached_property
-    def _function_regions(self) -> frozenset[ast.AST]:
-        from rnnfix.analysis.modes.regions import find_regions
-
-        return frozenset(r.node for r in find_regions(self.ctx) if r.is_function)
 
     def _only_runs(
         self, fn: ast.FunctionDef | ast.AsyncFunctionDef, seen: frozenset[ast.AST] = frozenset()
