@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from rnnfix.analysis.grads.gradctx import Handlers, LocalFunctions, gradient_uses
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted, parent_path, strip_self_returning
+from rnnfix.analysis.syntax.scopes import Resolved
 from rnnfix.analysis.syntax.walks import FUNCTIONS, scope_of, walk_local, walk_tree
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.forwards import forward_methods
@@ -269,7 +270,8 @@ class ModelIndex:
                 or not self._wraps_for(call, cls)
             ):
                 return ()
-        if not self._only_runs(callee.node):
+        reads = self._helper_reads(callee.node)
+        if reads is None or not self._may_reach_model(res, reads):
             return ()
         summary = flow.summary(callee)
         if summary.optimizer_step:
@@ -285,40 +287,84 @@ class ModelIndex:
                 out.append(model)
         return tuple(out)
 
-    def _only_runs(
-        self, fn: ast.FunctionDef | ast.AsyncFunctionDef, seen: frozenset[ast.AST] = frozenset()
-    ) -> bool:
-        """``fn`` and the helpers of this file it calls do nothing to mode,
-        grad or training: no decorator but neutral ones (``@staticmethod``),
-        no mode switch, no grad context, no backward, optimizer step or
-        gradient use."""
-        found = self._plain.get(fn)
-        if found is not None:
-            return found
-        plain = isinstance(fn, ast.FunctionDef) and all(
-            self._handlers.handling(d) == frozenset() for d in fn.decorator_list
-        )
-        plain = plain and not any(True for _ in gradient_uses(self.ctx, fn))
-        for n in walk_local(fn) if plain else ():
+    def _helper_reads(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str] | None:
+        """The names and ``self.<attr>`` paths ``fn`` and the helpers of this
+        file it calls, at any depth, read; None when one of them is not a
+        plain forward helper (``_plain_body``)."""
+        if fn in self._closures:
+            return self._closures[fn]
+        todo, seen = [fn], {fn}
+        found: set[str] | None = set()
+        while todo and found is not None:
+            body = self._plain_body(todo.pop())
+            if body is None:
+                found = None
+                break
+            callees, reads = body
+            found |= reads
+            for t in callees:
+                if t not in seen:
+                    seen.add(t)
+                    todo.append(t)
+        result = self._closures[fn] = frozenset(found) if found is not None else None
+        return result
+
+    def _plain_body(
+        self, fn: ast.FunctionDef | ast.AsyncFunctionDef
+    ) -> tuple[list[ast.FunctionDef | ast.AsyncFunctionDef], set[str]] | None:
+        """The helpers of this file ``fn``'s own body calls, and the names and
+        ``self.<attr>`` paths it reads; None when ``fn`` is not a plain
+        forward helper: a decorator other than a neutral one
+        (``@staticmethod``), a mode switch, a grad context, a backward, an
+        optimizer step or a gradient use in it."""
+        if not isinstance(fn, ast.FunctionDef) or any(
+            self._handlers.handling(d) != frozenset() for d in fn.decorator_list
+        ):
+            return None
+        if any(True for _ in gradient_uses(self.ctx, fn)):
+            return None
+        callees: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        reads: set[str] = set()
+        for n in walk_local(fn):
             if module_mode_switch(n) is not None or _grad_context(n):
-                plain = False
+                return None
+            if isinstance(n, ast.Name):
+                reads.add(n.id)
+            elif isinstance(n, ast.Attribute) and dotted(n.value) == "self":
+                reads.add(f"self.{n.attr}")
             elif isinstance(n, ast.Call):
                 func = n.func
                 if isinstance(func, ast.Attribute) and func.attr in _TRAINING_CALLS:
-                    plain = False
-                else:
-                    plain = all(
-                        t in seen or t is fn or self._only_runs(t, seen | {fn})
-                        for t in self._local.targets(n)
-                    )
-            if not plain:
-                break
-        if not seen:
-            self._plain[fn] = plain  # a verdict inside a cycle may rest on an assumption
-        return plain
+                    return None
+                callees.extend(self._local.targets(n))
+        return callees, reads
+
+    def _may_reach_model(self, res: Resolved, reads: frozenset[str]) -> bool:
+        """A necessary condition for a key of the helper's summary to map to
+        a model of this file (``_own_model_prefix``), read without the
+        summary (which needs the mode flow's whole-file pass): a model is
+        related by prefix to an argument, is ``self.<attr>`` the helper reads
+        (for a method: the receiver is the caller's ``self``), or is rooted in
+        a name it reads (a global)."""
+        args = [a for a in res.args.values() if a is not None]
+        for model in self._known_models:
+            root, _, rest = model.partition(".")
+            if root == "self" and (f"self.{rest.split('.')[0]}" if rest else "self") in reads:
+                return True  # ``self.model``, ``self(x)`` in a method: the receiver's
+            if root != "self" and root in reads:
+                return True
+            if any(is_prefix(a, model) or is_prefix(model, a) for a in args):
+                return True
+        return False
 
     @functools.cached_property
-    def _plain(self) -> dict[ast.AST, bool]:
+    def _known_models(self) -> frozenset[str]:
+        """The paths ``_own_model_prefix`` may answer."""
+        models = self.ctx.facts.modes.models
+        return frozenset(k for k, i in models.items() if i.evidence != "external") | self._own
+
+    @functools.cached_property
+    def _closures(self) -> dict[ast.AST, frozenset[str] | None]:
         return {}
 
     @functools.cached_property
