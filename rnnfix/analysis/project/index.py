@@ -60,6 +60,7 @@ from rnnfix.analysis.project.summaries import (
     FunctionSummary,
     ModuleSummary,
     ReturnSummary,
+    SelfUses,
 )
 from rnnfix.analysis.project.texts import DEFINED_NAME, IMPORT_LINE, LOAD_CODE, MAX_REEXPORTS
 from rnnfix.analysis.project.view import Index, ProjectView
@@ -317,6 +318,16 @@ def _returns_of_file(key: str) -> ReturnSummary | None:
     return ReturnSummary(functions, import_bindings(tree))
 
 
+def _self_uses_of_file(key: str) -> SelfUses | None:
+    from rnnfix.analysis.project.selfuses import self_uses
+    from rnnfix.source.files import FileProblem, read_source
+
+    try:
+        return self_uses(ast.parse(read_source(Path(key))[1].text))
+    except (FileProblem, OSError, SyntaxError, ValueError, RecursionError):
+        return None
+
+
 def _summarise_file(path: Path, key: str) -> ModuleSummary | None:
     # Imported here: ``summarise`` runs every analysis of a file, and those
     # (the mode flow among them) ask the index about other files.
@@ -349,6 +360,7 @@ class ProjectIndex:
         self._resolved = {}
         self._orders: dict[tuple[str, str], tuple[Order, frozenset[str]]] = {}
         self._returns: dict[str, ReturnSummary | None] = {}
+        self._self_uses: dict[str, SelfUses | None] = {}
         self._stem_set: frozenset[str] | None = None
         self._stems_known = False
 
@@ -377,6 +389,13 @@ class ProjectIndex:
         if file not in self._returns:
             self._returns[file] = _returns_of_file(file) if file in self.files else None
         return self._returns[file]
+
+    def self_uses_of(self, file: str) -> SelfUses | None:
+        """What the classes of ``file`` (a file of the index) read on
+        ``self``, read from disk at the first question and kept."""
+        if file not in self._self_uses:
+            self._self_uses[file] = _self_uses_of_file(file) if file in self.files else None
+        return self._self_uses[file]
 
     def may_import(self, source: str) -> bool:
         """A text pre-filter: an import line of ``source`` is relative or names

@@ -142,6 +142,20 @@ class ReturnSummary:
 
 
 @dataclass(frozen=True)
+class SelfUses:
+    """What the classes of one file read on ``self`` (``selfuses.self_uses``):
+    class name -> the attribute names its code and its bases' in that file
+    read, or None when that cannot be known (a base of another file or of a
+    library, ``getattr(self, name)``); and the file's import bindings, to
+    follow re-exports. Computed apart from ``ModuleSummary``, at the first
+    question: only RNF003 asks, about the bases of a class whose evaluation
+    method runs its model through another method."""
+
+    classes: dict[str, frozenset[str] | None]
+    imports: dict[str, Binding]
+
+
+@dataclass(frozen=True)
 class ExternalCall:
     """A call into a function of another file, with how its names map to the caller's."""
 

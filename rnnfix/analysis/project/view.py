@@ -18,6 +18,7 @@ from rnnfix.analysis.project.summaries import (
     FunctionSummary,
     ModuleSummary,
     ReturnSummary,
+    SelfUses,
     has_function,
 )
 from rnnfix.analysis.project.texts import (
@@ -64,6 +65,8 @@ class Index(Protocol):
     def star_names(self, file: str, consulted: set[str]) -> frozenset[str] | None: ...
 
     def returns_of(self, file: str) -> ReturnSummary | None: ...
+
+    def self_uses_of(self, file: str) -> SelfUses | None: ...
 
     def resolve(
         self, importer: str, level: int, parts: tuple[str, ...]
@@ -165,6 +168,29 @@ class ProjectView:
             if binding is None:
                 return None
             target = self.index.resolve(file, binding[0], binding[1] + names[1:])
+        return None
+
+    def self_uses(self, expr: ast.AST) -> frozenset[str] | None:
+        """What the imported class ``expr`` of another file of the run (with
+        its bases) reads on ``self`` (``selfuses.self_uses``): the methods
+        it may call on an instance of a subclass. None when that is not
+        known (not such a class, a base outside its file)."""
+        text = dotted(expr)
+        target = self._target(text) if text is not None else None
+        for _ in range(MAX_REEXPORTS + 1):
+            if target is None or target[0] == self.path or len(target[1]) != 1:
+                return None
+            file, names = target
+            self.consulted.add(file)
+            module = self.index.self_uses_of(file)
+            if module is None:
+                return None
+            if names[0] in module.classes:
+                return module.classes[names[0]]
+            binding = module.imports.get(names[0])
+            if binding is None:
+                return None
+            target = self.index.resolve(file, binding[0], binding[1])
         return None
 
     def loader(self, expr: ast.AST) -> bool | None:

@@ -87,6 +87,10 @@ class ModelEvidence:
         # Methods of the file's classes by name: ``self.infer(x)`` and
         # ``model.infer(x)`` may run a model through one (forward wrappers).
         self._methods: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+        # Every function of the file by name (methods too): ``helper(model)``
+        # may run a model through one (``ModelIndex.helper_models``).
+        self._defs: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+        self._closures: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
         self_attrs: set[str] = set()
         imports: dict[str, set[str]] = {}  # local name -> absolute qualified names
         classes: set[str] = set()
@@ -123,6 +127,7 @@ class ModelEvidence:
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 a = node.args
                 functions.append((node.name, [*a.posonlyargs, *a.args, *a.kwonlyargs]))
+                self._defs.setdefault(node.name, []).append(node)
             elif isinstance(node, ast.arg):
                 annotated.append(node)  # ``ModelIndex._own`` reads every one
             elif isinstance(node, ast.ClassDef):
@@ -301,6 +306,10 @@ class ModelEvidence:
     def _forward_keys(self, call: ast.Call) -> list[str]:
         """The paths ``called_model`` (or ``ModelIndex.wrapped_models``) may
         answer for ``call``."""
+        return self._own_keys(call) + self._helper_keys(call)
+
+    def _own_keys(self, call: ast.Call) -> list[str]:
+        """``_forward_keys`` but for what a helper of this file runs."""
         keys = self._direct_keys(call)
         func = call.func
         if not (isinstance(func, ast.Attribute) and func.attr != "forward"):
@@ -308,16 +317,74 @@ class ModelEvidence:
         methods = self._methods.get(func.attr, [])
         owner = dotted(func.value)
         if methods and owner == "self":
-            # ``self.infer(x)``: what the method's own body runs (one level)
-            for method in methods:
-                for n in walk_local(method):
-                    if isinstance(n, ast.Call) and n is not call:
-                        keys.extend(self._direct_keys(n))
+            pass  # ``self.infer(x)``: ``_helper_keys``
         elif methods and owner is not None and owner not in keys:
             keys.append(owner)  # ``model.infer(x)``: a method of a class of this file
         elif owner is not None and func.attr in _LIBRARY_FORWARDS:
             keys.append(owner)  # ``model.generate(ids)``: ``ModelInfo.forwards``
         return keys + self._external_forwards(call)
+
+    def _helper_keys(self, call: ast.Call) -> list[str]:
+        """``ModelIndex.helper_models`` and ``wrapped_models``' ``self.infer(x)``:
+        what a function of this file called by name (``greedy_decode(model,
+        src)``), or a method called on ``self``, may run, through the helpers
+        it calls in turn: their keys, and the call's arguments extended by
+        any tail of a path those helpers use (a parameter stands for its
+        argument, at any depth), with every prefix."""
+        func = call.func
+        if isinstance(func, ast.Name):
+            name = func.id
+        elif isinstance(func, ast.Attribute) and dotted(func.value) in ("self", "cls"):
+            name = func.attr
+        else:
+            return []
+        keys, tails = self._closure(name)
+        if not keys:
+            return []
+        out = list(keys)
+        for arg in (*call.args, *(k.value for k in call.keywords)):
+            text = dotted(arg.value if isinstance(arg, ast.Starred) else arg)
+            if text is None:
+                continue
+            for tail in tails:
+                parts = (text + tail).split(".")
+                out.extend(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+        return out
+
+    def _closure(self, name: str) -> tuple[frozenset[str], frozenset[str]]:
+        """The keys the functions named ``name`` and the helpers they call by
+        name run (``_own_keys``), and the tails (``""``, ``".encoder"``) of
+        every path those functions use as a key or pass to a call."""
+        found = self._closures.get(name)
+        if found is not None:
+            return found
+        self._closures[name] = (frozenset(), frozenset())  # a recursive helper
+        keys: set[str] = set()
+        tails: set[str] = {""}
+        for fn in self._defs.get(name, ()):
+            for n in walk_local(fn):
+                if not isinstance(n, ast.Call):
+                    continue
+                texts = self._own_keys(n) + self._external_forwards(n)
+                keys.update(texts)
+                func = n.func
+                callee = (
+                    func.id
+                    if isinstance(func, ast.Name)
+                    else func.attr
+                    if isinstance(func, ast.Attribute) and dotted(func.value) in ("self", "cls")
+                    else None
+                )
+                if callee is not None and callee in self._defs:
+                    inner_keys, inner_tails = self._closure(callee)
+                    keys.update(inner_keys)
+                    tails.update(inner_tails)
+                    texts = texts + _argument_texts(n)
+                for text in texts:
+                    parts = text.split(".")
+                    tails.update("." + ".".join(parts[i:]) for i in range(1, len(parts)))
+        found = self._closures[name] = (frozenset(keys), frozenset(tails))
+        return found
 
     def _external_forwards(self, call: ast.Call) -> list[str]:
         """``ModelIndex.external_models``: the caller's paths (and each of
@@ -357,6 +424,13 @@ class ModelEvidence:
         if owner and attr not in MODULE_METHODS and attr in self.self_attrs:
             return [text, owner]  # ``model.decoder(x)``: a submodule's forward
         return [text]
+
+
+def _argument_texts(call: ast.Call) -> list[str]:
+    out: list[str] = []
+    for arg in (*call.args, *(k.value for k in call.keywords)):
+        _add_to(out, dotted(arg.value if isinstance(arg, ast.Starred) else arg))
+    return out
 
 
 def _bind(fn: FunctionSummary, call: ast.Call) -> dict[str, str | None]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -17,6 +18,7 @@ from rnnfix.analysis.grads.valueflow import ValueFlow, written
 from rnnfix.analysis.modes.modeapi import function_parameters, has_mode_setter
 from rnnfix.analysis.modes.regions import (
     EvalRegion,
+    find_regions,
     in_training_iteration,
     is_smoke_test,
     probes_shapes,
@@ -106,6 +108,8 @@ class RegionJudge:
         self.flow = ValueFlow(ctx)
         self.grad = GradContexts(ctx)
         self.handlers = Handlers(ctx)
+        self._helper_fixed: dict[ast.AST, bool] = {}  # ``_fixes_itself``' verdicts
+        self._judging: set[ast.AST] = set()
 
     def run(self, region: EvalRegion) -> Finding | Verdict:
         node = region.node
@@ -133,6 +137,7 @@ class RegionJudge:
             and m.split(".")[0] not in functions
             and not self._unproven_load(m)
         }
+        calls = self._without_fixed_helpers(calls)
         if not body or not calls:
             return Verdict.NOT_A_REGION
         if isinstance(node, FUNCTIONS) and is_smoke_test(node, calls, self.index.builds_module):
@@ -177,6 +182,42 @@ class RegionJudge:
             need.grad_helper = next(filter(None, map(self.local.gradient_helper, body)), None)
         need.escape = self._escape(region, body)
         return self._finding(region, body, calls, need)
+
+    def _without_fixed_helpers(self, calls: dict[str, list[ast.Call]]) -> dict[str, list[ast.Call]]:
+        """``calls`` less the calls of a helper of this file that is an
+        evaluation region itself and gets a fix of its own (tabnet's
+        ``_predict_batch``, called by ``_predict_epoch``): its fix covers the
+        forwards it runs for every caller, and a second fix in the caller
+        would repeat it. A helper region left alone (``skorch``'s ``infer``,
+        which training calls for the loss too) still runs the model for its
+        evaluating callers."""
+        out: dict[str, list[ast.Call]] = {}
+        for model, sites in calls.items():
+            kept = [s for s in sites if not self._fixes_itself(s)]
+            if kept:
+                out[model] = kept
+        return out
+
+    def _fixes_itself(self, site: ast.Call) -> bool:
+        targets = self.local.targets(site)
+        region = self._function_regions.get(targets[0]) if len(targets) == 1 else None
+        if region is None or region.node in self._judging:
+            return False
+        found = self._helper_fixed.get(region.node)
+        if found is None:
+            self._judging.add(region.node)
+            try:
+                verdict = self.run(region)
+            finally:
+                self._judging.discard(region.node)
+            fix = verdict.fix if isinstance(verdict, Finding) else None
+            found = fix is not None and (fix.safe or self.ctx.settings.unsafe_fixes)
+            self._helper_fixed[region.node] = found
+        return found
+
+    @functools.cached_property
+    def _function_regions(self) -> dict[ast.AST, EvalRegion]:
+        return {r.node: r for r in find_regions(self.ctx) if r.is_function}
 
     def _self_trainer(self, node: ast.AST) -> bool:
         """The region is in a module's own method that trains ``self`` itself

@@ -17,9 +17,10 @@ import functools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from rnnfix.analysis.grads.gradctx import LocalFunctions
+from rnnfix.analysis.grads.gradctx import Handlers, LocalFunctions, gradient_uses
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted, parent_path, strip_self_returning
+from rnnfix.analysis.syntax.scopes import Resolved
 from rnnfix.analysis.syntax.walks import FUNCTIONS, scope_of, walk_local, walk_tree
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.forwards import forward_methods
@@ -239,9 +240,136 @@ class ModelIndex:
                 if isinstance(n, ast.Call):
                     m = self.called_model(n)
                     found = (m,) if m is not None else self.wrapped_models(n)
-                    for model in found or self.external_models(n):
+                    found = found or self.helper_models(n) or self.external_models(n)
+                    for model in found:
                         out.setdefault(model, []).append(n)
         return out
+
+    def helper_models(self, call: ast.Call) -> tuple[str, ...]:
+        """The models a call of a helper of this file runs (issue 36.2): a
+        function the model is passed to (``greedy_decode(model, src)``), or a
+        method of the calling class that runs ``self.model``
+        (``self._process_one_batch(x, y)``), as the mode flow's summary of it
+        records its forwards (``Summary.forwards``, through further helpers
+        and other files), mapped to this file's names. Only a helper that
+        just runs the model: one that switches its mode, trains, takes a
+        gradient or decides grad itself (a decorator, a ``with``) manages what
+        its callers would be judged on."""
+        flow = self.ctx.facts.modes
+        scope = scope_of(self.ctx.facts.parents, call)
+        res = flow.index.resolve(call, scope if isinstance(scope, FUNCTIONS) else None)
+        if res is None:
+            return ()
+        callee = res.callee
+        if callee.cls is not None:
+            cls = self.ctx.facts.parents.get(scope)
+            if (
+                res.receiver != "self"
+                or not callee.is_method
+                or not isinstance(cls, ast.ClassDef)
+                or not self._wraps_for(call, cls)
+            ):
+                return ()
+        reads = self._helper_reads(callee.node)
+        if reads is None or not self._may_reach_model(res, reads):
+            return ()
+        summary = flow.summary(callee)
+        if summary.optimizer_step:
+            return ()
+        out: list[str] = []
+        for key in summary.forwards:
+            effect = summary.effects.get(key)
+            if effect is not None and effect.sets:
+                continue  # ``def predict(model, x): model.eval(); ...``: its own mode
+            mine = res.caller_key(key)
+            model = self._own_model_prefix(mine) if mine is not None else None
+            if model is not None and model not in out:
+                out.append(model)
+        return tuple(out)
+
+    def _helper_reads(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str] | None:
+        """The names and ``self.<attr>`` paths ``fn`` and the helpers of this
+        file it calls, at any depth, read; None when one of them is not a
+        plain forward helper (``_plain_body``)."""
+        if fn in self._closures:
+            return self._closures[fn]
+        todo, seen = [fn], {fn}
+        found: set[str] | None = set()
+        while todo and found is not None:
+            body = self._plain_body(todo.pop())
+            if body is None:
+                found = None
+                break
+            callees, reads = body
+            found |= reads
+            for t in callees:
+                if t not in seen:
+                    seen.add(t)
+                    todo.append(t)
+        result = self._closures[fn] = frozenset(found) if found is not None else None
+        return result
+
+    def _plain_body(
+        self, fn: ast.FunctionDef | ast.AsyncFunctionDef
+    ) -> tuple[list[ast.FunctionDef | ast.AsyncFunctionDef], set[str]] | None:
+        """The helpers of this file ``fn``'s own body calls, and the names and
+        ``self.<attr>`` paths it reads; None when ``fn`` is not a plain
+        forward helper: a decorator other than a neutral one
+        (``@staticmethod``), a mode switch, a grad context, a backward, an
+        optimizer step or a gradient use in it."""
+        if not isinstance(fn, ast.FunctionDef) or any(
+            self._handlers.handling(d) != frozenset() for d in fn.decorator_list
+        ):
+            return None
+        if any(True for _ in gradient_uses(self.ctx, fn)):
+            return None
+        callees: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        reads: set[str] = set()
+        for n in walk_local(fn):
+            if module_mode_switch(n) is not None or _grad_context(n):
+                return None
+            if isinstance(n, ast.Name):
+                reads.add(n.id)
+            elif isinstance(n, ast.Attribute) and dotted(n.value) == "self":
+                reads.add(f"self.{n.attr}")
+            elif isinstance(n, ast.Call):
+                func = n.func
+                if isinstance(func, ast.Attribute) and func.attr in _TRAINING_CALLS:
+                    return None
+                callees.extend(self._local.targets(n))
+        return callees, reads
+
+    def _may_reach_model(self, res: Resolved, reads: frozenset[str]) -> bool:
+        """A necessary condition for a key of the helper's summary to map to
+        a model of this file (``_own_model_prefix``), read without the
+        summary (which needs the mode flow's whole-file pass): a model is
+        related by prefix to an argument, is ``self.<attr>`` the helper reads
+        (for a method: the receiver is the caller's ``self``), or is rooted in
+        a name it reads (a global)."""
+        args = [a for a in res.args.values() if a is not None]
+        for model in self._known_models:
+            root, _, rest = model.partition(".")
+            if root == "self" and (f"self.{rest.split('.')[0]}" if rest else "self") in reads:
+                return True  # ``self.model``, ``self(x)`` in a method: the receiver's
+            if root != "self" and root in reads:
+                return True
+            if any(is_prefix(a, model) or is_prefix(model, a) for a in args):
+                return True
+        return False
+
+    @functools.cached_property
+    def _known_models(self) -> frozenset[str]:
+        """The paths ``_own_model_prefix`` may answer."""
+        models = self.ctx.facts.modes.models
+        return frozenset(k for k, i in models.items() if i.evidence != "external") | self._own
+
+    @functools.cached_property
+    def _closures(self) -> dict[ast.AST, frozenset[str] | None]:
+        return {}
+
+    @functools.cached_property
+    def _handlers(self) -> Handlers:
+        return Handlers(self.ctx)
 
     def external_models(self, call: ast.Call) -> tuple[str, ...]:
         """The models a call into another file of the run runs (issue 36.2):
@@ -311,15 +439,7 @@ class ModelIndex:
             cls = self.ctx.facts.parents.get(method) if method is not None else None
             if method is None or not isinstance(cls, ast.ClassDef):
                 return ()
-            if func.attr == "forward" or _module_like(cls, self.ctx.facts.modes.classes.modules):
-                # A module's own method runs parts of ``self``, whose mode is
-                # its caller's (the judge leaves ``self`` alone, as inline).
-                return ()
-            if any(not self._local_base(b) for b in cls.bases):
-                # A subclass of a framework class (speechbrain's ``sb.Brain``,
-                # skorch's ``NeuralNet``): the framework calls its steps, under
-                # guards this file does not show (``Brain._fit_valid`` runs
-                # ``evaluate_batch`` under ``torch.no_grad()``).
+            if not self._wraps_for(call, cls):
                 return ()
             return tuple(m for m in self._runs(method) if m.startswith("self."))
         owner = dotted(func.value)
@@ -350,14 +470,46 @@ class ModelIndex:
         found = view.lookup_class(call.func)
         return found is not None and found.is_module and method in found.forward_methods
 
-    def _local_base(self, base: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
-        """``object``, or a class of this file whose own bases are too."""
+    def _wraps_for(self, call: ast.Call, cls: ast.ClassDef) -> bool:
+        """Whether ``self.<method>(...)`` in a method of ``cls`` runs what the
+        method runs for the calling method (a forward wrapper of its own
+        code), not parts of a module or a framework's step."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            return False
+        if _module_like(cls, self.ctx.facts.modes.classes.modules):
+            # A module's own method runs parts of ``self``, whose mode is
+            # its caller's (the judge leaves ``self`` alone, as inline).
+            return False
+        caller = next(
+            (
+                a
+                for a in self.ctx.facts.ancestors(call)
+                if isinstance(a, FUNCTIONS) and self.ctx.facts.parents.get(a) is cls
+            ),
+            None,
+        )
+        # A subclass of a framework class (speechbrain's ``sb.Brain``,
+        # skorch's ``NeuralNet``): the framework calls its steps, under
+        # guards this file does not show (``Brain._fit_valid`` runs
+        # ``evaluate_batch`` under ``torch.no_grad()``).
+        return caller is not None and all(self._inert_base(b, caller.name) for b in cls.bases)
+
+    def _inert_base(self, base: ast.expr, method: str, seen: frozenset[str] = frozenset()) -> bool:
+        """``base`` never calls ``method`` on an instance: ``object``, a class of
+        this file whose own bases are inert too, or a class of another file of
+        the run whose code (and its bases') never reads ``self.<method>``
+        (Informer's ``Exp_Basic``); not a library's class, which may."""
         if isinstance(base, ast.Name) and base.id == "object":
             return True
-        if not isinstance(base, ast.Name) or base.id in seen:
-            return False
-        cls = self._classes.get(base.id)
-        return cls is not None and all(self._local_base(b, seen | {base.id}) for b in cls.bases)
+        if isinstance(base, ast.Name) and base.id in self._classes:
+            if base.id in seen:
+                return False
+            cls = self._classes[base.id]
+            return all(self._inert_base(b, method, seen | {base.id}) for b in cls.bases)
+        view = self.ctx.facts.project
+        uses = view.self_uses(base) if view is not None else None
+        return uses is not None and method not in uses
 
     @functools.cached_property
     def _local(self) -> LocalFunctions:

@@ -59,6 +59,23 @@ and it calls a model (a name or attribute path that has `.eval()`/`.train()`
 called on it in the file, is built from an `nn.Module` class, or is a
 parameter annotated as one) and runs no training step.
 
+The call may go through a helper of the same file, at any depth: a function
+the model is passed to (`pred = greedy_decode(model, src)`), or a method of
+the region's own class that runs `self.model` (`pred, true =
+self._process_one_batch(x, y)`), as the mode flow's summary of the helper
+records its forwards. Only a helper that just runs the model counts: one
+that switches a mode, takes a gradient, trains, or decides grad itself (a
+decorator, a `with torch.no_grad():` inside) manages what its callers would
+be judged on. The fix goes on the region, where the author decides mode and
+grad; a helper that is an evaluation region itself and gets a fix of its own
+covers its forwards for every caller, and its callers get none. For a
+method, every base of the class must leave the calling to the author's code:
+`object`, classes of the file, or classes of another file of the run whose
+code (with their bases there) never reads `self.<region method>` (Informer's
+`Exp_Basic`). A base class of a library, or a framework's that calls its
+subclasses' hooks (speechbrain's `Brain.fit` runs `evaluate_batch` under its
+own `no_grad`), leaves the region alone.
+
 An evaluation function by its name that training code calls between its
 steps (`test(model, dev_iter)` every N batches) is evaluation too when
 nothing it computes through a model leaves it with a graph: it returns only
