@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from rnnfix.analysis.context import DroppedFix, FileContext, Finding
 from rnnfix.analysis.project.testcode import outside_test_classes
+from rnnfix.analysis.torch.frameworks import other_framework_only
 from rnnfix.config.settings import Settings
 from rnnfix.rules import Rule, all_rules
 from rnnfix.run import undefined
@@ -439,6 +440,8 @@ def _run_rules(
 ) -> list[Finding]:
     """The rules' findings, less the suppressed ones (``raw``, when given,
     gets them all), without the fixes ``fixable``/``unfixable`` turn off."""
+    if other_framework_only(source, tree):
+        return []  # PaddlePaddle, MindSpore, TensorFlow...: not torch code
     ctx = FileContext(source=source, tree=tree, settings=settings, path=path, project=project)
     findings: list[Finding] = []
     for rule in rules:
