@@ -108,7 +108,7 @@ class RegionJudge:
         self.flow = ValueFlow(ctx)
         self.grad = GradContexts(ctx)
         self.handlers = Handlers(ctx)
-        self._helper_fixed: dict[ast.AST, bool] = {}  # ``_fixes_itself``' verdicts
+        self._helper_fixed: dict[ast.AST, bool] = {}  # ``fixes_itself``' verdicts
         self._judging: set[ast.AST] = set()
 
     def run(self, region: EvalRegion) -> Finding | Verdict:
@@ -193,12 +193,14 @@ class RegionJudge:
         evaluating callers."""
         out: dict[str, list[ast.Call]] = {}
         for model, sites in calls.items():
-            kept = [s for s in sites if not self._fixes_itself(s)]
+            kept = [s for s in sites if not self.fixes_itself(s)]
             if kept:
                 out[model] = kept
         return out
 
-    def _fixes_itself(self, site: ast.Call) -> bool:
+    def fixes_itself(self, site: ast.Call) -> bool:
+        """``site`` calls a function region of this file that gets an
+        applicable fix of its own."""
         targets = self.local.targets(site)
         region = self._function_regions.get(targets[0]) if len(targets) == 1 else None
         if region is None or region.node in self._judging:

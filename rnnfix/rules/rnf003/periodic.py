@@ -76,15 +76,22 @@ def may_have_periodic(source: str) -> bool:
     return "%" in source and ("backward" in source or ".step(" in source)
 
 
-def periodic_findings(ctx: FileContext, models: Callable[[], ModelIndex]) -> Iterator[Finding]:
+def periodic_findings(
+    ctx: FileContext,
+    models: Callable[[], ModelIndex],
+    fixes_itself: Callable[[ast.Call], bool] = lambda _: False,
+) -> Iterator[Finding]:
     """``models``: the model index, built at the first ``if`` that passes the
-    syntactic tests (most files with a ``%`` have no such block)."""
+    syntactic tests (most files with a ``%`` have no such block).
+    ``fixes_itself``: a call of a helper of the file that is an evaluation
+    region with a fix of its own (``test(model, dev_iter)`` gets
+    ``@torch.no_grad()``): its forwards are covered, no second fix here."""
     index: ModelIndex | None = None
     for node in walk_tree(ctx.tree):  # ``ast.walk``'s order, shared with the other analyses
         if node.__class__ is ast.If and _candidate(ctx, node):
             if index is None:
                 index = models()
-            found = _judge(ctx, index, node)
+            found = _judge(ctx, index, node, fixes_itself)
             if found is not None:
                 yield found
 
@@ -103,9 +110,15 @@ def _candidate(ctx: FileContext, block: ast.If) -> bool:
     return not any(True for s in block.body for _ in gradient_uses(ctx, s))
 
 
-def _judge(ctx: FileContext, index: ModelIndex, block: ast.If) -> Finding | None:
+def _judge(
+    ctx: FileContext, index: ModelIndex, block: ast.If, fixes_itself: Callable[[ast.Call], bool]
+) -> Finding | None:
     """``block`` passed ``_candidate`` (it does not train or compute gradients itself)."""
-    calls = {m: cs for m, cs in index.model_calls(block.body).items() if m not in ("self", "cls")}
+    calls = {
+        m: kept
+        for m, cs in index.model_calls(block.body).items()
+        if m not in ("self", "cls") and (kept := [c for c in cs if not fixes_itself(c)])
+    }
     calls = {m: cs for m, cs in calls.items() if not any(is_prefix(p, m) and p != m for p in calls)}
     if not calls or not _on_eval_data(block, calls):
         return None

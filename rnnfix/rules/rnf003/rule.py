@@ -352,14 +352,23 @@ cannot see, so nothing would put `train()` back after an inserted `eval()`.
     def check(self, ctx: FileContext) -> Iterator[Finding]:
         if not _PREFILTER.search(ctx.source):
             return
+        judge: RegionJudge | None = None  # built at the first region that needs it
+
+        def fixes_itself(call: ast.Call) -> bool:
+            nonlocal judge
+            if judge is None:
+                judge = RegionJudge(ctx)
+            return judge.fixes_itself(call)
+
         if may_have_periodic(ctx.source):
-            yield from periodic_findings(ctx, lambda: ModelIndex(ctx, extra=ctx.facts.modes.models))
+            yield from periodic_findings(
+                ctx, lambda: ModelIndex(ctx, extra=ctx.facts.modes.models), fixes_itself
+            )
         if not may_have_regions(ctx.source):
             return
         regions = find_regions(ctx)
         if not regions:
             return
-        judge: RegionJudge | None = None  # built at the first region that needs it
         evidence: ModelEvidence | None = None
         tests: list[tuple[int, int]] | None = None
         claimed: set[ast.AST] = set()  # evaluation functions taken as regions
