@@ -10,7 +10,7 @@ from functools import partial
 from rnnfix.analysis.modes.condowner import owned_only_when
 from rnnfix.analysis.modes.elements import Elements, loop_spelling
 from rnnfix.analysis.modes.flagpaths import reaching_through_flag
-from rnnfix.analysis.modes.modeapi import has_mode_setter
+from rnnfix.analysis.modes.modeapi import has_mode_setter, setter_call
 from rnnfix.analysis.modes.modeflow import Mode, ModeFact, ModeFlow
 from rnnfix.analysis.modes.placement import anchor_for, container
 from rnnfix.analysis.modes.pretrained import eval_origin, unsupported
@@ -705,9 +705,10 @@ def _finding(ctx: FileContext, flow: ModeFlow, group: _Group) -> Finding:
         message += f"; not fixed: {group.blocked}"
     elif group.anchor is not None:
         loop = _author_loop(ctx, flow, group, facts)
-        whole = _switched_whole(ctx, flow, group, step) if loop is None else None
+        setter = _author_setter(ctx, flow, group, step) if loop is None else None
+        whole = _switched_whole(ctx, flow, group, step) if loop is setter is None else None
         held = [m for m in models if (info := flow.models.get(m)) and info.container]
-        if loop is None and whole is None and held:
+        if loop is setter is whole is None and held:
             # A dict or list of modules has no ``train()``: only the author's
             # own loop over it could be repeated, and there is none to copy.
             message += (
@@ -717,6 +718,8 @@ def _finding(ctx: FileContext, flow: ModeFlow, group: _Group) -> Finding:
             return ctx.finding("RNF001", step.node, message, None)
         if loop is not None:
             code: tuple[str, ...] = (loop,)
+        elif setter is not None:
+            code = (setter,)
         elif whole is not None:
             code = (f"{flow.spelling(whole, group.anchor)}.train()",)
         else:
@@ -761,6 +764,45 @@ def _switched_whole(
         return None  # a part of it is switched on its own somewhere: partial modes
     check = ctx.facts.receivers.check(whole, "train", at=group.anchor)
     return whole if check.provable else None
+
+
+def _author_setter(
+    ctx: FileContext, flow: ModeFlow, group: _Group, step: TrainingStep
+) -> str | None:
+    """``model.train_start()`` when the author's own call of that method,
+    earlier in the step's function, is what put every model of the group in
+    train mode, and the method is provably a mode setter: it sets train mode
+    on each of them on every path, switches nothing the step does not use,
+    and neither runs a forward nor trains (``modeapi``'s evidence, read from
+    its summary). Repeating the author's setter keeps whatever else the
+    class does with it (a ``set_mode`` flag, a wrapped module's own API)."""
+    if group.conditions or group.anchor is None:
+        return None
+    scope = step.function
+    origins: dict[int, ast.AST] = {}
+    for model in group.models:
+        trains = [f.origin for f in flow.mode_before(step.node, model).facts if f.mode is Mode.TRAIN]
+        if len(trains) != 1:
+            return None
+        origins[id(trains[0])] = trains[0]
+    if len(origins) != 1:
+        return None
+    (origin,) = origins.values()
+    if (
+        flow.scope_of(origin) is not scope
+        or not isinstance(flow.parents.get(origin), ast.Expr)
+        or (getattr(origin, "lineno", 0), getattr(origin, "col_offset", 0))
+        >= (group.anchor.lineno, group.anchor.col_offset)
+    ):
+        return None
+    switched = setter_call(flow, origin, scope)
+    if switched is None:
+        return None
+    used = {flow.canonical(m, scope) for m in step.models}
+    wanted = {flow.canonical(m, scope) for m in group.models}
+    if not wanted <= set(switched) <= used or set(switched.values()) != {Mode.TRAIN}:
+        return None
+    return ctx.segment(origin)
 
 
 def _author_loop(

@@ -25,6 +25,7 @@ import ast
 import functools
 from typing import TYPE_CHECKING
 
+from rnnfix.analysis.modes.modeapi import setter_call
 from rnnfix.analysis.modes.placement import container
 from rnnfix.analysis.modes.records import GradSwitch
 from rnnfix.analysis.modes.state import is_prefix
@@ -290,17 +291,24 @@ class Freezing:
         condition. A conditional ``eval()`` says nothing: validation every N
         epochs is the bug this rule fixes."""
         flow = self.flow
-        for call in flow.mode_calls:
-            if (
-                call.function is not scope
-                or call.mode is not Mode.TRAIN
-                or not is_prefix(call.model, model)
-            ):
-                continue
-            parent = flow.parents.get(flow.stmt_of(call.node) or call.node)
+        trains = [
+            call.node
+            for call in flow.mode_calls
+            if call.function is scope and call.mode is Mode.TRAIN and is_prefix(call.model, model)
+        ]
+        # The class's own setter (``if opt.reset_train: model.train_start()``)
+        # is the author's ``train()`` as much as a direct call.
+        trains += [
+            node
+            for node in flow.scope_calls(scope)
+            if (switched := setter_call(flow, node, scope)) is not None
+            and any(m is Mode.TRAIN and is_prefix(k, model) for k, m in switched.items())
+        ]
+        for node in trains:
+            parent = flow.parents.get(flow.stmt_of(node) or node)
             while parent is not None and parent is not scope:
                 if isinstance(parent, (ast.If, ast.IfExp)):
-                    return call.node
+                    return node
                 parent = flow.parents.get(parent)
         return None
 

@@ -420,6 +420,12 @@ class ModeFlow:
         self._external[call] = found
         return found
 
+    def object_method(self, owner: str, method: str) -> ExternalCall | None:
+        """``owner.method()``, where ``owner`` is assigned an instance of a
+        class of another file of the run: what a callee's ``ObjectCall`` on
+        the object this file passes it runs."""
+        return self.project.method_call(owner, method) if self.project is not None else None
+
     def _parameters(self, scope: FuncNode | None) -> frozenset[str]:
         """Parameters of ``scope`` and its enclosing functions: they shadow
         imports. Once per scope (asked for every call of it)."""

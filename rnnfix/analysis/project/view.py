@@ -424,6 +424,16 @@ class ProjectView:
             return None
         return ExternalCall(method, owner, _bind(method, call))
 
+    def method_call(self, owner: str, method: str) -> ExternalCall | None:
+        """``owner.method()`` for the dotted name ``owner`` assigned an
+        instance of an imported class (``instances``), as ``call`` follows
+        ``trainer.fit()``: the method, with ``owner`` bound to ``self``."""
+        cls = self.instances().get(owner)
+        found = cls.methods.get(method) if cls is not None else None
+        if found is None or not found.is_method:
+            return None
+        return ExternalCall(found, owner, {})
+
     def stored_gradients(
         self, call: ast.Call, built: Callable[[ast.expr], ast.Call | None]
     ) -> tuple[str, ...]:
