@@ -416,6 +416,10 @@ def _shared_helper(
     if info is None:
         return None
     params = {*info.params, *info.kwonly}
+    if info.is_method and info.params:
+        # ``if self.args.fp16:`` reads the object's configuration, not a flag
+        # each caller passes: the same for the training and any other caller.
+        params.discard(info.params[0])
     node: ast.AST | None = flow.parents.get(step.node)
     while node is not None and node is not fn:
         if isinstance(node, (ast.If, ast.IfExp)):

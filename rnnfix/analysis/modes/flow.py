@@ -459,8 +459,8 @@ class ScopeRun:
             # A function of another file of the run (project index), if any.
             ext = self.flow.external(call, self.scope)
             if ext is not None:
-                self.apply(call, ext.summary.effects, ext.caller_key, f)
-                self.object_calls(call, ext.summary, ext.caller_key, f)
+                self.apply(call, ext.summary.effects, ext.effect_key, f)
+                self.object_calls(call, ext.summary, ext.effect_key, f)
             return
         old = self.call_frames.get(call)
         self.call_frames[call] = join([old, f]) if old is not None else f.copy()  # type: ignore[assignment]

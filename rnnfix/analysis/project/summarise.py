@@ -148,8 +148,9 @@ def _summarise(
                         if is_module and name in defs
                         else frozenset()
                     ),
-                    init_params=ctor.params if grads and ctor is not None else (),
-                    init_kwonly=ctor.kwonly if grads and ctor is not None else (),
+                    init_params=ctor.params if ctor is not None else (),
+                    init_kwonly=ctor.kwonly if ctor is not None else (),
+                    stored=dict(ctor.stored) if ctor is not None else {},
                 )
         # Cycles that hold the pruned tree, broken for reference counting
         # (``FileFacts.release``): the summaries are plain data.
