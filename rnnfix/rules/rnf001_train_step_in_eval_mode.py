@@ -375,7 +375,7 @@ def _author_spec(
             f"`{model}` is `None` on the path through line {none.lineno}, where "
             "`train()` would raise AttributeError"
         )
-    cond = freezing.conditional_train(model, step.function)
+    cond = freezing.conditional_train(model, step.function, step.node)
     if cond is not None:
         return (
             f"the author's `{_snippet(ctx, cond)}` on line {cond.lineno} runs under a "

@@ -284,7 +284,9 @@ class Freezing:
             a.arg == root and isinstance(d, ast.Constant) and d.value is None for a, d in pairs
         )
 
-    def conditional_train(self, model: str, scope: FuncNode | None) -> ast.Call | None:
+    def conditional_train(
+        self, model: str, scope: FuncNode | None, step: ast.AST | None = None
+    ) -> ast.Call | None:
         """A ``train()`` of ``model`` (or of a module it is part of) in ``scope``
         under an ``if`` of that scope (``if args.train_text_encoder:
         text_encoder.train()``, per-branch modes at a loop head): the author's
@@ -305,11 +307,17 @@ class Freezing:
             and any(m is Mode.TRAIN and is_prefix(k, model) for k, m in switched.items())
         ]
         for node in trains:
-            parent = flow.parents.get(flow.stmt_of(node) or node)
+            child: ast.AST = flow.stmt_of(node) or node
+            parent = flow.parents.get(child)
             while parent is not None and parent is not scope:
                 if isinstance(parent, (ast.If, ast.IfExp)):
+                    if step is not None and _other_branch(flow, parent, child, step):
+                        # ``if not loader: model.train(); <step>`` / ``else:
+                        # <step>``: the test picks a training path, not the
+                        # mode; the path without the call is the bug.
+                        break
                     return node
-                parent = flow.parents.get(parent)
+                child, parent = parent, flow.parents.get(parent)
         return None
 
     def partial_train_after(self, origin: ast.AST, step: ast.AST, model: str) -> ast.Call | None:
@@ -456,3 +464,12 @@ def _none_on_some_path(value: ast.expr) -> bool:
     if isinstance(value, ast.IfExp):
         return _none_on_some_path(value.body) or _none_on_some_path(value.orelse)
     return False
+
+
+def _other_branch(flow: FlowView, test: ast.If | ast.IfExp, child: ast.AST, step: ast.AST) -> bool:
+    """``step`` lies in the branch of ``test`` that ``child`` is not in."""
+    if not isinstance(test, ast.If):
+        return False
+    mine, other = (test.body, test.orelse) if child in test.body else (test.orelse, test.body)
+    inside = [flow.contains(s) for s in other]
+    return child in mine and any(found(step) for found in inside)

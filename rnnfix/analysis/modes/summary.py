@@ -233,13 +233,17 @@ class Summaries:
         return tuple(dict.fromkeys(key for _, key in found))
 
     def _object_calls(self, info: FunctionInfo) -> tuple[ObjectCall, ...]:
-        """Methods ``info`` calls (itself or through the functions it calls)
-        on a parameter or an attribute of ``self`` whose class nothing here
-        resolves (``encode_data(model, ...)`` running ``model.val_start()``,
+        """Methods ``info`` calls as statements (for their effect; itself or
+        through the functions it calls) on a parameter whose class nothing
+        here resolves (``encode_data(model, ...)`` running ``model.val_start()``,
         the class in a file this one does not import): a caller that knows
         the class applies their effects. In call order."""
         fn = info.node
         params = {*info.params, *info.kwonly}
+        if info.is_method and info.params:
+            # ``self.x.reset()``: a caller knows the class of what it passes,
+            # not of the attributes of the object it calls the method on.
+            params.discard(info.params[0])
         found: list[tuple[tuple[int, int], ObjectCall]] = []
         for node in self.flow.scope_calls(fn):
             end = (node.end_lineno or 0, node.end_col_offset or 0)
@@ -256,6 +260,8 @@ class Summaries:
             func = node.func
             if not isinstance(func, ast.Attribute) or func.attr in ("train", "eval"):
                 continue
+            if not isinstance(self.flow.parents.get(node), ast.Expr):
+                continue  # its value is used: called for a result, not for its effect
             receiver = dotted(func.value)
             if receiver is None or receiver.split(".")[0] not in params:
                 continue
