@@ -785,7 +785,9 @@ def _author_setter(
     scope = step.function
     origins: dict[int, ast.AST] = {}
     for model in group.models:
-        trains = [f.origin for f in flow.mode_before(step.node, model).facts if f.mode is Mode.TRAIN]
+        trains = [
+            f.origin for f in flow.mode_before(step.node, model).facts if f.mode is Mode.TRAIN
+        ]
         if len(trains) != 1:
             return None
         origins[id(trains[0])] = trains[0]

@@ -524,7 +524,6 @@ class ScopeRun:
                 f.set(mine, facts)
             self._through_aliases(mine, facts, f, replace=not eff.passthrough)
 
-
     def object_calls(
         self,
         call: ast.Call,

@@ -163,7 +163,6 @@ class ExternalCall:
         arg = self.args.get(root)
         return arg + suffix if arg else None
 
-
     def effect_key(self, key: str) -> str | None:
         """``caller_key`` for the callee's mode effects: an attribute of
         ``self`` the receiver's construction stored an object of the caller's
