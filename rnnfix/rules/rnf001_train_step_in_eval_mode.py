@@ -82,6 +82,25 @@ used only under `torch.no_grad()` (a target network) get none. A plain `model.tr
 right before the loop whose head gets the same call is moved there, not copied (it
 would be redundant); one with a comment on its line stays where it is.
 
+The eval mode may come through objects and other files: a helper of another file that
+calls a method, as a statement, on the object it is given (`encode_data(model, loader)`
+running `model.val_start()`) switches what that method of the object's class switches,
+when the caller's file knows the class (`model = VSE(opt)`, a class of the run whose
+`val_start()` calls `self.img_enc.eval()`); and an object built with the model
+(`BertEvaluator(self.model, ...).get_scores()`, or `ev = Evaluator(model)` assigned once in
+the file) whose method switches the attribute its constructor stored the model in switches
+the model itself. When the author's own call of a method of the object put the step's
+models in train mode earlier in the same function (`model.train_start()` before the loop),
+and that method is provably a mode setter (it sets train mode on those models on every
+path, switches nothing the step does not use, and runs no forward and no training step),
+the fix repeats that call instead of one `train()` per model; called under a condition
+(`if opt.reset_train: model.train_start()`), it is the author's conditional `train()`.
+
+A `train()` in one branch of an `if` whose other branch runs the training step without one
+(`if not loader: model.train(); <step>` / `else: <step over loader>`) is no condition of
+the author's on the mode: the test picks a data path, and the fix goes at the head of the
+loop around them.
+
 A public training method of a plain class (`fit()` of an estimator or agent) is entered
 with its object's models in any mode the class's public methods, inherited ones
 included, may leave them in, when nothing in its file calls it; when its file does call
