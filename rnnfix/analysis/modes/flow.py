@@ -544,13 +544,14 @@ class ScopeRun:
             found = self.flow.object_method(self.key(owner), oc.method) if owner else None
             if found is None:
                 continue
+            method, mapper = found
             effects: dict[str, Effect] = {}
-            for key, eff in found.summary.effects.items():
-                mine = found.caller_key(key)
+            for key, eff in method.effects.items():
+                mine = mapper(key)
                 if mine is None or any(is_prefix(o, mine) or is_prefix(mine, o) for o in own):
                     continue
                 effects[key] = eff if oc.always else Effect(True, eff.sets)
-            self.apply(call, effects, found.caller_key, f)
+            self.apply(call, effects, mapper, f)
 
 
 # --- facts about the mode read from the program -----------------------------
