@@ -10,7 +10,7 @@ from functools import partial
 from rnnfix.analysis.modes.condowner import owned_only_when
 from rnnfix.analysis.modes.elements import Elements, loop_spelling
 from rnnfix.analysis.modes.flagpaths import reaching_through_flag
-from rnnfix.analysis.modes.modeapi import has_mode_setter
+from rnnfix.analysis.modes.modeapi import has_mode_setter, setter_call
 from rnnfix.analysis.modes.modeflow import Mode, ModeFact, ModeFlow
 from rnnfix.analysis.modes.placement import anchor_for, container
 from rnnfix.analysis.modes.pretrained import eval_origin, unsupported
@@ -81,6 +81,25 @@ mode. Each model the step uses gets its own `train()` (`encoder` and `decoder`);
 used only under `torch.no_grad()` (a target network) get none. A plain `model.train()`
 right before the loop whose head gets the same call is moved there, not copied (it
 would be redundant); one with a comment on its line stays where it is.
+
+The eval mode may come through objects and other files: a helper of another file that
+calls a method, as a statement, on the object it is given (`encode_data(model, loader)`
+running `model.val_start()`) switches what that method of the object's class switches,
+when the caller's file knows the class (`model = VSE(opt)`, a class of the run whose
+`val_start()` calls `self.img_enc.eval()`); and an object built with the model
+(`BertEvaluator(self.model, ...).get_scores()`, or `ev = Evaluator(model)` assigned once in
+the file) whose method switches the attribute its constructor stored the model in switches
+the model itself. When the author's own call of a method of the object put the step's
+models in train mode earlier in the same function (`model.train_start()` before the loop),
+and that method is provably a mode setter (it sets train mode on those models on every
+path, switches nothing the step does not use, and runs no forward and no training step),
+the fix repeats that call instead of one `train()` per model; called under a condition
+(`if opt.reset_train: model.train_start()`), it is the author's conditional `train()`.
+
+A `train()` in one branch of an `if` whose other branch runs the training step without one
+(`if not loader: model.train(); <step>` / `else: <step over loader>`) is no condition of
+the author's on the mode: the test picks a data path, and the fix goes at the head of the
+loop around them.
 
 A public training method of a plain class (`fit()` of an estimator or agent) is entered
 with its object's models in any mode the class's public methods, inherited ones
@@ -375,7 +394,7 @@ def _author_spec(
             f"`{model}` is `None` on the path through line {none.lineno}, where "
             "`train()` would raise AttributeError"
         )
-    cond = freezing.conditional_train(model, step.function)
+    cond = freezing.conditional_train(model, step.function, step.node)
     if cond is not None:
         return (
             f"the author's `{_snippet(ctx, cond)}` on line {cond.lineno} runs under a "
@@ -416,6 +435,10 @@ def _shared_helper(
     if info is None:
         return None
     params = {*info.params, *info.kwonly}
+    if info.is_method and info.params:
+        # ``if self.args.fp16:`` reads the object's configuration, not a flag
+        # each caller passes: the same for the training and any other caller.
+        params.discard(info.params[0])
     node: ast.AST | None = flow.parents.get(step.node)
     while node is not None and node is not fn:
         if isinstance(node, (ast.If, ast.IfExp)):
@@ -705,9 +728,10 @@ def _finding(ctx: FileContext, flow: ModeFlow, group: _Group) -> Finding:
         message += f"; not fixed: {group.blocked}"
     elif group.anchor is not None:
         loop = _author_loop(ctx, flow, group, facts)
-        whole = _switched_whole(ctx, flow, group, step) if loop is None else None
+        setter = _author_setter(ctx, flow, group, step) if loop is None else None
+        whole = _switched_whole(ctx, flow, group, step) if loop is setter is None else None
         held = [m for m in models if (info := flow.models.get(m)) and info.container]
-        if loop is None and whole is None and held:
+        if loop is setter is whole is None and held:
             # A dict or list of modules has no ``train()``: only the author's
             # own loop over it could be repeated, and there is none to copy.
             message += (
@@ -717,6 +741,8 @@ def _finding(ctx: FileContext, flow: ModeFlow, group: _Group) -> Finding:
             return ctx.finding("RNF001", step.node, message, None)
         if loop is not None:
             code: tuple[str, ...] = (loop,)
+        elif setter is not None:
+            code = (setter,)
         elif whole is not None:
             code = (f"{flow.spelling(whole, group.anchor)}.train()",)
         else:
@@ -761,6 +787,47 @@ def _switched_whole(
         return None  # a part of it is switched on its own somewhere: partial modes
     check = ctx.facts.receivers.check(whole, "train", at=group.anchor)
     return whole if check.provable else None
+
+
+def _author_setter(
+    ctx: FileContext, flow: ModeFlow, group: _Group, step: TrainingStep
+) -> str | None:
+    """``model.train_start()`` when the author's own call of that method,
+    earlier in the step's function, is what put every model of the group in
+    train mode, and the method is provably a mode setter: it sets train mode
+    on each of them on every path, switches nothing the step does not use,
+    and neither runs a forward nor trains (``modeapi``'s evidence, read from
+    its summary). Repeating the author's setter keeps whatever else the
+    class does with it (a ``set_mode`` flag, a wrapped module's own API)."""
+    if group.conditions or group.anchor is None:
+        return None
+    scope = step.function
+    origins: dict[int, ast.AST] = {}
+    for model in group.models:
+        trains = [
+            f.origin for f in flow.mode_before(step.node, model).facts if f.mode is Mode.TRAIN
+        ]
+        if len(trains) != 1:
+            return None
+        origins[id(trains[0])] = trains[0]
+    if len(origins) != 1:
+        return None
+    (origin,) = origins.values()
+    if (
+        flow.scope_of(origin) is not scope
+        or not isinstance(flow.parents.get(origin), ast.Expr)
+        or (getattr(origin, "lineno", 0), getattr(origin, "col_offset", 0))
+        >= (group.anchor.lineno, group.anchor.col_offset)
+    ):
+        return None
+    switched = setter_call(flow, origin, scope)
+    if switched is None:
+        return None
+    used = {flow.canonical(m, scope) for m in step.models}
+    wanted = {flow.canonical(m, scope) for m in group.models}
+    if not wanted <= set(switched) <= used or set(switched.values()) != {Mode.TRAIN}:
+        return None
+    return ctx.segment(origin)
 
 
 def _author_loop(

@@ -49,3 +49,50 @@ def test_enclosing_functions_and_wraps() -> None:
     assert function_parameters(parents, funcs["dummy"]) == {"fn"}
     assert function_parameters(parents, funcs["wrapper"]) == {"fn"}
     assert "model" not in function_parameters(parents, funcs["dummy"])
+
+
+SETTERS = """
+import torch
+from torch import nn
+
+
+class Pair(object):
+    def __init__(self):
+        self.enc = nn.GRU(4, 4)
+        self.dec = nn.GRU(4, 4)
+
+    def train_start(self):
+        self.enc.train()
+        self.dec.train()
+
+    def warm_start(self, x):
+        self.enc.train()
+        return self.enc(x)
+
+    def maybe_train(self, flag):
+        if flag:
+            self.enc.train()
+
+
+def run(x):
+    pair = Pair()
+    pair.train_start()
+    pair.warm_start(x)
+    pair.maybe_train(True)
+"""
+
+
+def test_setter_call_needs_a_pure_mode_setter() -> None:
+    from rnnfix.analysis.context import FileContext
+    from rnnfix.analysis.modes.modeapi import setter_call
+    from rnnfix.analysis.torch.mode import Mode
+
+    tree = ast.parse(SETTERS)
+    flow = FileContext(source=SETTERS, tree=tree).facts.modes
+    run = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "run")
+    calls = [s.value for s in run.body if isinstance(s, ast.Expr)]
+    assert isinstance(calls[0], ast.Call)
+    # sets train mode on every path, runs nothing: a setter
+    assert setter_call(flow, calls[0], run) == {"pair.enc": Mode.TRAIN, "pair.dec": Mode.TRAIN}
+    assert setter_call(flow, calls[1], run) is None  # runs a forward: not a mode setter
+    assert setter_call(flow, calls[2], run) is None  # arguments, and only on some paths

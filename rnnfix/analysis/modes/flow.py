@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 from rnnfix.analysis.modes.elements import Elements
 from rnnfix.analysis.modes.mayalias import Alias, module_plain_names, plain_names
 from rnnfix.analysis.modes.pretrained import transformers_load
-from rnnfix.analysis.modes.records import Effect
-from rnnfix.analysis.modes.state import Facts, Frame, ModeFact, join
+from rnnfix.analysis.modes.records import Effect, Summary
+from rnnfix.analysis.modes.state import Facts, Frame, ModeFact, is_prefix, join
 from rnnfix.analysis.syntax.names import SELF_RETURNING, dotted
 from rnnfix.analysis.syntax.scopes import FuncNode, Resolved
 from rnnfix.analysis.syntax.walks import CONTEXTS, child_nodes
@@ -459,12 +459,15 @@ class ScopeRun:
             # A function of another file of the run (project index), if any.
             ext = self.flow.external(call, self.scope)
             if ext is not None:
-                self.apply(call, ext.summary.effects, ext.caller_key, f)
+                self.apply(call, ext.summary.effects, ext.effect_key, f)
+                self.object_calls(call, ext.summary, ext.effect_key, f)
             return
         old = self.call_frames.get(call)
         self.call_frames[call] = join([old, f]) if old is not None else f.copy()  # type: ignore[assignment]
         self.resolved[call] = res
-        self.apply(call, self.flow.summary(res.callee).effects, res.caller_key, f)
+        summary = self.flow.summary(res.callee)
+        self.apply(call, summary.effects, res.caller_key, f)
+        self.object_calls(call, summary, res.caller_key, f)
 
     def _elements(self) -> Elements:
         found = _ELEMENTS.get(self.flow)
@@ -520,6 +523,35 @@ class ScopeRun:
             else:
                 f.set(mine, facts)
             self._through_aliases(mine, facts, f, replace=not eff.passthrough)
+
+    def object_calls(
+        self,
+        call: ast.Call,
+        summary: Summary,
+        caller_key: Callable[[str], str | None],
+        f: Frame,
+    ) -> None:
+        """The callee's methods on objects it was given whose class only this
+        file knows (``validate(model)`` -> ``encode_data(model)`` ->
+        ``model.val_start()``, ``VSE`` of another file): their effects on the
+        object's models, after the callee's own effects. A key the callee
+        also switches itself is left to its own effect (their order is not
+        kept); a method called only on some paths may leave the mode as it
+        was."""
+        own = [self.key(m) for k in summary.effects if (m := caller_key(k)) is not None]
+        for oc in summary.object_calls:
+            owner = caller_key(oc.key)
+            found = self.flow.object_method(self.key(owner), oc.method) if owner else None
+            if found is None:
+                continue
+            method, mapper = found
+            effects: dict[str, Effect] = {}
+            for key, eff in method.effects.items():
+                mine = mapper(key)
+                if mine is None or any(is_prefix(o, mine) or is_prefix(mine, o) for o in own):
+                    continue
+                effects[key] = eff if oc.always else Effect(True, eff.sets)
+            self.apply(call, effects, mapper, f)
 
 
 # --- facts about the mode read from the program -----------------------------

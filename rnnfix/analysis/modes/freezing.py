@@ -25,6 +25,7 @@ import ast
 import functools
 from typing import TYPE_CHECKING
 
+from rnnfix.analysis.modes.modeapi import setter_call
 from rnnfix.analysis.modes.placement import container
 from rnnfix.analysis.modes.records import GradSwitch
 from rnnfix.analysis.modes.state import is_prefix
@@ -283,25 +284,40 @@ class Freezing:
             a.arg == root and isinstance(d, ast.Constant) and d.value is None for a, d in pairs
         )
 
-    def conditional_train(self, model: str, scope: FuncNode | None) -> ast.Call | None:
+    def conditional_train(
+        self, model: str, scope: FuncNode | None, step: ast.AST | None = None
+    ) -> ast.Call | None:
         """A ``train()`` of ``model`` (or of a module it is part of) in ``scope``
         under an ``if`` of that scope (``if args.train_text_encoder:
         text_encoder.train()``, per-branch modes at a loop head): the author's
         condition. A conditional ``eval()`` says nothing: validation every N
         epochs is the bug this rule fixes."""
         flow = self.flow
-        for call in flow.mode_calls:
-            if (
-                call.function is not scope
-                or call.mode is not Mode.TRAIN
-                or not is_prefix(call.model, model)
-            ):
-                continue
-            parent = flow.parents.get(flow.stmt_of(call.node) or call.node)
+        trains = [
+            call.node
+            for call in flow.mode_calls
+            if call.function is scope and call.mode is Mode.TRAIN and is_prefix(call.model, model)
+        ]
+        # The class's own setter (``if opt.reset_train: model.train_start()``)
+        # is the author's ``train()`` as much as a direct call.
+        trains += [
+            node
+            for node in flow.scope_calls(scope)
+            if (switched := setter_call(flow, node, scope)) is not None
+            and any(m is Mode.TRAIN and is_prefix(k, model) for k, m in switched.items())
+        ]
+        for node in trains:
+            child: ast.AST = flow.stmt_of(node) or node
+            parent = flow.parents.get(child)
             while parent is not None and parent is not scope:
                 if isinstance(parent, (ast.If, ast.IfExp)):
-                    return call.node
-                parent = flow.parents.get(parent)
+                    if step is not None and _other_branch(flow, parent, child, step):
+                        # ``if not loader: model.train(); <step>`` / ``else:
+                        # <step>``: the test picks a training path, not the
+                        # mode; the path without the call is the bug.
+                        break
+                    return node
+                child, parent = parent, flow.parents.get(parent)
         return None
 
     def partial_train_after(self, origin: ast.AST, step: ast.AST, model: str) -> ast.Call | None:
@@ -448,3 +464,12 @@ def _none_on_some_path(value: ast.expr) -> bool:
     if isinstance(value, ast.IfExp):
         return _none_on_some_path(value.body) or _none_on_some_path(value.orelse)
     return False
+
+
+def _other_branch(flow: FlowView, test: ast.If | ast.IfExp, child: ast.AST, step: ast.AST) -> bool:
+    """``step`` lies in the branch of ``test`` that ``child`` is not in."""
+    if not isinstance(test, ast.If):
+        return False
+    mine, other = (test.body, test.orelse) if child in test.body else (test.orelse, test.body)
+    inside = [flow.contains(s) for s in other]
+    return child in mine and any(found(step) for found in inside)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from rnnfix.analysis.modes.flowview import FlowView
     from rnnfix.analysis.syntax.scopes import FuncNode
 
-__all__ = ["callable_parameters", "function_parameters", "has_mode_setter"]
+__all__ = ["callable_parameters", "function_parameters", "has_mode_setter", "setter_call"]
 
 # Annotations that say a parameter is a function, not a module: calling it is
 # no forward (``def standard_test(self, fn: Callable[..., Any], kwargs)``).
@@ -63,6 +63,38 @@ def has_mode_setter(flow: FlowView, fn: FuncNode, key: str, mode: Mode) -> bool:
         if _sets(flow, method, f"{other.params[0]}.{rest}", mode):
             return True
     return False
+
+
+def setter_call(flow: FlowView, call: ast.AST, scope: FuncNode | None) -> dict[str, Mode] | None:
+    """What ``call`` (``model.train_start()``, a statement of ``scope``
+    without arguments) switches, in ``scope``'s names, when it runs a mode
+    setter of a class of this file or of another file of the run: a method
+    whose summary sets one mode on each key it touches on every path, and
+    that neither runs a forward nor trains. None otherwise."""
+    if not (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and not call.args
+        and not call.keywords
+        and call.func.attr not in ("train", "eval")
+    ):
+        return None
+    callee = flow.callee_summary(call, scope)
+    if callee is None:
+        return None
+    summary, mapper = callee
+    if summary.forwards or summary.optimizer_step or summary.entry_trains or summary.object_calls:
+        return None
+    out: dict[str, Mode] = {}
+    for key, effect in summary.effects.items():
+        mine = mapper(key)
+        if mine is None or effect.passthrough or len(effect.sets) != 1:
+            return None
+        (mode,) = effect.sets
+        if mode is Mode.UNKNOWN:
+            return None
+        out[flow.canonical(mine, scope)] = mode
+    return out or None
 
 
 def _sets(flow: FlowView, method: FuncNode, key: str, mode: Mode) -> bool:

@@ -420,6 +420,26 @@ class ModeFlow:
         self._external[call] = found
         return found
 
+    def object_method(
+        self, owner: str, method: str
+    ) -> tuple[Summary, Callable[[str], str | None]] | None:
+        """``owner.method()``, where ``owner`` is assigned an instance of a
+        class of this file or of another file of the run: what a callee's
+        ``ObjectCall`` on the object this file passes it runs, and the map
+        from the method's names to this file's."""
+        cls_name = self.index.instance_types.get(owner)
+        info = self.index.method(cls_name, method) if cls_name else None
+        if info is not None and info.is_method and info.params:
+            this = info.params[0]
+
+            def mapper(key: str) -> str | None:
+                root, _, rest = key.partition(".")
+                return owner + ("." + rest if rest else "") if root == this else None
+
+            return self.summary(info), mapper
+        found = self.project.method_call(owner, method) if self.project is not None else None
+        return (found.summary, found.caller_key) if found is not None else None
+
     def _parameters(self, scope: FuncNode | None) -> frozenset[str]:
         """Parameters of ``scope`` and its enclosing functions: they shadow
         imports. Once per scope (asked for every call of it)."""

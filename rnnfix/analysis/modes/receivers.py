@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from rnnfix.analysis.syntax.imports import ImportMap
@@ -462,8 +462,15 @@ class Receivers:
         if info is not None and info.built_at is not None and info.built_at not in values:
             values.append(info.built_at)
         refs = [r for v in values for r in self._value_refs(v, key, depth)]
-        # ``def fit(model: Detector, ...)``: the annotation names the class.
-        refs += [r for a in self._annotated.get(key, ()) if (r := self.table.ref(a)).module]
+        # ``def fit(model: Detector, ...)``: the annotation names the class, or
+        # a base of it (``model: PyTorchModel``, an abstract module its users
+        # subclass): what the object holds is its subclass's, never known
+        # stateless from the base alone.
+        refs += [
+            replace(r, stateful=True)
+            for a in self._annotated.get(key, ())
+            if (r := self.table.ref(a)).module
+        ]
         if refs or "." not in key:
             return refs
         owner, attr = key.rsplit(".", 1)

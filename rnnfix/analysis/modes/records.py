@@ -30,6 +30,19 @@ class Effect:
 
 
 @dataclass(frozen=True)
+class ObjectCall:
+    """``model.val_start()`` on a parameter (or ``self.<attr>``) whose class
+    the function's own file does not know: a caller that knows the class of
+    what it passes applies that method's effects (``ScopeRun.object_calls``).
+    ``always``: the call runs on every path through the function (else its
+    effects may or may not happen)."""
+
+    key: str  # the receiver, in the function's own names
+    method: str
+    always: bool
+
+
+@dataclass(frozen=True)
 class Summary:
     """What a call to a function does, in the function's own names (parameters,
     ``self.<attr>``, globals). Plain data: the project index ships summaries of
@@ -44,6 +57,9 @@ class Summary:
     # Keys it takes an input gradient through (saliency, an attack) in the mode
     # the caller left them in (project index only; ``rnnfix.analysis.modes.gradentry``).
     entry_grads: tuple[str, ...] = ()
+    # Methods it calls, in call order, on objects its callers may know the
+    # class of; applied after ``effects`` only where they touch other keys.
+    object_calls: tuple[ObjectCall, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -53,6 +69,7 @@ class Summary:
             or self.optimizer_step
             or self.entry_trains
             or self.entry_grads
+            or self.object_calls
         )
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from rnnfix.analysis.modes.flow import ScopeRun
 from rnnfix.analysis.modes.gradentry import entry_gradients
-from rnnfix.analysis.modes.records import Effect, Summary
+from rnnfix.analysis.modes.records import Effect, ObjectCall, Summary
 from rnnfix.analysis.modes.state import ModeFact
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.scopes import FuncNode, FunctionInfo
@@ -129,7 +129,8 @@ class Summaries:
             steps = self._runs_optimizer_step(info)
             grads = self.flow.summaries_only and not steps
             entry_grads = entry_gradients(self.flow, info, run) if grads else ()
-            summary = Summary(effects, forwards, steps, entry_trains, entry_grads)
+            objects = self._object_calls(info)
+            summary = Summary(effects, forwards, steps, entry_trains, entry_grads, objects)
         finally:
             self._in_progress.discard(fn)
             self._depth -= 1
@@ -231,6 +232,46 @@ class Summaries:
         found.sort(key=lambda item: item[0])  # inner calls end first: evaluation order
         return tuple(dict.fromkeys(key for _, key in found))
 
+    def _object_calls(self, info: FunctionInfo) -> tuple[ObjectCall, ...]:
+        """Methods ``info`` calls as statements (for their effect; itself or
+        through the functions it calls) on a parameter whose class nothing
+        here resolves (``encode_data(model, ...)`` running ``model.val_start()``,
+        the class in a file this one does not import): a caller that knows
+        the class applies their effects. In call order."""
+        fn = info.node
+        params = {*info.params, *info.kwonly}
+        if info.is_method and info.params:
+            # ``self.x.reset()``: a caller knows the class of what it passes,
+            # not of the attributes of the object it calls the method on.
+            params.discard(info.params[0])
+        found: list[tuple[tuple[int, int], ObjectCall]] = []
+        for node in self.flow.scope_calls(fn):
+            end = (node.end_lineno or 0, node.end_col_offset or 0)
+            always = _on_every_path(self.flow, node, fn)
+            callee = self.callee_summary(node, fn)
+            if callee is not None:
+                summary, mapper = callee
+                for inner in summary.object_calls:
+                    mine = mapper(inner.key)
+                    if mine is not None:
+                        call = ObjectCall(mine, inner.method, inner.always and always)
+                        found.append((end, call))
+                continue
+            func = node.func
+            if not isinstance(func, ast.Attribute) or func.attr in ("train", "eval"):
+                continue
+            if not isinstance(self.flow.parents.get(node), ast.Expr):
+                continue  # its value is used: called for a result, not for its effect
+            receiver = dotted(func.value)
+            if receiver is None or receiver.split(".")[0] not in params:
+                continue
+            if module_mode_switch(node) is not None:
+                continue
+            key = self.flow.canonical(receiver, fn)
+            found.append((end, ObjectCall(key, func.attr, always)))
+        found.sort(key=lambda item: item[0])  # inner calls end first: evaluation order
+        return tuple(dict.fromkeys(call for _, call in found))
+
     def _runs_optimizer_step(self, info: FunctionInfo) -> bool:
         for node in self.flow.scope_calls(info.node):
             if isinstance(node, ast.Call):
@@ -240,6 +281,41 @@ class Summaries:
                 if callee is not None and callee[0].optimizer_step:
                     return True
         return False
+
+
+# Where a call may run on some paths only (a branch, a loop that may not
+# iterate, a handler, a short-circuit, a comprehension).
+_CONDITIONAL = (
+    ast.If,
+    ast.IfExp,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.Try,
+    ast.TryStar,
+    ast.ExceptHandler,
+    ast.Match,
+    ast.BoolOp,
+    ast.comprehension,
+)
+
+
+def _on_every_path(flow: FlowView, node: ast.AST, fn: FuncNode) -> bool:
+    """``node`` runs whenever ``fn`` returns normally: no branch, loop or
+    handler of ``fn`` lies between them, and no ``return`` comes before it
+    in ``fn``'s own body (an early exit skips it)."""
+    parent = flow.parents.get(node)
+    while parent is not None and parent is not fn:
+        if isinstance(parent, _CONDITIONAL):
+            return False
+        parent = flow.parents.get(parent)
+    stmt = flow.stmt_of(node)
+    for s in fn.body:
+        if s is stmt:
+            return True
+        if any(isinstance(n, ast.Return) for n in ast.walk(s)):
+            return False
+    return True
 
 
 def _rebinds_parameter(fact: ModeFact, key: str, params: set[str]) -> bool:

@@ -97,6 +97,10 @@ class ClassSummary:
     forward_methods: frozenset[str] = frozenset()
     init_params: tuple[str, ...] = ()
     init_kwonly: tuple[str, ...] = ()
+    # ``self`` attribute -> the ``__init__`` parameter it holds, assigned once
+    # and nowhere else (``ctorgrads.Constructor.stored``): a method's effect on
+    # ``self.model`` is an effect on what the caller passed to ``Evaluator(m)``.
+    stored: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -162,6 +166,9 @@ class ExternalCall:
     function: FunctionSummary
     receiver: str | None  # caller text bound to ``self``
     args: dict[str, str | None]  # parameter -> caller text
+    # ``self`` attribute -> the caller's text for the object the receiver's
+    # construction stored there (``BertEvaluator(self.model, ...)``).
+    stored: dict[str, str] = field(default_factory=dict)
 
     @property
     def summary(self) -> Summary:
@@ -177,6 +184,23 @@ class ExternalCall:
             return self.receiver + suffix if self.receiver else None
         arg = self.args.get(root)
         return arg + suffix if arg else None
+
+    def effect_key(self, key: str) -> str | None:
+        """``caller_key`` for the callee's mode effects: an attribute of
+        ``self`` the receiver's construction stored an object of the caller's
+        in is that object (``BertEvaluator(self.model, ...).get_scores()``
+        switching ``self.model`` switches the caller's ``self.model``). Only
+        for effects: a switch reaches the object whatever the method does
+        before or after it, unlike a gradient or a training step through it
+        (``ctor_grads`` asks more of those)."""
+        fn = self.function
+        root, _, rest = key.partition(".")
+        if fn.is_method and fn.params and root == fn.params[0] and rest:
+            attr, _, below = rest.partition(".")
+            held = self.stored.get(attr)
+            if held is not None:
+                return held + ("." + below if below else "")
+        return self.caller_key(key)
 
 
 # What computes a file's summary from its source and path

@@ -157,8 +157,9 @@ def _summarise(
                         if is_module and name in defs
                         else frozenset()
                     ),
-                    init_params=ctor.params if grads and ctor is not None else (),
-                    init_kwonly=ctor.kwonly if grads and ctor is not None else (),
+                    init_params=ctor.params if ctor is not None else (),
+                    init_kwonly=ctor.kwonly if ctor is not None else (),
+                    stored=dict(ctor.stored) if ctor is not None else {},
                 )
         # Cycles that hold the pruned tree, broken for reference counting
         # (``FileFacts.release``): the summaries are plain data.
@@ -330,13 +331,20 @@ def _may_call_parameter(source: str) -> bool:
     }
     if not names:
         return False
-    called = re.compile(r"\b(?:" + "|".join(sorted(names)) + r")\s*\(")
-    return called.search(source) is not None
+    alternatives = "|".join(sorted(names))
+    called = re.compile(r"\b(?:" + alternatives + r")\s*\(")
+    if called.search(source) is not None:
+        return True
+    # ``model.val_start()`` as a statement: a method called for its effect on
+    # an object a caller may know the class of (``Summary.object_calls``).
+    effect = re.compile(r"^[ \t]*(?:" + alternatives + r")\s*\.[\w. \t]*\(", re.MULTILINE)
+    return effect.search(source) is not None
 
 
 def _calls_parameter(fn: FuncNode) -> bool:
     """``fn`` calls one of its own parameters (not ``self``): a forward helper
-    (``dsm_score_estimation(scorenet, samples)`` runs ``scorenet``)."""
+    (``dsm_score_estimation(scorenet, samples)`` runs ``scorenet``); or a
+    method of one as a statement (``model.val_start()``: ``object_calls``)."""
     args = fn.args
     params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
     params -= {"self", "cls"}
@@ -344,13 +352,27 @@ def _calls_parameter(fn: FuncNode) -> bool:
         return False
     call = ast.Call
     return any(  # ``walk_subtree``: ``ast.walk``'s nodes in one loop, without its generators
-        n.__class__ is call
-        and isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Name)
-        and n.func.id in params
+        (
+            n.__class__ is call
+            and isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id in params
+        )
+        or (n.__class__ is ast.Expr and _parameter_method(n, params))
         for stmt in fn.body
         for n in walk_subtree(stmt)
     )
+
+
+def _parameter_method(stmt: ast.AST, params: set[str]) -> bool:
+    """``stmt`` is ``param.method(...)`` (or ``param.a.method(...)``)."""
+    value = stmt.value if isinstance(stmt, ast.Expr) else None
+    if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Attribute):
+        return False
+    root = value.func.value
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id in params
 
 
 def _pruned(tree: ast.Module, lines: list[str]) -> tuple[ast.Module, set[FuncNode]]:

@@ -111,6 +111,7 @@ class ProjectView:
         self.consulted: set[str] = set()
         self._cache: dict[str, FunctionSummary | ClassSummary | None] = {}
         self._instances: dict[str, ClassSummary] | None = None
+        self._constructions: dict[str, list[ast.Call]] = {}
 
     def lookup(self, expr: ast.AST) -> FunctionSummary | ClassSummary | None:
         """What the imported dotted name ``expr`` (``evaluate``, ``U.evaluate``,
@@ -501,16 +502,29 @@ class ProjectView:
         if not isinstance(func, ast.Attribute):
             return None
         owner = dotted(func.value)
+        ctor: ast.Call | None = None
         if owner is not None:
             instances = self.instances()
             cls = instances.get(owner) if instances else None
+            ctor = self.construction(owner)
         else:
             built = strip_self_returning(func.value)
-            cls = self._class_of_call(built) if isinstance(built, ast.Call) else None
+            ctor = built if isinstance(built, ast.Call) else None
+            cls = self._class_of_call(ctor) if ctor is not None else None
         method = cls.methods.get(func.attr) if cls is not None else None
-        if method is None or not method.is_method:
+        if cls is None or method is None or not method.is_method:
             return None
-        return ExternalCall(method, owner, _bind(method, call))
+        return ExternalCall(method, owner, _bind(method, call), _stored(cls, ctor))
+
+    def method_call(self, owner: str, method: str) -> ExternalCall | None:
+        """``owner.method()`` for the dotted name ``owner`` assigned an
+        instance of an imported class (``instances``), as ``call`` follows
+        ``trainer.fit()``: the method, with ``owner`` bound to ``self``."""
+        cls = self.instances().get(owner)
+        found = cls.methods.get(method) if cls is not None else None
+        if found is None or not found.is_method:
+            return None
+        return ExternalCall(found, owner, {})
 
     def stored_gradients(
         self, call: ast.Call, built: Callable[[ast.expr], ast.Call | None]
@@ -554,11 +568,30 @@ class ProjectView:
                         text = dotted(t)
                         if cls is not None and text is not None:
                             self._instances[text] = cls
+                            self._constructions.setdefault(text, []).append(value)
         return self._instances
+
+    def construction(self, owner: str) -> ast.Call | None:
+        """The one construction the file assigns to ``owner`` (``ev =
+        BertEvaluator(self.model, ...)``); None when it assigns it an
+        instance more than once or never (which object a method call then
+        runs on is not known)."""
+        self.instances()
+        found = self._constructions.get(owner, [])
+        return found[0] if len(found) == 1 else None
 
 
 def _name(text: str) -> ast.expr:
     return ast.Name(id=text, ctx=ast.Load())
+
+
+def _stored(cls: ClassSummary, ctor: ast.Call | None) -> dict[str, str]:
+    """``self`` attribute -> the caller's text for what the construction
+    ``ctor`` passed to the ``__init__`` parameter stored there."""
+    if ctor is None or not cls.stored or not cls.init_params:
+        return {}
+    args = bind_arguments(cls.init_params, cls.init_kwonly, True, ctor)
+    return {attr: arg for attr, param in cls.stored.items() if (arg := args.get(param)) is not None}
 
 
 def _bind(fn: FunctionSummary, call: ast.Call) -> dict[str, str | None]:
