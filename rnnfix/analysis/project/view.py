@@ -35,8 +35,7 @@ from rnnfix.analysis.project.texts import (
     WORD_OR_DOT,
 )
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
-from rnnfix.analysis.syntax.scopes import bind_arguments
-from rnnfix.analysis.syntax.walks import walk_tree
+from rnnfix.analysis.syntax.scopes import bind_arguments, names_bound
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modes.objectuse import Order
@@ -286,17 +285,8 @@ class ProjectView:
 
     @functools.cached_property
     def _bound_here(self) -> frozenset[str]:
-        """Names this file binds itself (definitions, assignments, parameters):
-        they shadow whatever a star import brings."""
-        out: set[str] = set()
-        for n in walk_tree(self.tree):
-            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-                out.add(n.id)
-            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                out.add(n.name)
-            elif isinstance(n, ast.arg):
-                out.add(n.arg)
-        return frozenset(out)
+        """Names this file binds itself: they shadow whatever a star import brings."""
+        return names_bound(self.tree)
 
     def method_order(self, class_name: str) -> Order:
         """``ProjectIndex.method_order`` for a class of this file; the files

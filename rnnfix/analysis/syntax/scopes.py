@@ -371,3 +371,20 @@ def _sub_bodies(stmt: ast.AST) -> Iterator[list[ast.stmt]]:
         yield handler.body
     for case in getattr(stmt, "cases", []) or []:
         yield case.body
+
+
+def names_bound(tree: ast.Module) -> frozenset[str]:
+    """Names the file binds itself anywhere (assignments, definitions,
+    parameters, imports): a builtin or a star-imported name spelled the same
+    may be anything there."""
+    out: set[str] = set()
+    for n in walk_tree(tree):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            out.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif isinstance(n, ast.arg):
+            out.add(n.arg)
+        elif isinstance(n, ast.alias):
+            out.add((n.asname or n.name).split(".")[0])
+    return frozenset(out)

@@ -323,13 +323,7 @@ class RegionJudge:
         func = node if isinstance(node, FUNCTIONS) else scope_of(self.parents, node)
         if not isinstance(func, FUNCTIONS):
             return None
-        found = escapes(
-            func,
-            body,
-            self._is_forward,
-            self.index.models.__contains__,
-            self.ctx.facts.imports.qualname,
-        )
+        found = self._escapes(func, body)
         if not found:
             return None
         why = _describe(found)
@@ -465,14 +459,18 @@ class RegionJudge:
         node = region.node
         if region.signal != "name" or not isinstance(node, ast.FunctionDef):
             return False
-        found = escapes(
-            node,
+        return not self._escapes(node, body)
+
+    def _escapes(self, func: Func, body: list[ast.stmt]) -> list[Escape]:
+        """How what ``body`` (statements of ``func``) computes through a model
+        leaves ``func`` (``escape.escapes``)."""
+        return escapes(
+            func,
             body,
             self._is_forward,
             self.index.models.__contains__,
             self.ctx.facts.imports.qualname,
         )
-        return not found
 
     def _callers_train(self, func: Func) -> bool:
         """A call of ``func`` runs in a training step's iteration, or its

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from rnnfix.analysis.grads.gradctx import Handlers, LocalFunctions, gradient_uses
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted, parent_path, strip_self_returning
-from rnnfix.analysis.syntax.scopes import Resolved
+from rnnfix.analysis.syntax.scopes import Resolved, names_bound
 from rnnfix.analysis.syntax.walks import FUNCTIONS, scope_of, walk_local, walk_tree
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.forwards import forward_methods
@@ -107,17 +107,7 @@ class ModelIndex:
     def _bound_names(self) -> frozenset[str]:
         """Names the file binds itself (assignments, definitions, imports,
         parameters): a builtin shadowed there may be anything."""
-        out: set[str] = set()
-        for n in walk_tree(self.ctx.tree):
-            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-                out.add(n.id)
-            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                out.add(n.name)
-            elif isinstance(n, ast.arg):
-                out.add(n.arg)
-            elif isinstance(n, ast.alias):
-                out.add((n.asname or n.name).split(".")[0])
-        return frozenset(out)
+        return names_bound(self.ctx.tree)
 
     def is_known_module(self, key: str) -> bool:
         """Whether the file shows ``key`` is a torch module whose mode matters:
