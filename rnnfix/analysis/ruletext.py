@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from rnnfix.analysis.syntax.imports import ImportMap
 from rnnfix.analysis.syntax.names import dotted
-from rnnfix.analysis.syntax.walks import tree_parents, walk_tree
+from rnnfix.analysis.syntax.walks import nodes_of, tree_parents
 from rnnfix.analysis.torch.api import mode_switch
 from rnnfix.analysis.torch.mode import Mode
 
@@ -118,9 +118,7 @@ def call_facts(tree: ast.Module, imports: ImportMap) -> CallFacts:
     # are found from them, upwards (walking every assigned value down cost a
     # tenth of a training file's analysis).
     optimizer_like: list[ast.Call] = []
-    for node in walk_tree(tree):
-        if node.__class__ not in _CALL_FACT_KINDS:
-            continue  # most nodes (parsed trees hold no subclasses of these)
+    for node in nodes_of(tree, *_CALL_FACT_KINDS):
         if isinstance(node, ast.Call):
             func = node.func
             if _optimizer_like_call(func, imports):

@@ -27,7 +27,7 @@ from rnnfix.analysis.grads.gradctx import grad_context
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.imports import ImportMap
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
-from rnnfix.analysis.syntax.walks import local_nodes, walk_tree
+from rnnfix.analysis.syntax.walks import local_nodes, nodes_of, walk_tree
 from rnnfix.analysis.torch.api import MODULE_METHODS, mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.rnns import RnnIndex, RnnSpec
@@ -92,8 +92,25 @@ class EvalGradAnalysis:
     # --- regions -----------------------------------------------------------
     def regions(self) -> list[EvalBackward]:
         out: list[EvalBackward] = []
-        for scope in [self.tree, *(n for n in walk_tree(self.tree) if isinstance(n, _FUNCS))]:
-            out.extend(self._scope_regions(scope))
+        holders = self._sink_holders()
+        for scope in [self.tree, *nodes_of(self.tree, *_FUNCS)]:
+            if scope in holders:
+                out.extend(self._scope_regions(scope))
+        return out
+
+    def _sink_holders(self) -> set[ast.AST]:
+        """The module and the functions around a sink: only their own code
+        can hold one (``_scope_regions`` finds nothing in the others, and most
+        functions of a file never call ``backward``)."""
+        out: set[ast.AST] = set()
+        for call in nodes_of(self.tree, ast.Call):
+            if not self.is_sink(call):  # type: ignore[arg-type]  # only calls listed
+                continue
+            node: ast.AST | None = call
+            while node is not None:
+                if isinstance(node, (ast.Module, *_FUNCS)):
+                    out.add(node)
+                node = self.parents.get(node)
         return out
 
     def _scope_regions(self, scope: ast.AST) -> Iterator[EvalBackward]:
@@ -361,9 +378,8 @@ class EvalGradAnalysis:
         # A constructor's callers call its class: ``FGSM(model)`` for ``__init__``.
         cls = self.parents.get(func) if func.name == "__init__" and is_method else None
         found: list[RnnSpec] = []
-        for call in walk_tree(self.tree):
-            if not isinstance(call, ast.Call):
-                continue
+        for call in nodes_of(self.tree, ast.Call):
+            assert isinstance(call, ast.Call)
             callee = call.func
             callee_name = callee.id if isinstance(callee, ast.Name) else None
             if isinstance(callee, ast.Attribute) and is_method:
@@ -472,13 +488,23 @@ def _strip(spec: RnnSpec, prefix: str) -> RnnSpec | None:
     return None
 
 
+_OWN_KEY = "_rnnfix_own_body_nodes"
+
+
 def _own_nodes(scope: ast.AST) -> list[ast.AST]:
     """Nodes of ``scope``'s own body, not of functions or classes nested in it
     (a statement of the body is entered whatever it is), last statement first:
     a stack walk of the body, one ``local_nodes`` walk per statement."""
     if not isinstance(scope, (ast.Module, *_FUNCS)):
         return local_nodes(scope)
-    return [n for stmt in reversed(scope.body) for n in local_nodes(stmt)]
+    kept: list[ast.AST] | None = scope.__dict__.get(_OWN_KEY)
+    if kept is None:
+        # Kept on the scope (asked per region, per model and per sink): the
+        # list holds the nodes of its body only, never the scope itself, so
+        # that the tree goes with reference counting alone.
+        kept = [n for stmt in reversed(scope.body) for n in local_nodes(stmt)]
+        setattr(scope, _OWN_KEY, kept)
+    return kept
 
 
 def _assignments(scope: ast.AST, own_only: bool) -> dict[str, list[ast.expr]]:

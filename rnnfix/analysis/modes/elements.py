@@ -39,7 +39,7 @@ import functools
 from collections.abc import Callable, Mapping
 
 from rnnfix.analysis.syntax.names import dotted
-from rnnfix.analysis.syntax.walks import walk_tree
+from rnnfix.analysis.syntax.walks import nodes_of, walk_tree
 
 _MUTATORS = frozenset(
     {"append", "extend", "insert", "update", "pop", "remove", "clear", "setdefault", "popitem"}
@@ -200,7 +200,11 @@ class Elements:
         unpacking, an augmented assignment) counts as ``ast.Constant(None)``."""
         out: dict[str, list[ast.expr]] = {}
         unknown = ast.Constant(None)
-        for node in walk_tree(self.tree):
+        binders = (
+            ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor,
+            ast.comprehension, ast.withitem,
+        )  # fmt: skip
+        for node in nodes_of(self.tree, *binders):
             if isinstance(node, ast.Assign):
                 for t in node.targets:
                     text = dotted(t)

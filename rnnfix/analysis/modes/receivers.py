@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from rnnfix.analysis.syntax.imports import ImportMap
 from rnnfix.analysis.syntax.names import dotted, is_below, strip_self_returning
-from rnnfix.analysis.syntax.walks import walk_tree
+from rnnfix.analysis.syntax.walks import nodes_of
 from rnnfix.analysis.torch import classfacts, library
 from rnnfix.analysis.torch.api import WRAPPERS, is_stateless_torch_module, module_mode_switch
 
@@ -352,9 +352,7 @@ class Receivers:
         self._assigned: dict[str, list[ast.expr]] = {}
         self._annotated: dict[str, list[ast.expr]] = {}
         self._switched: set[str] = set()
-        for node in walk_tree(ctx.tree):
-            if node.__class__ not in _READ:
-                continue  # most nodes (parsed trees hold no subclasses of these)
+        for node in nodes_of(ctx.tree, *_READ):
             if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:

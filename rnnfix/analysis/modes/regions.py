@@ -51,10 +51,10 @@ from rnnfix.analysis.syntax.walks import (
     block_of,
     child_nodes,
     innermost_loop,
+    nodes_of,
     scope_of,
     walk_all_local,
     walk_local,
-    walk_tree,
     words,
 )
 from rnnfix.analysis.torch.api import module_mode_switch
@@ -216,6 +216,12 @@ def find_regions(ctx: FileContext) -> list[EvalRegion]:
 
 # Statements an *after-step* region may be: one simple statement, wrapped whole.
 _SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)
+# The nodes with a statement list (``body``, ``orelse``, ``finalbody``).
+_BLOCK_HOLDERS = (
+    ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For,
+    ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.TryStar,
+    ast.ExceptHandler, ast.match_case,
+)  # fmt: skip
 
 
 def _after_step_statements(ctx: FileContext, loops: set[int]) -> list[EvalRegion]:
@@ -227,7 +233,7 @@ def _after_step_statements(ctx: FileContext, loops: set[int]) -> list[EvalRegion
     out: list[EvalRegion] = []
     parents = ctx.facts.parents
     steps_of: dict[ast.AST, list[ast.Call]] = {}
-    for node in walk_tree(ctx.tree):
+    for node in nodes_of(ctx.tree, *_BLOCK_HOLDERS):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
             if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
@@ -442,7 +448,12 @@ def flag_parameter(ctx: FileContext, func: ast.AST) -> FlagParam | None:
     signal, ``flagparams``); never in a Lightning class."""
     if not isinstance(func, ast.FunctionDef) or _in_lightning_class(ctx, func):
         return None
-    return _flag_parameter(ctx, func) or mode_flag(ctx, func)
+    memo = ctx.facts.flag_params
+    if func in memo:
+        return memo[func]
+    found = _flag_parameter(ctx, func) or mode_flag(ctx, func)
+    memo[func] = found
+    return found
 
 
 def phase_names(loop: ast.For | ast.AsyncFor) -> tuple[str, ast.Constant] | None:

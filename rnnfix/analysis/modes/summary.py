@@ -51,6 +51,10 @@ class Summaries:
         self._summaries: dict[FuncNode, Summary] = {}
         self._in_progress: set[FuncNode] = set()
         self._depth = 0  # summaries being computed inside one another
+        # Per function: the index in its body of the first statement that
+        # holds a ``return`` (len(body) when none): ``_on_every_path`` asks
+        # it for every call, so it is read once.
+        self._first_return: dict[FuncNode, int] = {}
 
     def summary(self, info: FunctionInfo) -> Summary:
         fn = info.node
@@ -247,15 +251,14 @@ class Summaries:
         found: list[tuple[tuple[int, int], ObjectCall]] = []
         for node in self.flow.scope_calls(fn):
             end = (node.end_lineno or 0, node.end_col_offset or 0)
-            always = _on_every_path(self.flow, node, fn)
             callee = self.callee_summary(node, fn)
             if callee is not None:
                 summary, mapper = callee
                 for inner in summary.object_calls:
                     mine = mapper(inner.key)
                     if mine is not None:
-                        call = ObjectCall(mine, inner.method, inner.always and always)
-                        found.append((end, call))
+                        always = inner.always and self._on_every_path(node, fn)
+                        found.append((end, ObjectCall(mine, inner.method, always)))
                 continue
             func = node.func
             if not isinstance(func, ast.Attribute) or func.attr in ("train", "eval"):
@@ -268,9 +271,38 @@ class Summaries:
             if module_mode_switch(node) is not None:
                 continue
             key = self.flow.canonical(receiver, fn)
-            found.append((end, ObjectCall(key, func.attr, always)))
+            found.append((end, ObjectCall(key, func.attr, self._on_every_path(node, fn))))
         found.sort(key=lambda item: item[0])  # inner calls end first: evaluation order
         return tuple(dict.fromkeys(call for _, call in found))
+
+    def _on_every_path(self, node: ast.AST, fn: FuncNode) -> bool:
+        """``node`` runs whenever ``fn`` returns normally: no branch, loop or
+        handler of ``fn`` lies between them, and no ``return`` comes before it
+        in ``fn``'s own body (an early exit skips it)."""
+        flow = self.flow
+        parent = flow.parents.get(node)
+        while parent is not None and parent is not fn:
+            if isinstance(parent, _CONDITIONAL):
+                return False
+            parent = flow.parents.get(parent)
+        first_return = self._first_return.get(fn)
+        if first_return is None:
+            first_return = next(
+                (
+                    i
+                    for i, s in enumerate(fn.body)
+                    if any(isinstance(n, ast.Return) for n in ast.walk(s))
+                ),
+                len(fn.body),
+            )
+            self._first_return[fn] = first_return
+        stmt = flow.stmt_of(node)
+        for i, s in enumerate(fn.body):
+            if s is stmt:
+                return i <= first_return
+        # Not a statement of fn's own body (inside a ``with``): no return
+        # anywhere in the body.
+        return first_return == len(fn.body)
 
     def _runs_optimizer_step(self, info: FunctionInfo) -> bool:
         for node in self.flow.scope_calls(info.node):
@@ -298,24 +330,6 @@ _CONDITIONAL = (
     ast.BoolOp,
     ast.comprehension,
 )
-
-
-def _on_every_path(flow: FlowView, node: ast.AST, fn: FuncNode) -> bool:
-    """``node`` runs whenever ``fn`` returns normally: no branch, loop or
-    handler of ``fn`` lies between them, and no ``return`` comes before it
-    in ``fn``'s own body (an early exit skips it)."""
-    parent = flow.parents.get(node)
-    while parent is not None and parent is not fn:
-        if isinstance(parent, _CONDITIONAL):
-            return False
-        parent = flow.parents.get(parent)
-    stmt = flow.stmt_of(node)
-    for s in fn.body:
-        if s is stmt:
-            return True
-        if any(isinstance(n, ast.Return) for n in ast.walk(s)):
-            return False
-    return True
 
 
 def _rebinds_parameter(fact: ModeFact, key: str, params: set[str]) -> bool:

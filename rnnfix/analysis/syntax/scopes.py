@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from rnnfix.analysis.syntax.imports import ImportMap
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
-from rnnfix.analysis.syntax.walks import CONTEXTS, node_fields, walk_tree
+from rnnfix.analysis.syntax.walks import CONTEXTS, node_fields, nodes_of
 
 FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
 ScopeNode = FuncNode | ast.Module
@@ -157,9 +157,7 @@ class FileIndex:
         # dotted text -> the values the file's assignments bind to it, in
         # ``ast.walk`` order (asked per model by RNF003: one walk, not one each)
         self.bound_values: dict[str, list[ast.expr]] = {}
-        for node in walk_tree(tree):
-            if node.__class__ not in _ASSIGNS:
-                continue  # most nodes (parsed trees hold no subclasses of these)
+        for node in nodes_of(tree, *_ASSIGNS):
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 name = self.constructed_class(node.value)
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -378,7 +376,8 @@ def names_bound(tree: ast.Module) -> frozenset[str]:
     parameters, imports): a builtin or a star-imported name spelled the same
     may be anything there."""
     out: set[str] = set()
-    for n in walk_tree(tree):
+    binders = (ast.Name, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.arg, ast.alias)
+    for n in nodes_of(tree, *binders):
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
             out.add(n.id)
         elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from itertools import chain
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -190,14 +191,73 @@ def walk_tree(tree: ast.AST) -> list[ast.AST]:
     return _module_index(tree)[0]
 
 
+_BY_CLASS_KEY = "_rnnfix_by_class"
+
+
+def nodes_of(tree: ast.AST, *classes: type[ast.AST]) -> list[ast.AST]:
+    """The nodes of ``walk_tree(tree)`` whose class is one of ``classes``
+    (exactly: parsed trees hold no subclasses of node classes), in that
+    walk's order. The walk is bucketed by class once per tree, so that the
+    many analyses that read one or two kinds of node (assignments, calls)
+    do not each loop over every node. Do not modify the list."""
+    buckets: dict[type, list[tuple[int, ast.AST]]] | None = tree.__dict__.get(_BY_CLASS_KEY)
+    if buckets is None:
+        buckets = {}
+        # ``tree`` itself is left out: a node holding a list that holds it
+        # would be a cycle, and trees must go with reference counting alone.
+        for i, node in enumerate(walk_tree(tree)):
+            if i:
+                bucket = buckets.get(node.__class__)
+                if bucket is None:
+                    bucket = buckets[node.__class__] = []
+                bucket.append((i, node))
+        setattr(tree, _BY_CLASS_KEY, buckets)
+    if len(classes) == 1 and tree.__class__ is not classes[0]:
+        return [node for _, node in buckets.get(classes[0], ())]
+    found = [item for cls in classes for item in buckets.get(cls, ())]
+    if tree.__class__ in classes:
+        found.append((0, tree))
+    found.sort(key=_position)
+    return [node for _, node in found]
+
+
+def _position(item: tuple[int, ast.AST]) -> int:
+    return item[0]
+
+
 def tree_parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
     """Each node's parent in ``tree``, computed once per tree (do not modify)."""
     return _module_index(tree)[1]
 
 
+# Scopes whose own nodes ``walk_local`` keeps: the analyses ask for a
+# function's (or the module's) own nodes many times over, and a scope's nodes
+# never change after parsing.
+_KEPT_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
+_LOCAL_KEY = "_rnnfix_local_nodes"
+
+
 def walk_local(node: ast.AST) -> Iterator[ast.AST]:
     """``ast.walk`` that does not enter nested functions, lambdas or classes
-    (their bodies run elsewhere, at another time)."""
+    (their bodies run elsewhere, at another time). A scope's list is computed
+    once and kept on the node (it goes with the tree)."""
+    if isinstance(node, _KEPT_SCOPES):
+        return chain((node,), _kept_local(node))
+    return _walk_local(node)
+
+
+def _kept_local(node: ast.AST) -> list[ast.AST]:
+    """``local_nodes(node)`` less ``node`` itself, kept on the node: a node
+    holding a list that holds it would be a cycle, and trees must go with
+    reference counting alone."""
+    kept: list[ast.AST] | None = node.__dict__.get(_LOCAL_KEY)
+    if kept is None:
+        kept = local_nodes(node)[1:]
+        setattr(node, _LOCAL_KEY, kept)
+    return kept
+
+
+def _walk_local(node: ast.AST) -> Iterator[ast.AST]:
     stack = [node]
     while stack:
         cur = stack.pop()
@@ -210,6 +270,9 @@ def walk_local(node: ast.AST) -> Iterator[ast.AST]:
 def local_nodes(node: ast.AST) -> list[ast.AST]:
     """``list(walk_local(node))``, same order, in one loop (for callers that
     read every node: no generator frame per node, no list per child)."""
+    kept: list[ast.AST] | None = node.__dict__.get(_LOCAL_KEY)
+    if kept is not None:
+        return [node, *kept]
     out: list[ast.AST] = []
     append = out.append
     stack = [node]

@@ -127,8 +127,21 @@ def _switches_mode(fn: FuncDef) -> bool:
     return False
 
 
+_SELF_ASSIGNMENTS_KEY = "_rnnfix_self_assignments"
+
+
 def self_assignments(cls: ast.ClassDef) -> Iterator[tuple[str, ast.expr, FuncDef]]:
-    """(attribute, value, method) for each ``self.<attr> = value`` in a method."""
+    """(attribute, value, method) for each ``self.<attr> = value`` in a method.
+    Listed once per class and kept on it (asked per model, per region); the
+    list holds nodes below the class only, so the tree stays free of cycles."""
+    kept: list[tuple[str, ast.expr, FuncDef]] | None = cls.__dict__.get(_SELF_ASSIGNMENTS_KEY)
+    if kept is None:
+        kept = list(_self_assignments(cls))
+        setattr(cls, _SELF_ASSIGNMENTS_KEY, kept)
+    return iter(kept)
+
+
+def _self_assignments(cls: ast.ClassDef) -> Iterator[tuple[str, ast.expr, FuncDef]]:
     for fn in methods(cls).values():
         params = _positional(fn)
         if not params:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Protocol
 from rnnfix.analysis.syntax.imports import ImportMap
 from rnnfix.analysis.syntax.names import dotted, is_below, strip_self_returning
 from rnnfix.analysis.syntax.scopes import FileIndex, FuncNode
-from rnnfix.analysis.syntax.walks import walk_subtree, walk_tree
+from rnnfix.analysis.syntax.walks import nodes_of, walk_subtree
 from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.api import MODULE_METHODS, WRAPPERS, mode_switch
 from rnnfix.analysis.torch.passthrough import unwrapped
@@ -281,9 +281,7 @@ def find_models(
     not_models: set[str] = set()
     called: set[str] = set()
     parameters: set[str] = set()
-    for node in walk_tree(tree):
-        if node.__class__ not in _MODEL_KINDS:
-            continue  # most nodes (parsed trees hold no subclasses of these)
+    for node in nodes_of(tree, *_MODEL_KINDS):
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             for t, value in assignment_pairs(node):
                 found = built_class(value, imports, classes)
@@ -361,6 +359,11 @@ def find_models(
 
 
 _EMPTY = frozenset({"dict", "list"})
+# The nodes ``model_containers`` reads (the rest of the tree binds or fills nothing).
+_CONTAINER_NODES = (
+    ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.comprehension,
+    ast.withitem, ast.Delete, ast.Call,
+)  # fmt: skip
 _FILLS = frozenset({"append", "insert"})
 
 
@@ -385,7 +388,7 @@ def model_containers(
     bound: dict[str, list[ast.expr | None]] = {}
     fills: dict[str, list[ast.expr]] = {}
     spoiled: set[str] = set()
-    for node in walk_tree(tree):
+    for node in nodes_of(tree, *_CONTAINER_NODES):
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 from rnnfix.analysis.project.summaries import ClassSummary, ExternalCall, FunctionSummary
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import bind_arguments
-from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_local, walk_tree
+from rnnfix.analysis.syntax.walks import FUNCTIONS, nodes_of, walk_local
 from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.api import MODULE_METHODS
 
@@ -100,9 +100,7 @@ class ModelEvidence:
         annotated: list[ast.arg] = []
         calls: list[ast.Call] = []
         kinds = _KINDS
-        for node in walk_tree(tree):
-            if node.__class__ not in kinds:
-                continue  # names, constants, operators: most nodes, read by none below
+        for node in nodes_of(tree, *kinds):  # names, constants, operators: read by none below
             if isinstance(node, ast.Call):
                 calls.append(node)
                 func = node.func
