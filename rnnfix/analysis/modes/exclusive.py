@@ -60,12 +60,7 @@ def _stepped_attrs(flow: FlowView, scope: FuncNode, this: str) -> set[str]:
 
 
 def _bound_only_opposite(flow: FlowView, cls: ast.ClassDef, attr: str, cause: ast.AST) -> bool:
-    binds = [
-        node
-        for node in ast.walk(cls)
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-        and any(_is_self_attr(t, attr) for t in _targets(node))
-    ]
+    binds = _self_bindings(cls).get(attr, [])
     if not binds:
         return False
     child, parent = cause, flow.parents.get(cause)
@@ -77,6 +72,29 @@ def _bound_only_opposite(flow: FlowView, cls: ast.ClassDef, attr: str, cause: as
                 return True
         child, parent = parent, flow.parents.get(parent)
     return False
+
+
+_SELF_BINDINGS_KEY = "_rnnfix_self_bindings"
+
+
+def _self_bindings(cls: ast.ClassDef) -> dict[str, list[ast.stmt]]:
+    """Attribute -> the assignments in ``cls`` (``ast.walk`` order) with a
+    target ``self.<attribute>``: read once per class and kept on it (asked
+    per step and model); the lists hold nodes below the class only, so the
+    tree stays free of reference cycles."""
+    kept: dict[str, list[ast.stmt]] | None = cls.__dict__.get(_SELF_BINDINGS_KEY)
+    if kept is None:
+        kept = {}
+        for node in ast.walk(cls):
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                for attr in dict.fromkeys(
+                    t.attr
+                    for t in _targets(node)
+                    if isinstance(t, ast.Attribute) and _is_self_attr(t, t.attr)
+                ):
+                    kept.setdefault(attr, []).append(node)
+        setattr(cls, _SELF_BINDINGS_KEY, kept)
+    return kept
 
 
 def _targets(node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> list[ast.expr]:

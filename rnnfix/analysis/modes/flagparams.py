@@ -25,13 +25,21 @@ The evidence, all of it required:
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.grads.gradctx import training_steps
 from rnnfix.analysis.syntax.names import dotted
-from rnnfix.analysis.syntax.walks import guarded_by_name, scope_of, walk_local, walk_tree, words
+from rnnfix.analysis.syntax.walks import (
+    guarded_by_name,
+    nodes_of,
+    scope_of,
+    walk_local,
+    walk_tree,
+    words,
+)
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
 
@@ -68,6 +76,56 @@ class FlagParam:
     inverted: bool = False
 
 
+@dataclass(frozen=True)
+class _MarkedScopes:
+    """The scopes (functions, lambdas, classes, the module) whose own code
+    (``walk_local``'s nodes) holds ``"train"``/``"training"``/``"fit"`` in a
+    comparison or a collection, and those that read ``.training``: found in
+    one pass over those kinds of node, so that the flag checks, asked for
+    every function, cost nothing for the functions that cannot have one."""
+
+    train_values: frozenset[ast.AST]
+    read_training: frozenset[ast.AST]
+
+
+_MARKED: weakref.WeakKeyDictionary[ast.AST, _MarkedScopes] = weakref.WeakKeyDictionary()
+_OWN_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _marked_scopes(ctx: FileContext) -> _MarkedScopes:
+    found = _MARKED.get(ctx.tree)
+    if found is None:
+        parents = ctx.facts.parents
+
+        def scope(node: ast.AST) -> ast.AST | None:
+            cur = parents.get(node)
+            while cur is not None and not isinstance(cur, _OWN_SCOPES):
+                cur = parents.get(cur)
+            return cur
+
+        collections = (ast.Compare, ast.Tuple, ast.List, ast.Set)
+        values = {
+            scope(n)
+            for n in nodes_of(ctx.tree, ast.Constant)
+            if n.value in TRAIN_VALUES  # type: ignore[attr-defined]  # only constants listed
+            and isinstance(parents.get(n), collections)
+        }
+        reads = {
+            scope(n)
+            for n in nodes_of(ctx.tree, ast.Attribute)
+            if n.attr == "training"  # type: ignore[attr-defined]  # only attributes listed
+        }
+        # Functions only (what the checks ask about): a kept module would
+        # keep its own entry of this weak table alive.
+        found = _MarkedScopes(
+            frozenset(s for s in values if isinstance(s, _FUNCTIONS)),
+            frozenset(s for s in reads if isinstance(s, _FUNCTIONS)),
+        )
+        _MARKED[ctx.tree] = found
+    return found
+
+
 def flag_parameter(ctx: FileContext, func: ast.AST) -> FlagParam | None:
     """The flag of ``func`` when the module docstring's evidence holds."""
     if not isinstance(func, ast.FunctionDef):
@@ -76,12 +134,7 @@ def flag_parameter(ctx: FileContext, func: ast.AST) -> FlagParam | None:
     if (
         _bool_parameter(func) is None
         and evaluates is None
-        and not any(
-            isinstance(n, ast.Constant)
-            and n.value in TRAIN_VALUES
-            and isinstance(ctx.facts.parents.get(n), (ast.Compare, ast.Tuple, ast.List, ast.Set))
-            for n in walk_local(func)
-        )
+        and func not in _marked_scopes(ctx).train_values
     ):
         return None  # no flag to speak of: cheap, before the training steps
     steps = list(training_steps(ctx, func))
@@ -193,9 +246,9 @@ def mode_flag(ctx: FileContext, func: ast.AST) -> FlagParam | None:
     only grad is left on."""
     if not isinstance(func, ast.FunctionDef):
         return None
-    local = list(walk_local(func))
-    if not any(isinstance(n, ast.Attribute) and n.attr == "training" for n in local):
+    if func not in _marked_scopes(ctx).read_training:
         return None  # cheap, before the training steps
+    local = list(walk_local(func))
     steps = list(training_steps(ctx, func))
     if not steps:
         return None

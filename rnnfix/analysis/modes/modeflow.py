@@ -172,7 +172,13 @@ class ModeFlow:
     # --- public queries ----------------------------------------------------
 
     def is_model(self, key: str) -> bool:
-        return any(is_prefix(m, key) for m in self.models)
+        """``key`` is a model or a part of one (``is_prefix``): ``key`` itself
+        or its text up to a ``.`` or ``[`` is a model (asked for every
+        assignment the flow interprets: no loop over the models)."""
+        models = self.models
+        if key in models:
+            return True
+        return any(ch in ".[" and key[:i] in models for i, ch in enumerate(key))
 
     def holds_model(self, key: str) -> bool:
         """``key`` is a model, or an object a model is an attribute of

@@ -111,10 +111,20 @@ class ClassTable:
         self._overrides: dict[str, dict[str, str]] = {}
         self._state: dict[str, bool] = {}
         self._busy: set[str] = set()
+        self._built: dict[ast.Call, ClassRef] = {}
 
     # --- constructors -----------------------------------------------------
     def ref_call(self, call: ast.Call) -> ClassRef:
-        """What ``call`` builds; wrappers and containers hold what their arguments build."""
+        """What ``call`` builds; wrappers and containers hold what their arguments build.
+        Once per call (asked per reference to what it built)."""
+        found = self._built.get(call)
+        if found is None:
+            found = self._ref_call(call)
+            if not self._busy:  # inside a class's own question, answers are provisional
+                self._built[call] = found
+        return found
+
+    def _ref_call(self, call: ast.Call) -> ClassRef:
         q = self.imports.qualname(call.func) or ""
         if q in WRAPPERS:
             inner = tuple(self.ref_call(a) for a in call.args[:1] if isinstance(a, ast.Call))

@@ -253,8 +253,8 @@ class ProjectView:
         """``from utils import *`` then ``to_cuda(...)``: a name the file binds
         no other way is the star-imported module's (the last one's first)
         when that module of the run may define it."""
-        if root in self._bound_here:
-            return None
+        if not self._star_modules or root in self._bound_here:
+            return None  # most files star-import no module of the run: no walk for them
         for file, names in self._star_modules:
             if names is None or root in names:
                 self.consulted.add(file)
