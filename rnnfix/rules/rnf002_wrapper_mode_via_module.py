@@ -9,7 +9,7 @@ from rnnfix.analysis.project.index import called_from_other_files
 from rnnfix.analysis.ruletext import may_call_module_mode
 from rnnfix.analysis.syntax.names import dotted, method_call
 from rnnfix.analysis.syntax.scopes import bind_arguments
-from rnnfix.analysis.syntax.walks import walk_tree
+from rnnfix.analysis.syntax.walks import nodes_of, walk_tree
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.returns import ReturnFacts
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
@@ -197,11 +197,11 @@ class _Scopes:
         kwonly = [x.arg for x in a.kwonlyargs]
         sites: list[ast.Call] = []
         called: set[int] = set()
-        for n in walk_tree(self.ctx.tree):
+        for n in nodes_of(self.ctx.tree, ast.Call):
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == fn.name:
                 sites.append(n)
                 called.add(id(n.func))
-        for n in walk_tree(self.ctx.tree):
+        for n in nodes_of(self.ctx.tree, ast.Name):
             if isinstance(n, ast.Name) and n.id == fn.name and id(n) not in called:
                 return False  # passed on as a value, or rebound
         if not sites or called_from_other_files(self.ctx, fn.name):

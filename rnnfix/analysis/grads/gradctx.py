@@ -15,7 +15,13 @@ from typing import Literal, Protocol
 from rnnfix.analysis.grads.falseparams import false_parameters
 from rnnfix.analysis.syntax.imports import ImportMap
 from rnnfix.analysis.syntax.names import method_call
-from rnnfix.analysis.syntax.walks import FUNCTIONS, local_nodes, walk_local, walk_subtree, walk_tree
+from rnnfix.analysis.syntax.walks import (
+    FUNCTIONS,
+    local_nodes,
+    nodes_of,
+    walk_local,
+    walk_subtree,
+)
 
 Grad = Literal["off", "on", "unknown"]
 
@@ -234,7 +240,7 @@ class LocalFunctions:
         self._memo: dict[tuple[ast.AST, frozenset[str]], bool] = {}
         self._sites: dict[ast.AST, list[ast.Call]] | None = None
         parents = ctx.facts.parents
-        for n in walk_tree(ctx.tree):
+        for n in nodes_of(ctx.tree, *FUNCTIONS):
             if isinstance(n, FUNCTIONS):
                 parent = parents.get(n)
                 if isinstance(parent, ast.ClassDef):
@@ -256,7 +262,7 @@ class LocalFunctions:
     def call_sites(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
         if self._sites is None:
             self._sites = {}
-            for n in walk_tree(self.ctx.tree):
+            for n in nodes_of(self.ctx.tree, ast.Call):
                 if isinstance(n, ast.Call):
                     for t in self.targets(n):
                         self._sites.setdefault(t, []).append(n)

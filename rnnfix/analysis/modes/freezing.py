@@ -31,7 +31,7 @@ from rnnfix.analysis.modes.records import GradSwitch
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import FuncNode
-from rnnfix.analysis.syntax.walks import walk_tree
+from rnnfix.analysis.syntax.walks import nodes_of, walk_tree
 from rnnfix.analysis.torch.mode import Mode
 
 if TYPE_CHECKING:
@@ -212,7 +212,7 @@ class Freezing:
         ``may_be_none`` question (a walk of the whole tree each time)."""
         flow = self.flow
         out = []
-        for node in walk_tree(flow.tree):
+        for node in nodes_of(flow.tree, ast.Assign, ast.AnnAssign):
             if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
                 continue
             if not _none_on_some_path(node.value):

@@ -47,7 +47,7 @@ from rnnfix.analysis.modes.loads import (
 )
 from rnnfix.analysis.modes.modeluse import ModelUses
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
-from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_local, walk_tree, words
+from rnnfix.analysis.syntax.walks import FUNCTIONS, nodes_of, walk_local, walk_tree, words
 from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.api import MODULE_METHODS, module_mode_switch
 from rnnfix.source.files import is_test_source
@@ -324,8 +324,9 @@ class InferenceClasses:
         if inner.id not in params:
             return False
         index = params.index(inner.id) - 1  # ``self`` is not passed
-        for node in walk_tree(self.ctx.tree):
-            if not isinstance(node, ast.Call) or dotted(node.func) not in (h.cls.name, "cls"):
+        for node in nodes_of(self.ctx.tree, ast.Call):
+            assert isinstance(node, ast.Call)
+            if dotted(node.func) not in (h.cls.name, "cls"):
                 continue
             arg: ast.expr | None = node.args[index] if 0 <= index < len(node.args) else None
             arg = next((k.value for k in node.keywords if k.arg == inner.id), arg)
@@ -338,13 +339,12 @@ class InferenceClasses:
         """A mode call on ``self.<name>`` or on ``<instance>.<name>`` anywhere
         in the file (``predictor.model.eval()``): the author sets its mode."""
         suffix = "." + attr.split(".", 1)[1]
-        for node in walk_tree(self.ctx.tree):
-            if isinstance(node, ast.Call):
-                switch = module_mode_switch(node)
-                if switch is not None:
-                    text = dotted(strip_self_returning(switch.receiver)) or ""
-                    if text == attr or text.endswith(suffix):
-                        return True
+        for node in nodes_of(self.ctx.tree, ast.Call):
+            switch = module_mode_switch(node)
+            if switch is not None:
+                text = dotted(strip_self_returning(switch.receiver)) or ""
+                if text == attr or text.endswith(suffix):
+                    return True
         return self.analysis._switched(attr)
 
     def _aliased(self, cls: ast.ClassDef, attr: str) -> bool:

@@ -43,7 +43,7 @@ from rnnfix.analysis.modes.modeluse import ModelUses, mentions
 from rnnfix.analysis.modes.regions import probes_shapes
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import FuncNode
-from rnnfix.analysis.syntax.walks import FUNCTIONS, block_of, walk_tree
+from rnnfix.analysis.syntax.walks import FUNCTIONS, block_of, nodes_of, walk_tree
 from rnnfix.analysis.torch.api import WRAPPERS, module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.source.files import holds_test_code, is_test_source
@@ -126,7 +126,7 @@ class InferenceAnalysis:
         for scope in scopes:
             if next(gradient_uses(self.ctx, scope), None) is not None:
                 return True
-        for node in walk_tree(self.ctx.tree):
+        for node in nodes_of(self.ctx.tree, ast.Call):
             if isinstance(node, ast.Call):
                 qual = self.ctx.facts.imports.qualname(node.func) or ""
                 if qual.startswith("torch.optim.") or qual.endswith("GradScaler"):
@@ -243,7 +243,7 @@ class InferenceAnalysis:
                 found[target.id] = _end(node)
         if load.scope is None:
             # A script's name that a function binds as a global is not one name.
-            for node in walk_tree(self.ctx.tree):
+            for node in nodes_of(self.ctx.tree, ast.Global):
                 if isinstance(node, ast.Global):
                     for n in node.names:
                         bound[n] = bound.get(n, 0) + 2
@@ -353,7 +353,7 @@ class InferenceAnalysis:
         """``refine_net = None`` somewhere: the model may not exist where it
         is used (``if args.refine: refine_net = RefineNet(); ...``), and an
         ``eval()`` outside the branch that builds it would fail on None."""
-        for node in walk_tree(self.ctx.tree):
+        for node in nodes_of(self.ctx.tree, ast.Assign, ast.AnnAssign):
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 if any(dotted(t) == model for t in targets) and _may_be_none(node.value):

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from rnnfix.analysis.modes.flow import chained_mode
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import FileIndex, FuncNode
-from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_local, walk_tree
+from rnnfix.analysis.syntax.walks import FUNCTIONS, nodes_of, walk_local, walk_tree
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.classfacts import weight_loaders
 from rnnfix.analysis.torch.models import ModuleClasses, built_class, unwrap_built
@@ -470,7 +470,7 @@ class LoadFinder:
 
     def _pretrained(self, model: str) -> bool:
         """Bound to ``from_pretrained(...)`` (transformers returns eval models)."""
-        for node in walk_tree(self.ctx.tree):
+        for node in nodes_of(self.ctx.tree, ast.Assign):
             if isinstance(node, ast.Assign) and any(dotted(t) == model for t in node.targets):
                 for n in ast.walk(node.value):
                     if isinstance(n, ast.Attribute) and n.attr == "from_pretrained":

@@ -21,7 +21,7 @@ import ast
 from collections.abc import Callable
 
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
-from rnnfix.analysis.syntax.walks import FUNCTIONS, LOOPS, walk_local, walk_tree
+from rnnfix.analysis.syntax.walks import FUNCTIONS, LOOPS, nodes_of, walk_local, walk_tree
 
 # (method that may run first, method that may run after it)
 Order = frozenset[tuple[str, str]]
@@ -32,7 +32,7 @@ def method_order(tree: ast.Module, is_class: Callable[[ast.expr], bool]) -> Orde
     recognises (given a constructor call's ``func``), in an order that may
     run. A constructor call counts as ``__init__``, before every method."""
     instances: set[str] = set()
-    for node in walk_tree(tree):
+    for node in nodes_of(tree, ast.Assign, ast.AnnAssign):
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             value = strip_self_returning(node.value)
             if isinstance(value, ast.Call) and is_class(value.func):

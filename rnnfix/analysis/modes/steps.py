@@ -21,7 +21,7 @@ from rnnfix.analysis.modes.records import ModeCall, ModelCall, TrainingStep
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.scopes import FuncNode
-from rnnfix.analysis.syntax.walks import walk_tree
+from rnnfix.analysis.syntax.walks import nodes_of, walk_tree
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.models import mode_receiver
 
@@ -318,7 +318,7 @@ class StepEvidence:
 def _optimizer_names(flow: FlowView) -> tuple[set[str], set[str]]:
     yes: set[str] = set()
     no: set[str] = set()
-    for node in walk_tree(flow.tree):
+    for node in nodes_of(flow.tree, ast.Assign):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             q = flow.imports.qualname(node.value.func) or ""
             for t in node.targets:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from rnnfix.analysis.modes.modeapi import callable_parameters
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
-from rnnfix.analysis.syntax.walks import walk_tree
+from rnnfix.analysis.syntax.walks import nodes_of, walk_tree
 from rnnfix.analysis.torch.api import DATA_PARALLEL, MODULE_METHODS, module_mode_switch
 from rnnfix.analysis.torch.models import ModelInfo, mode_receiver
 
@@ -115,7 +115,7 @@ class WrapperPaths:
     def _assigned_wrapper(self, path: str) -> bool:
         if self._wrapper_values is None:
             self._wrapper_values = {}
-            for node in walk_tree(self.flow.tree):
+            for node in nodes_of(self.flow.tree, ast.Assign, ast.AnnAssign):
                 if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                     if not isinstance(strip_self_returning(node.value), ast.Call):
                         continue

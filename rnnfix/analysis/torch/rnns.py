@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from rnnfix.analysis.syntax.imports import ImportMap
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
-from rnnfix.analysis.syntax.walks import walk_tree
+from rnnfix.analysis.syntax.walks import nodes_of, walk_tree
 from rnnfix.analysis.torch.api import DATA_PARALLEL
 
 _NN = ("torch.nn.", "torch.nn.modules.rnn.")
@@ -84,7 +84,7 @@ class RnnIndex:
         self.imports = imports
         self.imported = imported
         self.classes: dict[str, ast.ClassDef] = {}
-        for node in walk_tree(tree):
+        for node in nodes_of(tree, ast.ClassDef):
             if isinstance(node, ast.ClassDef):
                 self.classes.setdefault(node.name, node)
         self._constants = _module_constants(tree)
@@ -250,7 +250,7 @@ def _as_int(value: float | None) -> int | None:
 def _module_constants(tree: ast.Module) -> dict[str, float]:
     """``DROPOUT = 0.3`` at module level, bound exactly once in the file."""
     counts: dict[str, int] = {}
-    for node in walk_tree(tree):
+    for node in nodes_of(tree, ast.Name):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             counts[node.id] = counts.get(node.id, 0) + 1
     out: dict[str, float] = {}

@@ -30,6 +30,7 @@ from rnnfix.analysis.syntax.walks import (
     block_of,
     body_without_docstring,
     enclosing_stmt,
+    nodes_of,
     scope_of,
     suspends,
     walk_all_local,
@@ -694,7 +695,7 @@ class RegionJudge:
         lines: list[int] = []
         wrapped: set[str | None] = set()
         imports = self.ctx.facts.imports
-        for node in walk_tree(self.ctx.tree):
+        for node in nodes_of(self.ctx.tree, ast.Name):
             if not isinstance(node, ast.Name) or node.id != name:
                 continue
             if not isinstance(node.ctx, ast.Store):

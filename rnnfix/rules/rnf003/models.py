@@ -21,7 +21,7 @@ from rnnfix.analysis.grads.gradctx import Handlers, LocalFunctions, gradient_use
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted, parent_path, strip_self_returning
 from rnnfix.analysis.syntax.scopes import Resolved, names_bound
-from rnnfix.analysis.syntax.walks import FUNCTIONS, scope_of, walk_local, walk_tree
+from rnnfix.analysis.syntax.walks import FUNCTIONS, nodes_of, scope_of, walk_local, walk_tree
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.forwards import forward_methods
 from rnnfix.analysis.torch.models import ModelInfo, built_class, unwrap_built
@@ -175,7 +175,7 @@ class ModelIndex:
         when it is annotated ``Model: torch.nn.Module`` (cleanrl's evaluators
         take the class that way); an ``eval()`` on it would raise TypeError."""
         used_as_module = set(models)
-        for n in walk_tree(self.ctx.tree):
+        for n in nodes_of(self.ctx.tree, ast.Call):
             if (
                 isinstance(n, ast.Call)
                 and isinstance(n.func, ast.Attribute)
@@ -184,7 +184,7 @@ class ModelIndex:
             ):
                 used_as_module.add(receiver)
         out: set[str] = set()
-        for n in walk_tree(self.ctx.tree):
+        for n in nodes_of(self.ctx.tree, ast.Assign):
             if not isinstance(n, ast.Assign):
                 continue
             value = strip_self_returning(n.value)
