@@ -257,8 +257,14 @@ class ClassTable:
             return self._stateless_value(value.operand, fn)
         if isinstance(value, ast.BinOp):
             return self._stateless_value(value.left, fn) and self._stateless_value(value.right, fn)
+        if isinstance(value, ast.IfExp):
+            # ``self.loss = error_rate if eval_mode else TextureLoss(w)``: either
+            # branch may be what it holds.
+            return self._stateless_value(value.body, fn) and self._stateless_value(
+                value.orelse, fn
+            )
         if isinstance(value, ast.Name):
-            return _constant_default(fn, value.id)
+            return _constant_default(fn, value.id) or self._function_reference(value.id, fn)
         if isinstance(value, ast.Call):
             q = self.imports.qualname(value.func) or ""
             if q.startswith("torch.") and not q.startswith("torch.nn."):
@@ -266,6 +272,21 @@ class ClassTable:
             ref = self.ref_call(value)
             return ref.module is False or (ref.module is True and not ref.stateful)
         return False
+
+    def _function_reference(self, name: str, fn: classfacts.FuncDef) -> bool:
+        """``name`` in ``fn`` is a module-level function of the file (a plain
+        function object, no parameter and no module): not a parameter of
+        ``fn`` nor a name it binds, and not a class."""
+        if name not in self.functions or name in self.classes:
+            return False
+        a = fn.args
+        params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p}
+        if name in params:
+            return False
+        return not any(
+            isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+            for n in ast.walk(fn)
+        )
 
 
 def _elements(values: list[ast.expr]) -> list[ast.expr]:
