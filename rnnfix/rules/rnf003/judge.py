@@ -49,6 +49,7 @@ from rnnfix.rules.rnf003.handoff import trainer_handoff
 from rnnfix.rules.rnf003.models import ModelIndex
 from rnnfix.rules.rnf003.modes import (
     DELIBERATE,
+    builds_mode_free_class,
     chosen_train,
     constructor_evals,
     evaluation_evals_before,
@@ -564,6 +565,11 @@ class RegionJudge:
                     func, model, at
                 ) and not self._evaluated_through_wrapper(func, model, at):
                     need.eval_models.append(model)
+        if need.eval_models and all(builds_mode_free_class(self.ctx, m) for m in need.eval_models):
+            # Every model it would switch computes the same in both modes
+            # (Linear layers only, in classes of this or other files): an
+            # ``eval()`` here would change nothing.
+            need.eval_models = []
         if managed:
             # The region sets the mode itself; only a stray ``train()`` after
             # its own ``eval()`` (every forward runs after it) is still a bug.
@@ -933,9 +939,7 @@ class RegionJudge:
             if region.signal == "after-step"
             else "Evaluation loop"
         )
-        models = (
-            need.eval_models or need.recording or sorted(calls, key=lambda m: _first(calls[m]))
-        )
+        models = need.eval_models or need.recording or sorted(calls, key=lambda m: _first(calls[m]))
         names = ", ".join(f"`{m}`" for m in models)
         evals = ", ".join(f"`{m}.eval()`" for m in need.eval_models)
         switched = ", ".join(f"`{m}`" for m in need.leftover)
