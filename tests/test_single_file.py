@@ -87,6 +87,20 @@ def test_package_reexports_are_followed(tmp_path: Path) -> None:
     assert sorted(Path(f).name for f in found) == ["__init__.py", "generator.py"]
 
 
+def test_imports_of_imported_files_are_followed_a_few_steps(tmp_path: Path) -> None:
+    """``trainer.py`` builds ``model.RecurrentAttention``, whose parts live in
+    ``modules.py``: a class's parts are read across the files it imports."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / ".git").mkdir()
+    chain = ["trainer", "model", "modules", "layers", "base", "far"]
+    for importer, imported in zip(chain, chain[1:], strict=False):
+        (root / f"{importer}.py").write_text(f"import {imported}\n")
+    (root / "far.py").write_text("")
+    found = imported_files([root / "trainer.py"])
+    assert sorted(Path(f).stem for f in found) == ["layers", "model", "modules"]
+
+
 def test_folder_run_parses_nothing_to_find_imports(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -218,3 +218,123 @@ def test_containers_are_stateless_only_when_every_element_is() -> None:
     assert check("acts", source=source).kind == "stateless"
     assert check("stack", source=source).provable
     assert check("blocks", source=source).override
+
+
+SWITCHED_LOSSES = """
+import torch.nn as nn
+
+
+def error_rate(preds, targets):
+    return (preds != targets).float().mean()
+
+
+class Picked(nn.Module):
+    def __init__(self, eval_mode=False, train=True):
+        super().__init__()
+        self.loss = error_rate if eval_mode else nn.CrossEntropyLoss()
+        self.train = train
+
+
+class PickedLayer(nn.Module):
+    def __init__(self, eval_mode=False):
+        super().__init__()
+        self.loss = error_rate if eval_mode else nn.Linear(2, 2)
+
+
+class Rebound(nn.Module):
+    def __init__(self):
+        super().__init__()
+        error_rate = nn.Linear(2, 2)
+        self.loss = error_rate
+
+
+class Flagged(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+        self.train = True
+
+
+picked = Picked()
+flagged = Flagged()
+layer = PickedLayer()
+rebound = Rebound()
+"""
+
+
+def test_a_conditional_choice_of_parameter_free_parts_holds_no_state() -> None:
+    summary = summarise(textwrap.dedent(SWITCHED_LOSSES), "/p/losses.py")
+    assert summary is not None
+    assert not summary.classes["Picked"].holds_state
+    assert summary.classes["PickedLayer"].holds_state  # one branch has parameters
+    assert summary.classes["Rebound"].holds_state  # the name is a local, not the function
+
+
+@pytest.mark.parametrize("method", ["train", "eval"])
+def test_an_instance_attribute_named_train_hides_the_mode_switch(method: str) -> None:
+    summary = summarise(textwrap.dedent(SWITCHED_LOSSES), "/p/losses.py")
+    assert summary is not None
+    why = summary.classes["Picked"].mode_overrides["train"]
+    assert "assigns `self.train`" in why
+    found = check("flagged", method, source=SWITCHED_LOSSES)
+    assert found.override and "hides the `train` method" in (found.reason or "")
+
+
+MODE_FREE = """
+import torch.nn as nn
+import torch.nn.functional as F
+from blocks import Block
+
+
+class Plain:
+    pass
+
+
+class Head(nn.Module):
+    def __init__(self, width, std):
+        super().__init__()
+        self.std = std
+        self.plain = Plain()
+        self.layers = nn.ModuleList([nn.Linear(width, width) for _ in range(2)])
+
+    def forward(self, x):
+        return self.layers[1](F.relu(self.layers[0](x))) * self.std
+
+
+class Net(nn.Module):
+    def __init__(self, width, std):
+        super().__init__()
+        self.head = Head(width, std)
+        self.body = Block(width)
+
+
+class Dropping(Head):
+    def __init__(self, width, std):
+        super().__init__(width, std)
+        self.layers.append(nn.Dropout(0.1))
+
+
+class Flagged(nn.Module):
+    def forward(self, x):
+        return F.dropout(x, 0.5, self.training)
+
+
+class Runs(nn.Module):
+    def __init__(self, encoder):
+        super().__init__()
+        self.encoder = encoder
+
+    def forward(self, x):
+        return self.encoder(x)
+"""
+
+
+def test_mode_free_classes_and_what_they_need_from_other_files() -> None:
+    summary = summarise(textwrap.dedent(MODE_FREE), "/p/models.py")
+    assert summary is not None
+    needs = {name: cls.mode_free_needs for name, cls in summary.classes.items()}
+    assert needs["Head"] == ()  # a number the caller passes, read as one
+    assert needs["Net"] == ("Block",)  # the other file's class decides
+    assert needs["Dropping"] is None  # a Dropout added to the inherited list
+    assert needs["Flagged"] is None  # reads ``self.training``
+    assert needs["Runs"] is None  # runs a module the caller passes

@@ -30,7 +30,7 @@ from the project index (``ClassSummary.mode_overrides`` / ``holds_state``).
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -38,7 +38,12 @@ from rnnfix.analysis.syntax.imports import ImportMap
 from rnnfix.analysis.syntax.names import dotted, is_below, strip_self_returning
 from rnnfix.analysis.syntax.walks import nodes_of
 from rnnfix.analysis.torch import classfacts, library
-from rnnfix.analysis.torch.api import WRAPPERS, is_stateless_torch_module, module_mode_switch
+from rnnfix.analysis.torch.api import (
+    WRAPPERS,
+    is_mode_free_torch_module,
+    is_stateless_torch_module,
+    module_mode_switch,
+)
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modes.modeflow import ModeFlow
@@ -99,6 +104,7 @@ class ClassTable:
         lookup: Callable[[ast.expr], ClassSummary | None] | None = None,
         file: str | None = None,
         functions: Mapping[str, ast.AST] | None = None,
+        mode_free_of: Callable[[ast.expr], bool] | None = None,
     ) -> None:
         self.file = file  # named in the reasons (a summary for other files of the run)
         self.classes = classes
@@ -108,7 +114,11 @@ class ClassTable:
         self.imports = imports
         self.modules = modules
         self.lookup = lookup
+        # Whether a class of another file of the run that an expression names
+        # computes the same in both modes (``ProjectView.mode_free``).
+        self.mode_free_of = mode_free_of
         self._overrides: dict[str, dict[str, str]] = {}
+        self._mode_free: dict[str, frozenset[str] | None] = {}
         self._state: dict[str, bool] = {}
         self._busy: set[str] = set()
         self._built: dict[ast.Call, ClassRef] = {}
@@ -267,8 +277,12 @@ class ClassTable:
             return self._stateless_value(value.operand, fn)
         if isinstance(value, ast.BinOp):
             return self._stateless_value(value.left, fn) and self._stateless_value(value.right, fn)
+        if isinstance(value, ast.IfExp):
+            # ``self.loss = error_rate if eval_mode else TextureLoss(w)``: either
+            # branch may be what it holds.
+            return self._stateless_value(value.body, fn) and self._stateless_value(value.orelse, fn)
         if isinstance(value, ast.Name):
-            return _constant_default(fn, value.id)
+            return _constant_default(fn, value.id) or self._function_reference(value.id, fn)
         if isinstance(value, ast.Call):
             q = self.imports.qualname(value.func) or ""
             if q.startswith("torch.") and not q.startswith("torch.nn."):
@@ -276,6 +290,250 @@ class ClassTable:
             ref = self.ref_call(value)
             return ref.module is False or (ref.module is True and not ref.stateful)
         return False
+
+    # --- mode-free classes ----------------------------------------------------
+    def mode_free_call(self, call: ast.Call) -> bool:
+        """``call`` builds a module whose forward provably computes the same in
+        train and eval mode, whatever other files it needs are (``mode_free``)."""
+        q = self.imports.qualname(call.func) or ""
+        if is_mode_free_torch_module(q):
+            return True
+        if isinstance(call.func, ast.Name) and call.func.id in self.classes:
+            needs = self.mode_free(call.func.id)
+            return needs is not None and all(self._external_mode_free(n) for n in needs)
+        return self._external_mode_free(dotted(call.func))
+
+    def _external_mode_free(self, name: str | None) -> bool:
+        if name is None or self.mode_free_of is None:
+            return False
+        parts = name.split(".")
+        expr: ast.expr = ast.Name(id=parts[0], ctx=ast.Load())
+        for part in parts[1:]:
+            expr = ast.Attribute(value=expr, attr=part, ctx=ast.Load())
+        return self.mode_free_of(expr)
+
+    def mode_free(self, name: str) -> frozenset[str] | None:
+        """Whether module class ``name`` of the file computes the same in train
+        and eval mode: the dotted names (as the file writes them) of the
+        classes of other files it builds or derives from, on which that
+        depends; None when it is not provable. Its bases, and everything it
+        keeps on ``self``, must be shown to be: ``nn.Module``, a ``torch.nn``
+        layer without a mode (``nn.Linear``, ``nn.ReLU``), a container of
+        those, a mode-free class, a plain object or value; a constructor
+        argument only where the class never runs it (read only as a number
+        or a tensor: ``Normal(mu, self.std)``). Nothing in the class may read
+        ``self.training``, register children by name or build a layer with a
+        mode. ``eval()`` on such a module changes nothing (recurrent-visual-
+        attention's Linear-only glimpse, core and location networks)."""
+        if name in self._mode_free:
+            return self._mode_free[name]
+        cls = self.classes.get(name)
+        if cls is None or name in self._busy:
+            return None
+        self._busy.add(name)
+        try:
+            found = self._class_mode_free(cls)
+        finally:
+            self._busy.discard(name)
+        self._mode_free[name] = found
+        return found
+
+    def _class_mode_free(self, cls: ast.ClassDef) -> frozenset[str] | None:
+        needs: set[str] = set()
+        for base in cls.bases:
+            q = self.imports.qualname(base) or ""
+            if q in _BASE_MODULE or is_mode_free_torch_module(q):
+                continue
+            if isinstance(base, ast.Name) and base.id in self.classes:
+                inner = self.mode_free(base.id)
+            else:
+                text = dotted(base)
+                inner = (
+                    frozenset({text}) if text is not None and not q.startswith("torch.") else None
+                )
+            if inner is None:
+                return None
+            needs |= inner
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Attribute) and node.attr == "training":
+                return None
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else dotted(func)
+            if called in _REGISTERING or called == "setattr":
+                return None  # children added by name: not read here
+            q = self.imports.qualname(func) or ""
+            if q.startswith("torch.nn.") and q.rsplit(".", 1)[-1][:1].isupper():
+                if not (is_mode_free_torch_module(q) or q in _CONTAINERS):
+                    return None  # a layer with a mode (Dropout, BatchNorm, an RNN)
+        for attr, value, fn in classfacts.self_assignments(cls):
+            inner = self._value_mode_free(value, fn, cls, attr)
+            if inner is None:
+                return None
+            needs |= inner
+        for value, fn in _added_children(cls):
+            inner = self._value_mode_free(value, fn, cls, None)
+            if inner is None:
+                return None
+            needs |= inner
+        return frozenset(needs)
+
+    def _value_mode_free(
+        self, value: ast.expr, fn: classfacts.FuncDef, cls: ast.ClassDef, attr: str | None
+    ) -> frozenset[str] | None:
+        """What ``value``, kept on an instance, needs to be mode-free (see
+        ``mode_free``); None when it cannot be."""
+        if isinstance(value, ast.IfExp):
+            body = self._value_mode_free(value.body, fn, cls, attr)
+            orelse = self._value_mode_free(value.orelse, fn, cls, attr)
+            return body | orelse if body is not None and orelse is not None else None
+        if isinstance(value, ast.Call):
+            q = self.imports.qualname(value.func) or ""
+            if q in _CONTAINERS:
+                return self._elements_mode_free(value, fn, cls)
+            if is_mode_free_torch_module(q):
+                return frozenset()
+            if isinstance(value.func, ast.Name) and value.func.id in self.classes:
+                if value.func.id not in self.modules:
+                    return frozenset()  # a plain object: no child a mode call reaches
+                return self.mode_free(value.func.id)
+            if isinstance(value.func, ast.Name) and value.func.id in self.functions:
+                return None  # a layer built by a function of the file
+            text = dotted(value.func)
+            if (
+                text is not None
+                and not q.startswith("torch.")
+                and q.rsplit(".", 1)[-1][:1].isupper()
+            ):
+                return frozenset({text})  # a class of another file, maybe
+        if self._stateless_value(value, fn):
+            return frozenset()
+        if (
+            attr is not None
+            and isinstance(value, ast.Name)
+            and _inert_attribute(cls, attr, self.imports)
+        ):
+            return frozenset()  # a constructor argument the class never runs
+        return None
+
+    def _elements_mode_free(
+        self, call: ast.Call, fn: classfacts.FuncDef, cls: ast.ClassDef
+    ) -> frozenset[str] | None:
+        """``nn.Sequential(nn.Linear(...), nn.ReLU())``, ``nn.ModuleList([Block()
+        for _ in range(n)])``: every element written out and mode-free."""
+        needs: set[str] = set()
+        values: list[ast.expr] = [*call.args, *(k.value for k in call.keywords)]
+        for v in values:
+            if isinstance(v, ast.Starred):
+                v = v.value  # ``nn.Sequential(*[Block(w) for _ in range(n)])``
+                if not isinstance(v, ast.ListComp | ast.GeneratorExp | ast.List | ast.Tuple):
+                    return None
+            if isinstance(v, ast.ListComp | ast.GeneratorExp):
+                v = v.elt
+            elif isinstance(v, ast.DictComp):
+                v = v.value
+            leaves = _elements([v])
+            for leaf in leaves:
+                if isinstance(leaf, ast.Starred):
+                    return None
+                inner = self._value_mode_free(leaf, fn, cls, None)
+                if inner is None:
+                    return None
+                needs |= inner
+        return frozenset(needs)
+
+    def _function_reference(self, name: str, fn: classfacts.FuncDef) -> bool:
+        """``name`` in ``fn`` is a module-level function of the file (a plain
+        function object, no parameter and no module): not a parameter of
+        ``fn`` nor a name it binds, and not a class."""
+        if name not in self.functions or name in self.classes:
+            return False
+        a = fn.args
+        params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p}
+        if name in params:
+            return False
+        return not any(
+            isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+            for n in ast.walk(fn)
+        )
+
+
+# Methods that add a child to a module or a container on ``self``.
+_REGISTERING = frozenset({"add_module", "register_module", "register_parameter"})
+_ADDING = frozenset({"append", "extend", "insert", "update"})
+# Builtins that read a number: a value handed to them is no module.
+_NUMERIC_BUILTINS = frozenset({"int", "float", "round", "abs", "min", "max", "range", "len"})
+
+
+def _added_children(cls: ast.ClassDef) -> Iterator[tuple[ast.expr, classfacts.FuncDef]]:
+    """What a method adds to a container on ``self``: ``self.layers.append(v)``,
+    ``self.blocks[k] = v`` (a list's elements are what ``extend`` takes)."""
+    for fn, this in _methods_with_self(cls):
+        for node in ast.walk(fn):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _ADDING
+                and _on(node.func.value, this)
+            ):
+                for arg in [*node.args, *(k.value for k in node.keywords)]:
+                    yield from ((v, fn) for v in _elements([arg]))
+            elif isinstance(node, ast.Assign):
+                for t in node.targets:
+                    if isinstance(t, ast.Subscript) and _on(t.value, this):
+                        yield node.value, fn
+
+
+def _methods_with_self(cls: ast.ClassDef) -> Iterator[tuple[classfacts.FuncDef, str]]:
+    for fn in classfacts.methods(cls).values():
+        params = [p.arg for p in (*fn.args.posonlyargs, *fn.args.args)]
+        if params:
+            yield fn, params[0]
+
+
+def _on(expr: ast.expr, this: str) -> bool:
+    text = dotted(expr)
+    return text is not None and is_below(text, this)
+
+
+def _inert_attribute(cls: ast.ClassDef, attr: str, imports: ImportMap) -> bool:
+    """Every read of ``self.<attr>`` in the class uses it as a number or a
+    tensor (an operand, a ``torch`` function's or a numeric builtin's
+    argument, an index), never runs it: whatever a caller passes, the class
+    runs no module through it."""
+    for fn, this in _methods_with_self(cls):
+        parents: dict[ast.AST, ast.AST] = {}
+        for node in ast.walk(fn):
+            for child in ast.iter_child_nodes(node):
+                parents[child] = node
+        for node in parents:
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == attr
+                and isinstance(node.ctx, ast.Load)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == this
+                and not _numeric_use(node, parents, imports)
+            ):
+                return False
+    return True
+
+
+def _numeric_use(read: ast.expr, parents: Mapping[ast.AST, ast.AST], imports: ImportMap) -> bool:
+    up = parents.get(read)
+    if isinstance(up, ast.keyword):
+        up = parents.get(up)
+    if isinstance(up, ast.BinOp | ast.UnaryOp | ast.Compare | ast.BoolOp | ast.FormattedValue):
+        return True
+    if isinstance(up, ast.Subscript) and up.slice is read:
+        return True
+    if isinstance(up, ast.Call) and up.func is not read:
+        q = imports.qualname(up.func) or ""
+        return (q.startswith("torch.") and not q.startswith("torch.nn.")) or (
+            dotted(up.func) in _NUMERIC_BUILTINS
+        )
+    return False
 
 
 def _elements(values: list[ast.expr]) -> list[ast.expr]:
@@ -358,6 +616,7 @@ class Receivers:
             flow.classes.modules,
             _lookup(ctx),
             functions=classfacts.module_functions(ctx.tree.body),
+            mode_free_of=ctx.facts.project.mode_free if ctx.facts.project is not None else None,
         )
         self._assigned: dict[str, list[ast.expr]] = {}
         self._annotated: dict[str, list[ast.expr]] = {}

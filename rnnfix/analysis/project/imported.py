@@ -12,9 +12,11 @@ the run; the project index (``rnnfix.analysis.project.index``) then summarises t
 beside the run's own files, and fixes still go only into the run's files.
 
 It follows as far as the index does: the imported file itself (its
-summaries are computed without an index: one file deep), and a name a file
+summaries are computed without an index: one file deep), a name a file
 re-exports (``from .engine import fit`` in a package's ``__init__.py``, up
-to ``_MAX_REEXPORTS`` steps). Nothing outside the project is read: a file
+to ``_MAX_REEXPORTS`` steps), and the imports of imported files
+(``_IMPORTED_DEPTH`` steps: the index follows a class's parts into the
+files its file imports, ``ProjectView.mode_free``). Nothing outside the project is read: a file
 outside the project root, in ``site-packages``/``dist-packages`` or under a
 virtual environment (a folder with ``pyvenv.cfg``) stays unknown, as
 third-party code always is.
@@ -44,6 +46,7 @@ _IMPORT_LINE = re.compile(
 )
 _THIRD_PARTY_DIRS = frozenset({"site-packages", "dist-packages"})
 _MAX_REEXPORTS = 3
+_IMPORTED_DEPTH = 2  # imports of imported files followed this many steps
 
 
 def imported_files(paths: Iterable[Path]) -> list[str]:
@@ -56,6 +59,16 @@ def imported_files(paths: Iterable[Path]) -> list[str]:
     finder = _Finder(run)
     for path in sorted(run):
         finder.scan(path)
+    # The imports of imported files, a few steps: a model class of
+    # ``model.py`` built from the layers of ``modules.py`` is known only
+    # through both (``ProjectView.mode_free`` follows a class's parts across
+    # files). Each is summarised only if a lookup reaches it.
+    frontier = sorted(finder.found)
+    for _ in range(_IMPORTED_DEPTH):
+        before = set(finder.found)
+        for path in frontier:
+            finder.scan(path)
+        frontier = sorted(finder.found - before)
     return sorted(finder.found)
 
 

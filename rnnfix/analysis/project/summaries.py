@@ -85,6 +85,10 @@ class ClassSummary:
     # Dropout, BatchNorm or ``self.training`` in it or its file's classes it
     # builds (``classfacts.builds_mode_layers``): ``eval()`` changes its output.
     mode_layers: bool = False
+    # Its forward computes the same in train and eval mode, provided the
+    # classes of other files it builds or derives from (dotted names as its
+    # file writes them) do too (``ClassTable.mode_free``); None: not provable.
+    mode_free_needs: tuple[str, ...] | None = None
     # Methods that load trained weights into the instance (``load_weights``:
     # ``classfacts.weight_loaders``): ``model.load_weights(path)`` is a load.
     weight_loaders: frozenset[str] = frozenset()

@@ -141,6 +141,7 @@ def _summarise(
                     mode_overrides=overrides,
                     holds_state=state,
                     mode_layers=table.mode_layers(name) if is_module else False,
+                    mode_free_needs=_sorted(table.mode_free(name)) if is_module else None,
                     weight_loaders=(
                         weight_loaders(defs[name]) if is_module and name in defs else frozenset()
                     ),
@@ -452,3 +453,7 @@ def _method_names(classes: dict[str, ast.ClassDef], name: str) -> list[str]:
                 out.setdefault(stmt.name, None)
         todo.extend(b.id for b in cls.bases if isinstance(b, ast.Name))
     return list(out)
+
+
+def _sorted(names: frozenset[str] | None) -> tuple[str, ...] | None:
+    return tuple(sorted(names)) if names is not None else None

@@ -134,6 +134,50 @@ class ProjectView:
         found = self.lookup(expr)
         return found if isinstance(found, ClassSummary) else None
 
+    def mode_free(self, expr: ast.AST) -> bool:
+        """The imported module class ``expr`` of another file of the run
+        computes the same in train and eval mode: its summary proves it
+        (``ClassSummary.mode_free_needs``) and so, from its own file, do the
+        classes of other files it needs (followed a few files deep)."""
+        text = dotted(expr)
+        target = self._target(text) if text is not None else None
+        return target is not None and self._mode_free_at(target[0], target[1], 0)
+
+    def _mode_free_at(self, file: str, names: tuple[str, ...], depth: int) -> bool:
+        found = self._class_at(file, names, depth)
+        if found is None:
+            return False
+        home, cls = found
+        needs = cls.mode_free_needs
+        if needs is None or not cls.is_module:
+            return False
+        return all(self._mode_free_at(home, tuple(need.split(".")), depth + 1) for need in needs)
+
+    def _class_at(
+        self, file: str, names: tuple[str, ...], depth: int
+    ) -> tuple[str, ClassSummary] | None:
+        """The class ``names`` reaches from ``file`` (its imports and
+        re-exports followed, star imports not) and the file that defines it."""
+        while depth <= MAX_REEXPORTS and names:
+            self.consulted.add(file)
+            module = self.index.files.get(file)
+            if module is None:
+                return None
+            head, rest = names[0], names[1:]
+            if head in module.classes:
+                return (file, module.classes[head]) if not rest else None
+            binding = module.imports.get(head)
+            found = (
+                self.index.resolve(file, binding[0], binding[1] + rest)
+                if binding is not None
+                else None
+            )
+            if found is None or found[0] == file:
+                return None
+            file, names = found
+            depth += 1
+        return None
+
     def factory_class(self, expr: ast.AST) -> ClassSummary | None:
         """The module class a factory function of another file of the run
         (``create_model``) builds and returns on every path

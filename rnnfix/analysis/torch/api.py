@@ -137,3 +137,22 @@ def is_stateless_torch_module(qualname: str) -> bool:
         return False
     last = qualname.rsplit(".", 1)[-1]
     return last in _STATELESS or last.endswith(_STATELESS_FAMILIES)
+
+
+# ``torch.nn`` layers with parameters but the same forward in train and eval
+# mode (no dropout, no running statistics). InstanceNorm
+# (``track_running_stats``), RReLU (random in training), RNNs and Transformer
+# layers (dropout) are not here.
+_MODE_FREE_LAYERS = frozenset(
+    {"Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+     "ConvTranspose2d", "ConvTranspose3d", "Embedding", "EmbeddingBag", "LayerNorm",
+     "GroupNorm", "LocalResponseNorm", "PReLU"}
+)  # fmt: skip
+
+
+def is_mode_free_torch_module(qualname: str) -> bool:
+    """A ``torch.nn`` module class whose forward is the same in train and eval
+    mode: a stateless one, or a layer with parameters only (``nn.Linear``)."""
+    return is_stateless_torch_module(qualname) or (
+        qualname.startswith("torch.nn.") and qualname.rsplit(".", 1)[-1] in _MODE_FREE_LAYERS
+    )

@@ -52,6 +52,17 @@ def mode_overrides(cls: ast.ClassDef, file: str | None = None) -> dict[str, str]
             why = _override_problem(cls.name, fn, file)
             if why is not None:
                 out[name] = why
+    for attr, _value, fn in self_assignments(cls):
+        if attr in _MODE_METHODS:
+            # ``self.train = train`` (a flag): the instance attribute hides the
+            # method, and ``m.train()``/``m.eval()`` (``self.train(False)``),
+            # or a parent module's ``train(mode)``, call a non-callable.
+            line = f"{file} line {fn.lineno}" if file else f"line {fn.lineno}"
+            out.setdefault(
+                attr,
+                f"`{cls.name}.{fn.name}` ({line}) assigns `self.{attr}`, an instance "
+                f"attribute that hides the `{attr}` method",
+            )
     return out
 
 

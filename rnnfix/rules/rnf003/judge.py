@@ -50,6 +50,7 @@ from rnnfix.rules.rnf003.handoff import trainer_handoff
 from rnnfix.rules.rnf003.models import ModelIndex
 from rnnfix.rules.rnf003.modes import (
     DELIBERATE,
+    builds_mode_free_class,
     chosen_train,
     constructor_evals,
     evaluation_evals_before,
@@ -86,6 +87,7 @@ class _Need:
 
     eval_models: list[str] = field(default_factory=list)
     grad: bool = False
+    recording: list[str] = field(default_factory=list)  # the models whose forwards record a graph
     volatile: bool = False
     grad_helper: str | None = None  # a local function it calls needs gradients
     no_fix: str | None = None
@@ -564,15 +566,21 @@ class RegionJudge:
                     func, model, at
                 ) and not self._evaluated_through_wrapper(func, model, at):
                     need.eval_models.append(model)
+        if need.eval_models and all(builds_mode_free_class(self.ctx, m) for m in need.eval_models):
+            # Every model it would switch computes the same in both modes
+            # (Linear layers only, in classes of this or other files): an
+            # ``eval()`` here would change nothing.
+            need.eval_models = []
         if managed:
             # The region sets the mode itself; only a stray ``train()`` after
             # its own ``eval()`` (every forward runs after it) is still a bug.
             need.eval_models = [m for m in need.eval_models if self._stray_train(region, body, m)]
-        need.grad = any(
-            self._records_graph(model, self._at(site, node))
-            for model, sites in calls.items()
-            for site in sites
-        )
+        need.recording = [
+            model
+            for model, sites in sorted(calls.items(), key=lambda kv: _first(kv[1]))
+            if any(self._records_graph(model, self._at(site, node)) for site in sites)
+        ]
+        need.grad = bool(need.recording)
         if calls and all(self._ran_before(node, func, m) for m in calls):
             need.eval_models, need.grad = [], False
         need.volatile = need.grad and any(
@@ -932,7 +940,7 @@ class RegionJudge:
             if region.signal == "after-step"
             else "Evaluation loop"
         )
-        models = need.eval_models or sorted(calls, key=lambda m: _first(calls[m]))
+        models = need.eval_models or need.recording or sorted(calls, key=lambda m: _first(calls[m]))
         names = ", ".join(f"`{m}`" for m in models)
         evals = ", ".join(f"`{m}.eval()`" for m in need.eval_models)
         switched = ", ".join(f"`{m}`" for m in need.leftover)

@@ -26,7 +26,7 @@ from rnnfix.analysis.syntax.walks import (
     suspends,
     words,
 )
-from rnnfix.analysis.torch.api import module_mode_switch
+from rnnfix.analysis.torch.api import is_mode_free_torch_module, module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.models import unwrap_built
 from rnnfix.rules.base import FileContext, Finding, Fix
@@ -134,17 +134,6 @@ def _stateless_call(ctx: FileContext, call: ast.AST) -> bool:
     return qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1] in _STATELESS
 
 
-# torch.nn classes with parameters but the same forward in both modes (no
-# dropout, no running statistics): ``eval()`` on a model built only from these
-# and ``_STATELESS`` changes nothing. InstanceNorm (``track_running_stats``),
-# RReLU (random in training), RNNs and Transformer layers (dropout) are not here.
-_MODE_FREE = _STATELESS | frozenset(
-    {"Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
-     "ConvTranspose2d", "ConvTranspose3d", "Embedding", "EmbeddingBag", "LayerNorm",
-     "GroupNorm", "LocalResponseNorm", "PReLU"}
-)  # fmt: skip
-
-
 def is_mode_free(ctx: FileContext, model: str) -> bool:
     """Every binding of ``model`` in the file builds a ``Sequential`` of (or
     one) torch.nn layer whose forward is the same in train and eval mode:
@@ -161,6 +150,24 @@ def is_mode_free(ctx: FileContext, model: str) -> bool:
         return False
     values = _bound_values(ctx, model)
     return bool(values) and all(_mode_free_call(ctx, v) for v in values)
+
+
+def builds_mode_free_class(ctx: FileContext, model: str) -> bool:
+    """Every binding of ``model`` in the file builds a module whose class,
+    read across the files of the run, computes the same in train and eval
+    mode (``ClassTable.mode_free_call``: recurrent-visual-attention's
+    ``RecurrentAttention``, Linear layers in classes of another file): an
+    ``eval()`` would change nothing, whatever mode calls the author makes."""
+    info = ctx.facts.modes.model_info(model)
+    if info is None or info.key != model or info.built_at is None:
+        return False
+    table = ctx.facts.receivers.table
+    imports = ctx.facts.imports
+    values = _bound_values(ctx, model)
+    return bool(values) and all(
+        isinstance(built := unwrap_built(v, imports), ast.Call) and table.mode_free_call(built)
+        for v in values
+    )
 
 
 def holds_no_state(ctx: FileContext, model: str) -> bool:
@@ -195,7 +202,7 @@ def _mode_free_call(ctx: FileContext, call: ast.AST) -> bool:
     qual = ctx.facts.imports.qualname(call.func) or ""
     if qual == _SEQUENTIAL:
         return bool(call.args) and all(_mode_free_call(ctx, a) for a in call.args)
-    return qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1] in _MODE_FREE
+    return is_mode_free_torch_module(qual)
 
 
 DELIBERATE = "deliberate"

@@ -269,7 +269,14 @@ is evaluation by no signal above. Also left alone:
   the forward (`for p in net.parameters(): p.requires_grad = False` before
   it, or `model.requires_grad_(False)` before every call that passes it in),
   and both parts for a module that holds no parameter, submodule or mode
-  (a box decoder): it records no graph, and `eval()` changes nothing;
+  (a box decoder, a loss that picks its parts with a flag or keeps a plain
+  function, read from its class in another file): it records no graph, and
+  `eval()` changes nothing;
+- `eval()` for a model whose classes, read across the files of the run,
+  compute the same in both modes: Linear, convolution, embedding and
+  LayerNorm layers and activations only, no Dropout, BatchNorm, RNN or
+  `self.training` (a constructor argument counts only where the class never
+  runs it); `no_grad` is still added where grad is on;
 - `eval()` the author already made through another name of the same model:
   a parameter every call binds to the global model the function runs
   (`def val(net): net.eval(); ... crnn(x)` called as `val(crnn)`), the model
