@@ -64,6 +64,7 @@ from rnnfix.analysis.syntax.aliases import canonical, function_aliases
 from rnnfix.analysis.syntax.names import dotted, parent_path
 from rnnfix.analysis.syntax.scopes import LOOPS, FuncNode, FunctionInfo, Resolved
 from rnnfix.analysis.syntax.walks import walk_local, walk_subtree
+from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.models import (
@@ -492,8 +493,18 @@ class ModeFlow:
         """``models.forward_path`` with this file's classes: the path whose
         forward ``call`` runs, for a caller's notion of ``is_model``.
         ``C[i](x)`` with any key runs an element of ``C``, a container of
-        modules filled at run time (``models.model_containers``): ``C``."""
+        modules filled at run time (``models.model_containers``): ``C``.
+        ``nn.parallel.data_parallel(netG, inputs, gpus)`` (a ``runner`` of
+        the library table) runs what its first argument's call would run."""
         func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if (
+            name in library.RUNNER_NAMES
+            and call.args
+            and self.imports.qualname(func) in library.RUNNERS
+        ):
+            applied = ast.Call(call.args[0], [], [])  # what ``netG(inputs)`` would run
+            return forward_path(applied, is_model, self.is_submodule)
         if isinstance(func, ast.Subscript) and dotted(func) is None:
             owner = dotted(func.value)
             info = self.models.get(owner) if owner is not None else None

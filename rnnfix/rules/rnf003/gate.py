@@ -421,8 +421,13 @@ class ModelEvidence:
         if text is None:
             return []
         owner, _, attr = text.rpartition(".")
+        if attr in library.RUNNER_NAMES and call.args:
+            # ``nn.parallel.data_parallel(netG, x, gpus)``: what ``netG(x)`` runs
+            return self._direct_keys(ast.Call(call.args[0], [], []))
         if owner and attr not in MODULE_METHODS and attr in self.self_attrs:
             return [text, owner]  # ``model.decoder(x)``: a submodule's forward
+        if owner and attr in library.HELD_AS:
+            return [text, owner]  # ``generator.module(x)``: the wrapped module
         return [text]
 
 
