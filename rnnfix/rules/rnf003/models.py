@@ -23,6 +23,7 @@ from rnnfix.analysis.syntax.names import dotted, parent_path, strip_self_returni
 from rnnfix.analysis.syntax.scopes import Resolved, names_bound
 from rnnfix.analysis.syntax.walks import FUNCTIONS, scope_of, walk_local, walk_tree
 from rnnfix.analysis.torch.api import module_mode_switch
+from rnnfix.analysis.torch.classfacts import module_functions, returned_class
 from rnnfix.analysis.torch.forwards import forward_methods
 from rnnfix.analysis.torch.models import ModelInfo, built_class, unwrap_built
 
@@ -439,9 +440,9 @@ class ModelIndex:
         cls = self._classes.get(info.class_name) if info is not None and info.class_name else None
         if info is not None and func.attr in info.forwards:
             return (owner,)  # ``model.generate(ids)``: the library table's forward method
-        if cls is not None and func.attr in forward_methods(
-            cls, self.ctx.facts.modes.submodules(cls)
-        ):
+        if cls is None and info is None:
+            cls = self._factory_class(call, owner)
+        if cls is not None and func.attr in self._forward_methods(cls):
             return (owner,)  # ``model.predict(x)`` -> ``self.scores(x)`` -> ``self(x)``
         method = self._local.methods.get((cls, func.attr)) if cls is not None else None
         if method is not None and "self" in self._runs(method):
@@ -449,6 +450,71 @@ class ModelIndex:
         if cls is None and info is not None and self._imported_forward(info, func.attr):
             return (owner,)
         return ()
+
+    def _forward_methods(self, cls: ast.ClassDef) -> frozenset[str]:
+        """``forwards.forward_methods`` of a class of this file, once per class."""
+        found = self._class_forwards.get(cls)
+        if found is None:
+            found = forward_methods(cls, self.ctx.facts.modes.submodules(cls))
+            self._class_forwards[cls] = found
+        return found
+
+    @functools.cached_property
+    def _class_forwards(self) -> dict[ast.ClassDef, frozenset[str]]:
+        return {}
+
+    def _factory_class(self, call: ast.Call, name: str) -> ast.ClassDef | None:
+        """The module class of this file that ``name`` (a local of the
+        function ``call`` is in, or a global) holds when every binding of it
+        there is a call of a factory of this file returning that class
+        (``test_model = make_model(11, 11)``: ``classfacts.returned_class``).
+        A model the mode flow tracks has its class already (``ModelInfo``)."""
+        if "." in name:
+            return None
+        scope = scope_of(self.ctx.facts.parents, call)
+        key = scope if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+        table = self._factory_bindings.get(key)
+        if table is None:
+            table = self._factory_bindings[key] = self._bind_factories(key)
+        return table.get(name)
+
+    @functools.cached_property
+    def _factory_bindings(self) -> dict[ast.AST | None, dict[str, ast.ClassDef]]:
+        return {}
+
+    def _bind_factories(
+        self, scope: ast.FunctionDef | ast.AsyncFunctionDef | None
+    ) -> dict[str, ast.ClassDef]:
+        """The names of ``scope`` (None: the module) bound only to calls of
+        one factory class (``_factory_class``)."""
+        flow = self.ctx.facts.modes
+        found: dict[str, ast.ClassDef | None] = {}
+        for n in flow.index.scope_nodes(scope):
+            if not isinstance(n, (ast.Name, ast.arg)):
+                continue
+            if isinstance(n, ast.arg) or not isinstance(n.ctx, ast.Load):
+                name = n.arg if isinstance(n, ast.arg) else n.id
+                parent = self.ctx.facts.parents.get(n)
+                made = None
+                if isinstance(parent, ast.Assign) and parent.targets == [n]:
+                    made = self._made_by_factory(strip_self_returning(parent.value))
+                if name in found and found[name] is not made:
+                    made = None
+                found[name] = made
+        return {k: v for k, v in found.items() if v is not None}
+
+    @functools.cached_property
+    def _module_functions(self) -> dict[str, ast.AST]:
+        return dict(module_functions(self.ctx.tree.body))
+
+    def _made_by_factory(self, value: ast.AST) -> ast.ClassDef | None:
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+            return None
+        fn = self._module_functions.get(value.func.id)
+        made = returned_class(fn) if fn is not None else None
+        cls = self._classes.get(made) if made is not None else None
+        modules = self.ctx.facts.modes.classes.modules
+        return cls if cls is not None and cls.name in modules else None
 
     def _imported_forward(self, info: ModelInfo, method: str) -> bool:
         """``method`` runs the forward of the class of another file of the run
