@@ -402,11 +402,14 @@ class ModelEvidence:
         owner = dotted(func.value) if isinstance(func, ast.Attribute) else None
         if owner is not None and owner not in out:
             # ``model.predict(x)``: a forward method of the class of another
-            # file ``model`` was built from (``ModelIndex._imported_forward``).
+            # file ``model`` was built from (``ModelIndex._imported_forward``);
+            # ``model.decoder(z)``: a submodule it assigns (``ModeFlow.is_submodule``).
             assert isinstance(func, ast.Attribute)
             for value in self._instances.get(owner, []):
                 cls = self.view.lookup(value.func)
-                if isinstance(cls, ClassSummary) and func.attr in cls.forward_methods:
+                if isinstance(cls, ClassSummary) and (
+                    func.attr in cls.forward_methods or func.attr in cls.submodules
+                ):
                     out.append(owner)
                     break
         return out
