@@ -276,6 +276,15 @@ class ModelIndex:
             model = self._own_model_prefix(mine) if mine is not None else None
             if model is not None and model not in out:
                 out.append(model)
+        for param, method in self._parameter_methods(callee.node):
+            # ``greedy_decode(model, src)`` running ``model.encode(src)``: a
+            # forward method of the class of the model this caller passes.
+            mine = res.caller_key(param)
+            if mine is None or mine in out or mine not in self.models:
+                continue
+            effect = summary.effects.get(param)
+            if (effect is None or not effect.sets) and self._forward_method(mine, method, call):
+                out.append(mine)
         return tuple(out)
 
     def _helper_reads(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str] | None:
@@ -436,20 +445,48 @@ class ModelIndex:
         owner = dotted(func.value)
         if owner is None or owner not in self.models:
             return ()
+        return (owner,) if self._forward_method(owner, func.attr, call) else ()
+
+    def _forward_method(self, owner: str, method: str, call: ast.Call) -> bool:
+        """``<owner>.<method>(...)``, at ``call``, runs ``owner``'s forward: a
+        forward method of its class, known from where it is built."""
         info = self.ctx.facts.modes.model_info(owner)
         cls = self._classes.get(info.class_name) if info is not None and info.class_name else None
-        if info is not None and func.attr in info.forwards:
-            return (owner,)  # ``model.generate(ids)``: the library table's forward method
+        if info is not None and method in info.forwards:
+            return True  # ``model.generate(ids)``: the library table's forward method
         if cls is None and info is None:
             cls = self._factory_class(call, owner)
-        if cls is not None and func.attr in self._forward_methods(cls):
-            return (owner,)  # ``model.predict(x)`` -> ``self.scores(x)`` -> ``self(x)``
-        method = self._local.methods.get((cls, func.attr)) if cls is not None else None
-        if method is not None and "self" in self._runs(method):
-            return (owner,)
-        if cls is None and info is not None and self._imported_forward(info, func.attr):
-            return (owner,)
-        return ()
+        if cls is not None and method in self._forward_methods(cls):
+            return True  # ``model.predict(x)`` -> ``self.scores(x)`` -> ``self(x)``
+        found = self._local.methods.get((cls, method)) if cls is not None else None
+        if found is not None and "self" in self._runs(found):
+            return True
+        return cls is None and info is not None and self._imported_forward(info, method)
+
+    def _parameter_methods(self, fn: ast.AST) -> tuple[tuple[str, str], ...]:
+        """``(parameter, method)`` for each ``<parameter>.<method>(...)`` the
+        helper ``fn``'s own body calls (``model.encode(src)`` in
+        ``greedy_decode(model, src)``), once per helper: the caller, which
+        knows the class of what it passes, decides whether it is a forward."""
+        found = self._helper_methods.get(fn)
+        if found is None:
+            params = set()
+            if isinstance(fn, FUNCTIONS):
+                a = fn.args
+                params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+            params -= {"self", "cls"}
+            pairs: dict[tuple[str, str], None] = {}
+            for n in walk_local(fn) if params else ():
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+                    value = n.func.value
+                    if isinstance(value, ast.Name) and value.id in params:
+                        pairs[(value.id, n.func.attr)] = None
+            found = self._helper_methods[fn] = tuple(pairs)
+        return found
+
+    @functools.cached_property
+    def _helper_methods(self) -> dict[ast.AST, tuple[tuple[str, str], ...]]:
+        return {}
 
     def _forward_methods(self, cls: ast.ClassDef) -> frozenset[str]:
         """``forwards.forward_methods`` of a class of this file, once per class."""
