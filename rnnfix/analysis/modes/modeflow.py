@@ -64,6 +64,7 @@ from rnnfix.analysis.syntax.aliases import canonical, function_aliases
 from rnnfix.analysis.syntax.names import dotted, parent_path
 from rnnfix.analysis.syntax.scopes import LOOPS, FuncNode, FunctionInfo, Resolved
 from rnnfix.analysis.syntax.walks import walk_local, walk_subtree
+from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.models import (
@@ -80,7 +81,7 @@ from rnnfix.analysis.torch.optimizers import Optimizers
 if TYPE_CHECKING:
     from rnnfix.analysis.modes.flowview import FlowSource
     from rnnfix.analysis.modes.records import LoopNode
-    from rnnfix.analysis.project.summaries import ExternalCall, FunctionSummary
+    from rnnfix.analysis.project.summaries import ClassSummary, ExternalCall, FunctionSummary
     from rnnfix.analysis.project.view import ProjectView
 
 __all__ = ["Mode", "ModeFact", "ModeFlow", "ModeState", "ModelInfo"]
@@ -105,6 +106,7 @@ class ModeFlow:
         self._external: dict[ast.Call, ExternalCall | None] = {}
         self._params: dict[FuncNode | None, frozenset[str]] = {}
         self._module_attributes: dict[ast.ClassDef, frozenset[str]] = {}
+        self._built_classes: dict[ast.Call, ClassSummary | None] = {}
         self._calls_cache: dict[int, list[ast.Call]] = {}
         self._plain_names: dict[ast.AST, frozenset[str]] = {}  # ``ScopeRun.plain``
         self._contents: dict[int, frozenset[int]] = {}
@@ -498,8 +500,18 @@ class ModeFlow:
         """``models.forward_path`` with this file's classes: the path whose
         forward ``call`` runs, for a caller's notion of ``is_model``.
         ``C[i](x)`` with any key runs an element of ``C``, a container of
-        modules filled at run time (``models.model_containers``): ``C``."""
+        modules filled at run time (``models.model_containers``): ``C``.
+        ``nn.parallel.data_parallel(netG, inputs, gpus)`` (a ``runner`` of
+        the library table) runs what its first argument's call would run."""
         func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if (
+            name in library.RUNNER_NAMES
+            and call.args
+            and self.imports.qualname(func) in library.RUNNERS
+        ):
+            applied = ast.Call(call.args[0], [], [])  # what ``netG(inputs)`` would run
+            return forward_path(applied, is_model, self.is_submodule)
         if isinstance(func, ast.Subscript) and dotted(func) is None:
             owner = dotted(func.value)
             info = self.models.get(owner) if owner is not None else None
@@ -513,7 +525,21 @@ class ModeFlow:
         info = self.model_info(owner)
         name = info.class_name if info is not None else None
         cls = self.index.classes.get(name) if name else None
+        if cls is None and info is not None and info.built_at is not None:
+            # A module class of another file of the run (``ClassSummary.submodules``).
+            found = self._project_class(info.built_at)
+            return found is not None and attr in found.submodules
         return cls is not None and attr in self.submodules(cls)
+
+    def _project_class(self, built: ast.Call) -> ClassSummary | None:
+        """The module class of another file of the run ``built`` constructs."""
+        if self.project is None:
+            return None
+        if built not in self._built_classes:
+            call = unwrap_built(built, self.imports)
+            found = self.project.lookup_class(call.func) if isinstance(call, ast.Call) else None
+            self._built_classes[built] = found if found is not None and found.is_module else None
+        return self._built_classes[built]
 
     def submodules(self, cls: ast.ClassDef) -> frozenset[str]:
         """The attributes a class of this file assigns a module to."""

@@ -57,6 +57,7 @@ from rnnfix.analysis.syntax.walks import (
     walk_local,
     words,
 )
+from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.source.files import is_test_source
@@ -477,9 +478,14 @@ def phase_names(loop: ast.For | ast.AsyncFor) -> tuple[str, ast.Constant] | None
 
 
 def _calls_any(loop: ast.stmt, models: set[str]) -> bool:
+    """A call of (a method or part of) one of ``models``, or a call that
+    runs one (``nn.parallel.data_parallel(netG, inputs, gpus)``, a runner of
+    the library table, by its last name: the judge resolves the import)."""
     for n in ast.walk(loop):
         if isinstance(n, ast.Call):
             text = dotted(n.func)
+            if text and text.rsplit(".", 1)[-1] in library.RUNNER_NAMES and n.args:
+                text = dotted(n.args[0])
             if text and any(is_below(text, m) for m in models):
                 if module_mode_switch(n) is None:
                     return True

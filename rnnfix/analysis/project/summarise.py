@@ -132,6 +132,17 @@ def _summarise(
             grads = ctor_gradients(ctor, methods) if ctor is not None else {}
             if methods or specs or is_module:
                 overrides = table.overrides(name) if is_module else {}
+                submodules = (
+                    (
+                        flow.submodules(defs[name])
+                        if flow is not None
+                        else module_attributes(
+                            defs[name], index, ctx.facts.imports, module_classes, {}
+                        )
+                    )
+                    if is_module and name in defs
+                    else frozenset()
+                )
                 state = table.holds_state(name) if is_module else True
                 classes[name] = ClassSummary(
                     name,
@@ -147,17 +158,11 @@ def _summarise(
                     ),
                     ctor_grads=grads,
                     forward_methods=(
-                        forward_methods(
-                            defs[name],
-                            flow.submodules(defs[name])
-                            if flow is not None
-                            else module_attributes(
-                                defs[name], index, ctx.facts.imports, module_classes, {}
-                            ),
-                        )
+                        forward_methods(defs[name], submodules)
                         if is_module and name in defs
                         else frozenset()
                     ),
+                    submodules=submodules,
                     init_params=ctor.params if ctor is not None else (),
                     init_kwonly=ctor.kwonly if ctor is not None else (),
                     stored=dict(ctor.stored) if ctor is not None else {},

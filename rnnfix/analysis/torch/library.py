@@ -14,7 +14,9 @@ method any receiver may have, its name):
   recurses); ``passthrough``: the arguments handed back as they were, wrapped
   for the device at most, in their mode (accelerate's ``prepare``);
   ``unwrapper``: the module inside a wrapper (``unwrap_model``), the same
-  object the flow tracks.
+  object the flow tracks; ``runner``: a function that runs its first
+  argument's forward (``nn.parallel.data_parallel(netG, inputs, gpus)`` runs
+  ``netG``), giving back its outputs, no module.
 - ``returns``: the mode of the model it gives back. ``train`` (a freshly
   built module: ``nn.Module.__init__`` sets ``training = True``), ``eval``
   (the library calls ``eval()`` itself: transformers' ``from_pretrained``;
@@ -48,7 +50,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Kind = Literal["module", "factory", "loader", "wrapper", "passthrough", "unwrapper"]
+Kind = Literal["module", "factory", "loader", "wrapper", "passthrough", "unwrapper", "runner"]
 Returns = Literal["train", "eval", "as_saved", "as_given", "unknown"]
 Match = Literal["exact", "prefix", "method"]
 
@@ -120,6 +122,20 @@ TABLE: tuple[Row, ...] = (
             True,
         )
         for n in ("pytorch_fid.inception.InceptionV3",)
+    ),
+    *(
+        Row(
+            n,
+            "exact",
+            "runner",
+            "as_given",
+            "data_parallel(module, inputs, device_ids) replicates module and applies it to the "
+            "scattered inputs (parallel_apply): module's forward, in its mode",
+        )
+        for n in (
+            "torch.nn.parallel.data_parallel",
+            "torch.nn.parallel.data_parallel.data_parallel",
+        )
     ),
     Row("timm.create_model", "exact", "factory", "train", "constructs the model class"),
     Row(
@@ -282,6 +298,12 @@ for _r in TABLE:
 
 DATA_PARALLEL = frozenset(r.name for r in TABLE if r.kind == "wrapper" and r.holds_as == "module")
 WRAPPERS = names("wrapper")
+# Functions that run their first argument's forward, and their last names
+# (for syntactic pre-conditions that see no imports).
+RUNNERS = names("runner")
+RUNNER_NAMES = frozenset(n.rsplit(".", 1)[-1] for n in RUNNERS)
+# The attributes wrappers hold their module in: ``W.module(x)`` runs it.
+HELD_AS = frozenset(r.holds_as for r in TABLE if r.holds_as is not None)
 # Library forward methods that run under ``torch.no_grad()`` themselves.
 NO_GRAD_METHODS = frozenset(m for r in TABLE for m in r.no_grad_methods)
 FACTORY_PREFIXES = tuple(r.name for r in _PREFIXES if r.kind == "factory")

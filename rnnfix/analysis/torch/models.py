@@ -565,6 +565,10 @@ def forward_path(
     owner, _, attr = text.rpartition(".")
     if owner and attr not in MODULE_METHODS and is_model(owner) and submodule(owner, attr):
         return text
+    if owner and attr in library.HELD_AS and is_model(owner):
+        # ``generator.module(x)``: the module a wrapper holds (or a submodule
+        # named so): part of ``generator``, whose mode is the one that matters.
+        return text
     return None
 
 

@@ -400,11 +400,14 @@ class ModelEvidence:
         owner = dotted(func.value) if isinstance(func, ast.Attribute) else None
         if owner is not None and owner not in out:
             # ``model.predict(x)``: a forward method of the class of another
-            # file ``model`` was built from (``ModelIndex._imported_forward``).
+            # file ``model`` was built from (``ModelIndex._imported_forward``);
+            # ``model.decoder(z)``: a submodule it assigns (``ModeFlow.is_submodule``).
             assert isinstance(func, ast.Attribute)
             for value in self._instances.get(owner, []):
                 cls = self.view.lookup(value.func)
-                if isinstance(cls, ClassSummary) and func.attr in cls.forward_methods:
+                if isinstance(cls, ClassSummary) and (
+                    func.attr in cls.forward_methods or func.attr in cls.submodules
+                ):
                     out.append(owner)
                     break
         return out
@@ -419,8 +422,13 @@ class ModelEvidence:
         if text is None:
             return []
         owner, _, attr = text.rpartition(".")
+        if attr in library.RUNNER_NAMES and call.args:
+            # ``nn.parallel.data_parallel(netG, x, gpus)``: what ``netG(x)`` runs
+            return self._direct_keys(ast.Call(call.args[0], [], []))
         if owner and attr not in MODULE_METHODS and attr in self.self_attrs:
             return [text, owner]  # ``model.decoder(x)``: a submodule's forward
+        if owner and attr in library.HELD_AS:
+            return [text, owner]  # ``generator.module(x)``: the wrapped module
         return [text]
 
 

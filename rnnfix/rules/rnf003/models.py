@@ -23,6 +23,7 @@ from rnnfix.analysis.syntax.names import dotted, parent_path, strip_self_returni
 from rnnfix.analysis.syntax.scopes import Resolved, names_bound
 from rnnfix.analysis.syntax.walks import FUNCTIONS, nodes_of, scope_of, walk_local, walk_tree
 from rnnfix.analysis.torch.api import module_mode_switch
+from rnnfix.analysis.torch.classfacts import module_functions, returned_class
 from rnnfix.analysis.torch.forwards import forward_methods
 from rnnfix.analysis.torch.models import ModelInfo, built_class, unwrap_built
 
@@ -275,6 +276,15 @@ class ModelIndex:
             model = self._own_model_prefix(mine) if mine is not None else None
             if model is not None and model not in out:
                 out.append(model)
+        for param, method in self._parameter_methods(callee.node):
+            # ``greedy_decode(model, src)`` running ``model.encode(src)``: a
+            # forward method of the class of the model this caller passes.
+            mine = res.caller_key(param)
+            if mine is None or mine in out or mine not in self.models:
+                continue
+            effect = summary.effects.get(param)
+            if (effect is None or not effect.sets) and self._forward_method(mine, method, call):
+                out.append(mine)
         return tuple(out)
 
     def _helper_reads(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str] | None:
@@ -435,20 +445,113 @@ class ModelIndex:
         owner = dotted(func.value)
         if owner is None or owner not in self.models:
             return ()
+        return (owner,) if self._forward_method(owner, func.attr, call) else ()
+
+    def _forward_method(self, owner: str, method: str, call: ast.Call) -> bool:
+        """``<owner>.<method>(...)``, at ``call``, runs ``owner``'s forward: a
+        forward method of its class, known from where it is built."""
         info = self.ctx.facts.modes.model_info(owner)
         cls = self._classes.get(info.class_name) if info is not None and info.class_name else None
-        if info is not None and func.attr in info.forwards:
-            return (owner,)  # ``model.generate(ids)``: the library table's forward method
-        if cls is not None and func.attr in forward_methods(
-            cls, self.ctx.facts.modes.submodules(cls)
-        ):
-            return (owner,)  # ``model.predict(x)`` -> ``self.scores(x)`` -> ``self(x)``
-        method = self._local.methods.get((cls, func.attr)) if cls is not None else None
-        if method is not None and "self" in self._runs(method):
-            return (owner,)
-        if cls is None and info is not None and self._imported_forward(info, func.attr):
-            return (owner,)
-        return ()
+        if info is not None and method in info.forwards:
+            return True  # ``model.generate(ids)``: the library table's forward method
+        if cls is None and info is None:
+            cls = self._factory_class(call, owner)
+        if cls is not None and method in self._forward_methods(cls):
+            return True  # ``model.predict(x)`` -> ``self.scores(x)`` -> ``self(x)``
+        found = self._local.methods.get((cls, method)) if cls is not None else None
+        if found is not None and "self" in self._runs(found):
+            return True
+        return cls is None and info is not None and self._imported_forward(info, method)
+
+    def _parameter_methods(self, fn: ast.AST) -> tuple[tuple[str, str], ...]:
+        """``(parameter, method)`` for each ``<parameter>.<method>(...)`` the
+        helper ``fn``'s own body calls (``model.encode(src)`` in
+        ``greedy_decode(model, src)``), once per helper: the caller, which
+        knows the class of what it passes, decides whether it is a forward."""
+        found = self._helper_methods.get(fn)
+        if found is None:
+            params = set()
+            if isinstance(fn, FUNCTIONS):
+                a = fn.args
+                params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+            params -= {"self", "cls"}
+            pairs: dict[tuple[str, str], None] = {}
+            for n in walk_local(fn) if params else ():
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+                    value = n.func.value
+                    if isinstance(value, ast.Name) and value.id in params:
+                        pairs[(value.id, n.func.attr)] = None
+            found = self._helper_methods[fn] = tuple(pairs)
+        return found
+
+    @functools.cached_property
+    def _helper_methods(self) -> dict[ast.AST, tuple[tuple[str, str], ...]]:
+        return {}
+
+    def _forward_methods(self, cls: ast.ClassDef) -> frozenset[str]:
+        """``forwards.forward_methods`` of a class of this file, once per class."""
+        found = self._class_forwards.get(cls)
+        if found is None:
+            found = forward_methods(cls, self.ctx.facts.modes.submodules(cls))
+            self._class_forwards[cls] = found
+        return found
+
+    @functools.cached_property
+    def _class_forwards(self) -> dict[ast.ClassDef, frozenset[str]]:
+        return {}
+
+    def _factory_class(self, call: ast.Call, name: str) -> ast.ClassDef | None:
+        """The module class of this file that ``name`` (a local of the
+        function ``call`` is in, or a global) holds when every binding of it
+        there is a call of a factory of this file returning that class
+        (``test_model = make_model(11, 11)``: ``classfacts.returned_class``).
+        A model the mode flow tracks has its class already (``ModelInfo``)."""
+        if "." in name:
+            return None
+        scope = scope_of(self.ctx.facts.parents, call)
+        key = scope if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+        table = self._factory_bindings.get(key)
+        if table is None:
+            table = self._factory_bindings[key] = self._bind_factories(key)
+        return table.get(name)
+
+    @functools.cached_property
+    def _factory_bindings(self) -> dict[ast.AST | None, dict[str, ast.ClassDef]]:
+        return {}
+
+    def _bind_factories(
+        self, scope: ast.FunctionDef | ast.AsyncFunctionDef | None
+    ) -> dict[str, ast.ClassDef]:
+        """The names of ``scope`` (None: the module) bound only to calls of
+        one factory class (``_factory_class``)."""
+        flow = self.ctx.facts.modes
+        found: dict[str, ast.ClassDef | None] = {}
+        for n in flow.index.scope_nodes(scope):
+            if not isinstance(n, (ast.Name, ast.arg)):
+                continue
+            if isinstance(n, ast.arg) or not isinstance(n.ctx, ast.Load):
+                name = n.arg if isinstance(n, ast.arg) else n.id
+                parent = self.ctx.facts.parents.get(n)
+                made = None
+                if isinstance(parent, ast.Assign) and parent.targets == [n]:
+                    made = self._made_by_factory(strip_self_returning(parent.value))
+                if name in found and found[name] is not made:
+                    made = None
+                found[name] = made
+        return {k: v for k, v in found.items() if v is not None}
+
+    @functools.cached_property
+    def _module_functions(self) -> dict[str, ast.AST]:
+        return dict(module_functions(self.ctx.tree.body))
+
+    def _made_by_factory(self, value: ast.AST) -> ast.ClassDef | None:
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+            return None
+        fn = self._module_functions.get(value.func.id)
+        made = returned_class(fn) if fn is not None else None
+        cls = self._classes.get(made) if made is not None else None
+        modules = self.ctx.facts.modes.classes.modules
+        return cls if cls is not None and cls.name in modules else None
 
     def _imported_forward(self, info: ModelInfo, method: str) -> bool:
         """``method`` runs the forward of the class of another file of the run

@@ -59,6 +59,18 @@ and it calls a model (a name or attribute path that has `.eval()`/`.train()`
 called on it in the file, is built from an `nn.Module` class, or is a
 parameter annotated as one) and runs no training step.
 
+A model runs when it is called (`model(x)`, `model.forward(x)`), through a
+submodule its class assigns (`model.decoder(z)`, the class in this file or
+another file of the run), through the module a wrapper holds
+(`model.module(x)`), through `nn.parallel.data_parallel(netG, inputs, gpus)`,
+and through a method of its class that reaches its forward (`model.encode(x)`
+calling `self.encoder`, `model.generate(idx)` calling `self(idx)`), the class
+known from where the model is built: a constructor, a factory of the file
+(`test_model = make_model(...)`), or a library's table (transformers'
+`generate`). A method that switches a mode, decides grad itself (a
+`@torch.no_grad()` decorator, a `with`), or trains (`backward`, `step`) is
+no plain forward: its callers are not judged on what it manages.
+
 The call may go through a helper of the same file, at any depth: a function
 the model is passed to (`pred = greedy_decode(model, src)`), or a method of
 the region's own class that runs `self.model` (`pred, true =
