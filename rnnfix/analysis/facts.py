@@ -11,7 +11,6 @@ from rnnfix.analysis.syntax.walks import tree_parents
 
 if TYPE_CHECKING:
     from rnnfix.analysis.evalgrad.in_scope import EvalGradAnalysis
-    from rnnfix.analysis.modes.flagparams import FlagParam
     from rnnfix.analysis.modes.modeflow import ModeFlow
     from rnnfix.analysis.modes.receivers import Receivers
     from rnnfix.analysis.project.view import Index, ProjectView
@@ -100,12 +99,6 @@ class FileFacts:
     def step_loops(self) -> dict[ast.AST, set[ast.AST | None]]:
         """``regions.in_training_iteration``'s memo: per loop or scope, the
         innermost loops of the training steps in its own code."""
-        return {}
-
-    @functools.cached_property
-    def flag_params(self) -> dict[ast.AST, FlagParam | None]:
-        """``regions.flag_parameter``'s memo, per function (RNF003 asks it for
-        every function, in each pass, and again for each flag region)."""
         return {}
 
     @functools.cached_property

@@ -37,6 +37,7 @@ and says whether a statement runs in the same iteration as a training step.
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -64,6 +65,7 @@ from rnnfix.source.files import is_test_source
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
+    from rnnfix.analysis.facts import FileFacts
 
 Signal = Literal["data", "name", "after-eval", "after-step", "phase", "flag", "self-eval"]
 
@@ -444,12 +446,21 @@ def _only_prepares(ctx: FileContext, stmts: list[ast.stmt], model: str) -> bool:
     return True
 
 
+# ``flag_parameter``'s answers per file's facts, per function: RNF003 asks
+# for every function, in each pass, and again for each flag region.
+_FLAGS: weakref.WeakKeyDictionary[FileFacts, dict[ast.AST, FlagParam | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def flag_parameter(ctx: FileContext, func: ast.AST) -> FlagParam | None:
     """The flag of a function shared by training and evaluation (the *flag*
     signal, ``flagparams``); never in a Lightning class."""
     if not isinstance(func, ast.FunctionDef) or _in_lightning_class(ctx, func):
         return None
-    memo = ctx.facts.flag_params
+    memo = _FLAGS.get(ctx.facts)
+    if memo is None:
+        memo = _FLAGS[ctx.facts] = {}
     if func in memo:
         return memo[func]
     found = _flag_parameter(ctx, func) or mode_flag(ctx, func)
