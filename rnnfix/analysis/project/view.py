@@ -39,6 +39,7 @@ from rnnfix.analysis.syntax.scopes import bind_arguments, names_bound
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modes.objectuse import Order
+    from rnnfix.analysis.project.callers import Callers, Reader
     from rnnfix.analysis.torch.returns import Returns
     from rnnfix.analysis.torch.rnns import RnnSpec
 
@@ -66,6 +67,12 @@ class Index(Protocol):
     def returns_of(self, file: str) -> ReturnSummary | None: ...
 
     def self_uses_of(self, file: str) -> SelfUses | None: ...
+
+    def callers(self, file: str, name: str, read: Reader, consulted: set[str]) -> Callers: ...
+
+    def definition(
+        self, file: str, names: tuple[str, ...], consulted: set[str]
+    ) -> tuple[str, tuple[str, ...]] | None: ...
 
     def resolve(
         self, importer: str, level: int, parts: tuple[str, ...]
@@ -169,6 +176,21 @@ class ProjectView:
                 return None
             target = self.index.resolve(file, binding[0], binding[1] + names[1:])
         return None
+
+    def callers(self, name: str, read: Reader) -> Callers:
+        """Every call the other files of the run make of this file's
+        module-level function ``name`` (``ProjectIndex.callers``)."""
+        return self.index.callers(self.path, name, read, self.consulted)
+
+    def definition_of(self, expr: ast.AST) -> tuple[str, tuple[str, ...]] | None | bool:
+        """Where the imported dotted name ``expr`` is defined in another file of
+        the run, re-exports followed: (file, names); False when it names
+        nothing of the run; None when an import on the way cannot be read."""
+        text = dotted(expr)
+        target = self._target(text) if text is not None else None
+        if target is None:
+            return False
+        return self.index.definition(target[0], target[1], self.consulted)
 
     def self_uses(self, expr: ast.AST) -> frozenset[str] | None:
         """What the imported class ``expr`` of another file of the run (with

@@ -12,6 +12,7 @@ from rnnfix.analysis.modes.regiontext import may_have_regions
 from rnnfix.analysis.project.testcode import test_case_classes
 from rnnfix.analysis.syntax.walks import FUNCTIONS, body_without_docstring
 from rnnfix.rules.base import FileContext, Finding, Rule
+from rnnfix.rules.rnf003.callers import may_have_caller_models
 from rnnfix.rules.rnf003.gate import ModelEvidence
 from rnnfix.rules.rnf003.judge import RegionJudge, Verdict
 from rnnfix.rules.rnf003.models import ModelIndex
@@ -383,7 +384,9 @@ cannot see, so nothing would put `train()` back after an inserted `eval()`.
                 continue  # the engine drops its finding: not judged at all
             if evidence is None:
                 evidence = ModelEvidence(ctx.tree, ctx.facts.project)
-            if not evidence.may_call_model(_judged_code(region.node)):
+            if not evidence.may_call_model(
+                _judged_code(region.node)
+            ) and not may_have_caller_models(ctx, region.node):
                 continue  # calls no model: the judge's NOT_A_REGION, without building it
             if judge is None:
                 judge = RegionJudge(ctx)
