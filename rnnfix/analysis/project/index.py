@@ -429,6 +429,10 @@ class ProjectIndex:
             found.extend(out.calls.get((file, name), ()))
         return Callers(tuple(found), None)
 
+    def called_elsewhere(self, file: str, name: str, consulted: set[str]) -> bool:
+        """``called_elsewhere`` (the module function) for ``file`` of this index."""
+        return called_elsewhere(self, file, name, consulted)
+
     def definition(
         self, file: str, names: tuple[str, ...], consulted: set[str]
     ) -> tuple[str, tuple[str, ...]] | None:

@@ -70,6 +70,8 @@ class Index(Protocol):
 
     def callers(self, file: str, name: str, read: Reader, consulted: set[str]) -> Callers: ...
 
+    def called_elsewhere(self, file: str, name: str, consulted: set[str]) -> bool: ...
+
     def definition(
         self, file: str, names: tuple[str, ...], consulted: set[str]
     ) -> tuple[str, tuple[str, ...]] | None: ...
@@ -181,6 +183,11 @@ class ProjectView:
         """Every call the other files of the run make of this file's
         module-level function ``name`` (``ProjectIndex.callers``)."""
         return self.index.callers(self.path, name, read, self.consulted)
+
+    def called_elsewhere(self, name: str) -> bool:
+        """Whether another file of the run calls a function named ``name``
+        (``index.called_elsewhere``, read by text first)."""
+        return self.index.called_elsewhere(self.path, name, self.consulted)
 
     def definition_of(self, expr: ast.AST) -> tuple[str, tuple[str, ...]] | None | bool:
         """Where the imported dotted name ``expr`` is defined in another file of
