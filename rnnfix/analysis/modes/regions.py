@@ -168,7 +168,7 @@ def _pytest_context(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionD
     if not func.name.startswith("test_") or not isinstance(parent, ast.Module):
         return False
     view = ctx.facts.project
-    return view is None or not view.called_elsewhere(func.name)
+    return view is None or not view.called_elsewhere(func.name, not ctx.settings.isolated)
 
 
 def _is_test(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

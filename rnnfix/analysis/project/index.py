@@ -399,22 +399,30 @@ class ProjectIndex:
             self._self_uses[file] = _self_uses_of_file(file) if file in self.files else None
         return self._self_uses[file]
 
-    def callers(self, file: str, name: str, read: Reader, consulted: set[str]) -> Callers:
+    def callers(
+        self,
+        file: str,
+        name: str,
+        read: Reader,
+        consulted: set[str],
+        outside: Iterable[str] = (),
+    ) -> Callers:
         """Every call of the module-level function ``name`` of ``file`` in the
-        other files of the run (the reverse call index, ``callers.py``): only
-        files whose text names it are read, each once for all its calls
-        (``read``). Every file is consulted: a new call anywhere changes the
-        answer."""
+        other files of the run and in ``outside`` (the project's files beyond
+        the run: a script that imports it, read but never fixed), the reverse
+        call index of ``callers.py``. Only files whose text names ``name`` are
+        read, each once for all its calls (``read``). Every file is
+        consulted: a new call anywhere changes the answer."""
         files = self.files
         if not isinstance(files, LazySummaries):
             return Callers((), "the other files are known only by their summaries")
         word = re.compile(rb"\b" + re.escape(name.encode()) + rb"\b")
         found: list[CallFact] = []
-        for key in files:
+        for key in dict.fromkeys([*files, *outside]):
             if key == file:
                 continue
             consulted.add(key)
-            if name.isascii() and not files.text_has(key, word):
+            if name.isascii() and not self._text_has(key, word):
                 continue
             if key not in self._calls_out:
                 self._calls_out[key] = read(key, self)
@@ -428,6 +436,15 @@ class ProjectIndex:
                 return Callers((), f"`{where}` passes `{name}` on as a value")
             found.extend(out.calls.get((file, name), ()))
         return Callers(tuple(found), None)
+
+    def _text_has(self, key: str, pattern: re.Pattern[bytes]) -> bool:
+        """``LazySummaries.text_has`` for a file of the index, read from disk
+        for one outside it (True when unreadable: anything may be there)."""
+        files = self.files
+        if key in files and isinstance(files, LazySummaries):
+            return files.text_has(key, pattern)
+        data = _read(Path(key))
+        return data is None or pattern.search(data) is not None
 
     def called_elsewhere(self, file: str, name: str, consulted: set[str]) -> bool:
         """``called_elsewhere`` (the module function) for ``file`` of this index."""

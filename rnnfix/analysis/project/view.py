@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import re
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from rnnfix.analysis.project.bindings import Binding, import_bindings, stars, statements
@@ -34,6 +36,7 @@ from rnnfix.analysis.project.texts import (
     WORD,
     WORD_OR_DOT,
 )
+from rnnfix.analysis.project.tree import project_python_files
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import bind_arguments, names_bound
 
@@ -68,7 +71,14 @@ class Index(Protocol):
 
     def self_uses_of(self, file: str) -> SelfUses | None: ...
 
-    def callers(self, file: str, name: str, read: Reader, consulted: set[str]) -> Callers: ...
+    def callers(
+        self,
+        file: str,
+        name: str,
+        read: Reader,
+        consulted: set[str],
+        outside: Iterable[str] = (),
+    ) -> Callers: ...
 
     def called_elsewhere(self, file: str, name: str, consulted: set[str]) -> bool: ...
 
@@ -179,15 +189,36 @@ class ProjectView:
             target = self.index.resolve(file, binding[0], binding[1] + names[1:])
         return None
 
-    def callers(self, name: str, read: Reader) -> Callers:
-        """Every call the other files of the run make of this file's
-        module-level function ``name`` (``ProjectIndex.callers``)."""
-        return self.index.callers(self.path, name, read, self.consulted)
+    def callers(self, name: str, read: Reader, outside: Iterable[str] = ()) -> Callers:
+        """Every call the other files of the run (and ``outside``) make of
+        this file's module-level function ``name`` (``ProjectIndex.callers``)."""
+        return self.index.callers(self.path, name, read, self.consulted, outside)
 
-    def called_elsewhere(self, name: str) -> bool:
-        """Whether another file of the run calls a function named ``name``
-        (``index.called_elsewhere``, read by text first)."""
-        return self.index.called_elsewhere(self.path, name, self.consulted)
+    def called_elsewhere(self, name: str, beyond_run: bool) -> bool:
+        """Whether another file of the run, or with ``beyond_run`` of the
+        project beyond it (a script that imports this file), calls a function
+        named ``name``: ``index.called_elsewhere`` for the run's files, their
+        text for the others (``name(`` with no ``def name`` of their own)."""
+        if self.index.called_elsewhere(self.path, name, self.consulted):
+            return True
+        if not beyond_run or not name.isascii():
+            return False
+        found = project_python_files(os.path.dirname(self.path))
+        if not found:
+            return False
+        called = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
+        defined = re.compile(rb"\bdef\s+" + re.escape(name.encode()) + rb"\b")
+        for path in found:
+            if path == self.path or path in self.index.files:
+                continue
+            self.consulted.add(path)
+            try:
+                data = Path(path).read_bytes()
+            except OSError:
+                continue
+            if called.search(data) and not defined.search(data):
+                return True
+        return False
 
     def definition_of(self, expr: ast.AST) -> tuple[str, tuple[str, ...]] | None | bool:
         """Where the imported dotted name ``expr`` is defined in another file of

@@ -20,6 +20,7 @@ the mode given back (``restore.py``).
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +31,7 @@ from rnnfix.analysis.grads.valueflow import ValueFlow, written
 from rnnfix.analysis.modes.regions import in_training_iteration
 from rnnfix.analysis.project.bindings import stars
 from rnnfix.analysis.project.callers import Argument, CallFact, CallsOut
+from rnnfix.analysis.project.tree import project_python_files
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.walks import (
     FUNCTIONS,
@@ -74,7 +76,12 @@ def caller_models(ctx: FileContext, func: ast.AST) -> CallerModels | None:
         or _named_in_file(ctx.tree, func)
     ):
         return None
-    found = view.callers(func.name, read_calls)
+    outside: tuple[str, ...] | None = ()
+    if not ctx.settings.isolated:
+        outside = project_python_files(os.path.dirname(os.path.abspath(ctx.path)))
+    if outside is None:
+        return None  # a project too large to read for one function's callers
+    found = view.callers(func.name, read_calls, outside)
     if found.unseen is not None or not found.calls:
         return None
     if any(c.result_trained or c.starred for c in found.calls):
