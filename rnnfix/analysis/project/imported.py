@@ -63,6 +63,15 @@ def imported_files(paths: Iterable[Path]) -> list[str]:
     return sorted(finder.found)
 
 
+def imports_of(path: str) -> list[str]:
+    """``imported_files`` of the one file ``path``, within the run being
+    made (its memos kept): what a project file beyond the run imports, read
+    to judge its calls into the run (RNF003's reverse call index)."""
+    finder = _Finder({path})
+    finder.scan(path)
+    return sorted(finder.found)
+
+
 class _Finder:
     def __init__(self, run: set[str]) -> None:
         self.run = run

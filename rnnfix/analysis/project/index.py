@@ -75,6 +75,9 @@ def normalise(path: str | os.PathLike[str]) -> str:
     return os.path.abspath(os.fspath(path))
 
 
+_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+
+
 class LazySummaries(Mapping[str, "ModuleSummary | None"]):
     """The files of a run (absolute path -> path as given) and their summaries,
     each computed from the file on disk at its first lookup and kept. Plain
@@ -363,6 +366,7 @@ class ProjectIndex:
         self._returns: dict[str, ReturnSummary | None] = {}
         self._self_uses: dict[str, SelfUses | None] = {}
         self._calls_out: dict[str, CallsOut | None] = {}
+        self._words: dict[str, frozenset[bytes] | None] = {}
         self._stem_set: frozenset[str] | None = None
         self._stems_known = False
 
@@ -422,7 +426,7 @@ class ProjectIndex:
             if key == file:
                 continue
             consulted.add(key)
-            if name.isascii() and not self._text_has(key, word):
+            if name.isascii() and not self._names(key, name, word):
                 continue
             if key not in self._calls_out:
                 self._calls_out[key] = read(key, self)
@@ -437,18 +441,24 @@ class ProjectIndex:
             found.extend(out.calls.get((file, name), ()))
         return Callers(tuple(found), None)
 
-    def _text_has(self, key: str, pattern: re.Pattern[bytes]) -> bool:
-        """``LazySummaries.text_has`` for a file of the index, read from disk
-        for one outside it (True when unreadable: anything may be there)."""
+    def _names(self, key: str, name: str, word: re.Pattern[bytes]) -> bool:
+        """Whether the text of ``key`` may name ``name`` (``word``, its
+        pattern): ``LazySummaries.text_has`` for a file of the index, the
+        kept identifiers (``words_of``) for a project file beyond it."""
         files = self.files
         if key in files and isinstance(files, LazySummaries):
-            return files.text_has(key, pattern)
-        data = _read(Path(key))
-        return data is None or pattern.search(data) is not None
+            return files.text_has(key, word)
+        words = self.words_of(key)
+        return words is None or name.encode() in words
 
-    def called_elsewhere(self, file: str, name: str, consulted: set[str]) -> bool:
-        """``called_elsewhere`` (the module function) for ``file`` of this index."""
-        return called_elsewhere(self, file, name, consulted)
+    def words_of(self, path: str) -> frozenset[bytes] | None:
+        """The identifiers in the text of ``path`` (a project file beyond the
+        run), read once and kept: the reverse call index and the pytest
+        question ask about many names of the same files. None when unreadable."""
+        if path not in self._words:
+            data = _read(Path(path))
+            self._words[path] = None if data is None else frozenset(_IDENTIFIER.findall(data))
+        return self._words[path]
 
     def definition(
         self, file: str, names: tuple[str, ...], consulted: set[str]

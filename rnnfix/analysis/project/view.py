@@ -80,7 +80,7 @@ class Index(Protocol):
         outside: Iterable[str] = (),
     ) -> Callers: ...
 
-    def called_elsewhere(self, file: str, name: str, consulted: set[str]) -> bool: ...
+    def words_of(self, path: str) -> frozenset[bytes] | None: ...
 
     def definition(
         self, file: str, names: tuple[str, ...], consulted: set[str]
@@ -197,21 +197,22 @@ class ProjectView:
     def called_elsewhere(self, name: str, beyond_run: bool) -> bool:
         """Whether another file of the run, or with ``beyond_run`` of the
         project beyond it (a script that imports this file), calls a function
-        named ``name``: ``index.called_elsewhere`` for the run's files, their
-        text for the others (``name(`` with no ``def name`` of their own)."""
-        if self.index.called_elsewhere(self.path, name, self.consulted):
-            return True
-        if not beyond_run or not name.isascii():
-            return False
-        found = project_python_files(os.path.dirname(self.path))
-        if not found:
-            return False
+        named ``name``, by its text: ``name(`` with no ``def name`` of its own
+        (a script's module-level code has no summary to ask)."""
+        if not name.isascii():
+            return True  # identifiers are NFKC-normalised: the text may spell it otherwise
+        paths = list(self.index.files)
+        if beyond_run:
+            paths += project_python_files(os.path.dirname(self.path)) or ()
         called = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
         defined = re.compile(rb"\bdef\s+" + re.escape(name.encode()) + rb"\b")
-        for path in found:
-            if path == self.path or path in self.index.files:
+        for path in dict.fromkeys(paths):
+            if path == self.path:
                 continue
             self.consulted.add(path)
+            words = self.index.words_of(path)
+            if words is None or name.encode() not in words:
+                continue
             try:
                 data = Path(path).read_bytes()
             except OSError:

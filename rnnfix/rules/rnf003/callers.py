@@ -26,16 +26,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.context import FileContext
-from rnnfix.analysis.grads.gradctx import gradient_uses
+from rnnfix.analysis.grads.gradctx import gradient_uses, training_steps
 from rnnfix.analysis.grads.valueflow import ValueFlow, written
 from rnnfix.analysis.modes.regions import in_training_iteration
 from rnnfix.analysis.project.bindings import stars
 from rnnfix.analysis.project.callers import Argument, CallFact, CallsOut
+from rnnfix.analysis.project.imported import imports_of
+from rnnfix.analysis.project.index import ProjectIndex
 from rnnfix.analysis.project.tree import project_python_files
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.walks import (
     FUNCTIONS,
     enclosing_stmt,
+    innermost_loop,
     scope_of,
     walk_all_local,
     walk_local,
@@ -167,6 +170,11 @@ def read_calls(path: str, index: Index) -> CallsOut | None:
         tree = ast.parse(source)
     except (FileProblem, OSError, SyntaxError, ValueError, RecursionError):
         return None
+    if path not in index.files:
+        # A project file beyond the run: judged with what it imports itself
+        # (``from models import Net``), as a run of it alone would be.
+        own = [Path(path), *map(Path, imports_of(path))]
+        index = ProjectIndex.build(own)
     ctx = FileContext(source=source, tree=tree, settings=Settings(), path=path, project=index)
     view = ctx.facts.project
     if view is None or not view.bindings:
@@ -225,6 +233,7 @@ class _CallReader:
         self.ctx = ctx
         self.models = ModelIndex(ctx, extra=ctx.facts.modes.models)
         self.flow = ValueFlow(ctx)
+        self._trains: dict[ast.AST, bool] = {}  # scope -> runs a training step
 
     def fact(self, call: ast.Call) -> CallFact:
         starred = any(isinstance(a, ast.Starred) for a in call.args) or any(
@@ -234,9 +243,25 @@ class _CallReader:
             tuple(self._argument(call, a) for a in call.args),
             {k.arg: self._argument(call, k.value) for k in call.keywords if k.arg is not None},
             starred,
-            in_training_iteration(self.ctx, call),
+            self._between_steps(call),
             self._result_trained(call),
         )
+
+    def _between_steps(self, call: ast.Call) -> bool:
+        """The call runs between training steps: in a step's iteration, or
+        in a loop of a scope that trains (validation after each epoch's
+        batch loop). An ``eval()`` in the callee must then give the mode back:
+        the caller's next steps would run in eval otherwise, and a caller
+        beyond the run gets no ``train()`` of RNF001's."""
+        if in_training_iteration(self.ctx, call):
+            return True
+        parents = self.ctx.facts.parents
+        if innermost_loop(parents, call) is None:
+            return False
+        scope = scope_of(parents, call)
+        if scope not in self._trains:
+            self._trains[scope] = next(training_steps(self.ctx, scope), None) is not None
+        return self._trains[scope]
 
     def _argument(self, call: ast.Call, expr: ast.expr) -> Argument:
         text = dotted(expr)

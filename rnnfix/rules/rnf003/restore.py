@@ -12,10 +12,10 @@ last statement when control can fall off the end. Chosen over ``try:/finally:``
 because it adds lines without re-indenting the author's body; the price is
 the exception path (an exception that leaves the function skips the restore),
 which ends the training step the mode was for anyway. Refused, so the finding
-is reported without a fix, when a ``return`` computes anything (the model
-could run in the restored mode), when the function is a generator (a
-``yield`` hands control back mid-evaluation), or when the name the fix needs
-is taken.
+is reported without a fix, when a ``return`` computes something with the
+model, ``self`` or a function of the file in it (the model could run in the
+restored mode), when the function is a generator (a ``yield`` hands control
+back mid-evaluation), or when the name the fix needs is taken.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ def restore_edits(
     if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in own):
         return "it is a generator: its caller runs between its steps"
     returns = [n for n in own if isinstance(n, ast.Return)]
-    if any(r.value is not None and not _plain(r.value) for r in returns):
+    local = {n.name for n in ast.walk(ctx.tree) if isinstance(n, (*FUNCTIONS, ast.ClassDef))}
+    if any(r.value is not None and not _apart(r.value, models, local) for r in returns):
         return "a `return` computes its value after the mode would be restored"
     taken = bound_names(func)
     saves: list[str] = []
@@ -97,6 +98,17 @@ def _plain(value: ast.expr) -> bool:
                        ast.Dict, ast.Load, ast.Slice, ast.Starred))
         for n in ast.walk(value)
     )  # fmt: skip
+
+
+def _apart(value: ast.expr, models: list[str], local: set[str]) -> bool:
+    """A return value that cannot run the models: plain (``_plain``), or one
+    that names neither them nor ``self`` and calls no function of this file
+    (``np.mean(accuracies)``, ``correct / total``): another call reaches a
+    model only through a name it is given."""
+    if _plain(value):
+        return True
+    roots = {m.split(".")[0] for m in models} | {"self", "cls"} | local
+    return not any(isinstance(n, ast.Name) and n.id in roots for n in ast.walk(value))
 
 
 def _falls_through(stmt: ast.stmt) -> bool:
