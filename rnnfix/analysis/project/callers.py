@@ -15,10 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from rnnfix.analysis.project.view import Index
 
 
 @dataclass(frozen=True)
@@ -60,7 +56,7 @@ class CallsOut:
 
 
 # Computes one file's record from its absolute path (None: unreadable).
-Reader = Callable[[str, "Index"], "CallsOut | None"]
+Reader = Callable[[str], "CallsOut | None"]
 
 
 @dataclass(frozen=True)

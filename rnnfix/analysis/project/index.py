@@ -429,7 +429,7 @@ class ProjectIndex:
             if name.isascii() and not self._names(key, name, word):
                 continue
             if key not in self._calls_out:
-                self._calls_out[key] = read(key, self)
+                self._calls_out[key] = read(key)
             out = self._calls_out[key]
             where = os.path.basename(key)
             if out is None:

@@ -84,7 +84,9 @@ def caller_models(ctx: FileContext, func: ast.AST) -> CallerModels | None:
         outside = project_python_files(os.path.dirname(os.path.abspath(ctx.path)))
     if outside is None:
         return None  # a project too large to read for one function's callers
-    found = view.callers(func.name, read_calls, outside)
+    index = ctx.project
+    assert index is not None  # a view has its index
+    found = view.callers(func.name, lambda path: read_calls(path, index), outside)
     if found.unseen is not None or not found.calls:
         return None
     if any(c.result_trained or c.starred for c in found.calls):
