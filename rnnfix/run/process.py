@@ -422,8 +422,10 @@ def _build_project(
     paths: Sequence[Path], settings: Settings, outside: Sequence[str]
 ) -> ProjectIndex | None:
     """The index of the run's files and the files outside it they import;
-    only the run's files are fixed."""
-    if len(paths) + len(outside) < 2 or not _uses_project(settings):
+    only the run's files are fixed. A file run alone has one too: RNF003
+    asks it who calls the file's functions from the project beyond the run
+    (``rules/rnf003/callers.py``)."""
+    if not paths or not _uses_project(settings):
         return None
     from rnnfix.analysis.project.index import ProjectIndex
 

@@ -17,6 +17,7 @@ import pytest
 from rnnfix.analysis.context import FileContext
 from rnnfix.analysis.modes.regions import find_regions
 from rnnfix.analysis.project.index import ProjectIndex
+from rnnfix.rules.rnf003.callers import may_have_caller_models
 from rnnfix.rules.rnf003.gate import ModelEvidence
 from rnnfix.rules.rnf003.judge import RegionJudge
 from rnnfix.rules.rnf003.rule import _judged_code
@@ -33,7 +34,8 @@ _PROJECTS = sorted(p for p in (_ROOT / "fixtures" / "project").iterdir() if p.is
 
 
 def _unsound(ctx: FileContext) -> list[int]:
-    """Lines of regions the judge sees a model call in that the gate rules out."""
+    """Lines of regions the judge sees a model call in that the gate (and,
+    beside it, ``callers.may_have_caller_models``) rules out."""
     regions = find_regions(ctx)
     if not regions:
         return []
@@ -44,7 +46,10 @@ def _unsound(ctx: FileContext) -> list[int]:
         node = region.node
         code = node.body if region.signal == "phase" else _judged_code(node)  # type: ignore[attr-defined]
         calls = [m for m in judge.index.model_calls(code) if m not in ("self", "cls")]
-        if calls and not evidence.may_call_model(_judged_code(node)):
+        calls += judge._caller_params(node, {})  # models its callers in other files pass
+        if calls and not (
+            evidence.may_call_model(_judged_code(node)) or may_have_caller_models(ctx, node)
+        ):
             out.append(node.lineno)
     return out
 

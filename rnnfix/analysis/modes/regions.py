@@ -166,7 +166,12 @@ def _pytest_context(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionD
     # pytest collects top-level ``test_*`` functions. That also drops a script's
     # ``test_epoch`` (its loops over test data still count); a bare
     # ``test(model, loader)`` is not collected by that pattern and stays an evaluator.
-    return func.name.startswith("test_") and isinstance(parent, ast.Module)
+    # Nor is one that other files of the run call (``from utils import
+    # test_seg``): a pytest test is run by pytest, never called by the code.
+    if not func.name.startswith("test_") or not isinstance(parent, ast.Module):
+        return False
+    view = ctx.facts.project
+    return view is None or not view.called_elsewhere(func.name, not ctx.settings.isolated)
 
 
 def _is_test(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -38,13 +38,17 @@ from pathlib import Path
 
 from rnnfix.analysis.project.bindings import Binding, import_bindings, stars
 from rnnfix.analysis.project.index import normalise
+from rnnfix.analysis.project.tree import (
+    import_roots,
+    project_root,
+    python_files_under,
+    third_party,
+)
 
-PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 # An import line: ``from <dots><dotted> import``, or ``import <dotted> [as x], ...``.
 _IMPORT_LINE = re.compile(
     r"[ \t]*(?:from[ \t]*(\.*)([A-Za-z_][\w.]*)?[ \t]+import\b|import[ \t]+([^\n#;\\(]+))"
 )
-_THIRD_PARTY_DIRS = frozenset({"site-packages", "dist-packages"})
 _MAX_REEXPORTS = 3
 _IMPORTED_DEPTH = 2  # imports of imported files followed this many steps
 
@@ -54,7 +58,7 @@ def imported_files(paths: Iterable[Path]) -> list[str]:
     of ``paths`` import (and the re-exports they go through), sorted."""
     run = {normalise(p) for p in paths}
     # The file system answers afresh each run (files come and go between runs).
-    for memo in (_roots, project_root, _is_file, _third_party):
+    for memo in (import_roots, project_root, _is_file, third_party, python_files_under):
         memo.cache_clear()
     finder = _Finder(run)
     for path in sorted(run):
@@ -69,6 +73,15 @@ def imported_files(paths: Iterable[Path]) -> list[str]:
         for path in frontier:
             finder.scan(path)
         frontier = sorted(finder.found - before)
+    return sorted(finder.found)
+
+
+def imports_of(path: str) -> list[str]:
+    """``imported_files`` of the one file ``path``, within the run being
+    made (its memos kept): what a project file beyond the run imports, read
+    to judge its calls into the run (RNF003's reverse call index)."""
+    finder = _Finder({path})
+    finder.scan(path)
     return sorted(finder.found)
 
 
@@ -124,7 +137,7 @@ class _Finder:
         for name in modules:
             parts = name.strip().split(" ")[0].split(".")
             if all(p.isidentifier() for p in parts) and any(
-                self._outside(root, parts, 1) for root in _roots(folder)
+                self._outside(root, parts, 1) for root in import_roots(folder)
             ):
                 return True
         return False
@@ -204,7 +217,7 @@ def resolve_on_disk(
             folder = os.path.dirname(folder)
         roots, shortest = [folder], 0
     else:
-        roots, shortest = list(_roots(folder)), 1
+        roots, shortest = list(import_roots(folder)), 1
     for root in roots:
         for i in range(len(parts), shortest - 1, -1):
             found = _module_file(root, parts[:i])
@@ -225,33 +238,6 @@ def _module_file(root: str, parts: tuple[str, ...]) -> str | None:
 
 
 @lru_cache(maxsize=4096)
-def _roots(folder: str) -> tuple[str, ...]:
-    """Where an absolute import of a file in ``folder`` is looked up, nearest
-    first: the folder, the folder above its package root, the project root."""
-    top = folder
-    while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
-        top = os.path.dirname(top)
-    out = [folder, top]
-    project = project_root(folder)
-    if project is not None:
-        out.append(project)
-    return tuple(dict.fromkeys(out))
-
-
-@lru_cache(maxsize=4096)
-def project_root(folder: str) -> str | None:
-    """The nearest folder at or above ``folder`` with a project marker."""
-    current = folder
-    while True:
-        if any(os.path.exists(os.path.join(current, m)) for m in PROJECT_MARKERS):
-            return current
-        parent = os.path.dirname(current)
-        if parent == current:
-            return None
-        current = parent
-
-
-@lru_cache(maxsize=4096)
 def _is_file(path: str) -> bool:
     return os.path.isfile(path)
 
@@ -263,27 +249,13 @@ def _inside_project(path: str) -> bool:
     real = os.path.realpath(path)
     folder = os.path.dirname(path)
     for checked in {folder, os.path.dirname(real)}:
-        if _third_party(checked):
+        if third_party(checked):
             return False
     project = project_root(folder)
     if project is None:
         return True
     base = os.path.realpath(project)
     return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
-
-
-@lru_cache(maxsize=4096)
-def _third_party(folder: str) -> bool:
-    current = folder
-    while True:
-        if os.path.basename(current) in _THIRD_PARTY_DIRS:
-            return True
-        if os.path.isfile(os.path.join(current, "pyvenv.cfg")):
-            return True
-        parent = os.path.dirname(current)
-        if parent == current:
-            return False
-        current = parent
 
 
 def _bindings(path: str) -> dict[str, Binding]:

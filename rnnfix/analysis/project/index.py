@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.project.bindings import Binding, import_bindings, stars, statements
+from rnnfix.analysis.project.callers import Callers, CallFact, CallsOut, Reader
 from rnnfix.analysis.project.summaries import (
     ClassSummary,
     FunctionSummary,
@@ -72,6 +73,9 @@ if TYPE_CHECKING:
 
 def normalise(path: str | os.PathLike[str]) -> str:
     return os.path.abspath(os.fspath(path))
+
+
+_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class LazySummaries(Mapping[str, "ModuleSummary | None"]):
@@ -361,6 +365,8 @@ class ProjectIndex:
         self._orders: dict[tuple[str, str], tuple[Order, frozenset[str]]] = {}
         self._returns: dict[str, ReturnSummary | None] = {}
         self._self_uses: dict[str, SelfUses | None] = {}
+        self._calls_out: dict[str, CallsOut | None] = {}
+        self._words: dict[str, frozenset[bytes] | None] = {}
         self._stem_set: frozenset[str] | None = None
         self._stems_known = False
 
@@ -396,6 +402,85 @@ class ProjectIndex:
         if file not in self._self_uses:
             self._self_uses[file] = _self_uses_of_file(file) if file in self.files else None
         return self._self_uses[file]
+
+    def callers(
+        self,
+        file: str,
+        name: str,
+        read: Reader,
+        consulted: set[str],
+        outside: Iterable[str] = (),
+    ) -> Callers:
+        """Every call of the module-level function ``name`` of ``file`` in the
+        other files of the run and in ``outside`` (the project's files beyond
+        the run: a script that imports it, read but never fixed), the reverse
+        call index of ``callers.py``. Only files whose text names ``name`` are
+        read, each once for all its calls (``read``). Every file is
+        consulted: a new call anywhere changes the answer."""
+        files = self.files
+        if not isinstance(files, LazySummaries):
+            return Callers((), "the other files are known only by their summaries")
+        word = re.compile(rb"\b" + re.escape(name.encode()) + rb"\b")
+        found: list[CallFact] = []
+        for key in dict.fromkeys([*files, *outside]):
+            if key == file:
+                continue
+            consulted.add(key)
+            if name.isascii() and not self._names(key, name, word):
+                continue
+            if key not in self._calls_out:
+                self._calls_out[key] = read(key)
+            out = self._calls_out[key]
+            where = os.path.basename(key)
+            if out is None:
+                return Callers((), f"`{where}` names `{name}` and cannot be read")
+            if name in out.unresolved:
+                return Callers((), f"`{where}` calls a `{name}` rnnfix cannot follow")
+            if (file, name) in out.referenced:
+                return Callers((), f"`{where}` passes `{name}` on as a value")
+            found.extend(out.calls.get((file, name), ()))
+        return Callers(tuple(found), None)
+
+    def _names(self, key: str, name: str, word: re.Pattern[bytes]) -> bool:
+        """Whether the text of ``key`` may name ``name`` (``word``, its
+        pattern): ``LazySummaries.text_has`` for a file of the index, the
+        kept identifiers (``words_of``) for a project file beyond it."""
+        files = self.files
+        if key in files and isinstance(files, LazySummaries):
+            return files.text_has(key, word)
+        words = self.words_of(key)
+        return words is None or name.encode() in words
+
+    def words_of(self, path: str) -> frozenset[bytes] | None:
+        """The identifiers in the text of ``path`` (a project file beyond the
+        run), read once and kept: the reverse call index and the pytest
+        question ask about many names of the same files. None when unreadable."""
+        if path not in self._words:
+            data = _read(Path(path))
+            self._words[path] = None if data is None else frozenset(_IDENTIFIER.findall(data))
+        return self._words[path]
+
+    def definition(
+        self, file: str, names: tuple[str, ...], consulted: set[str]
+    ) -> tuple[str, tuple[str, ...]] | None:
+        """Where ``names`` of ``file`` is defined, following re-exports through
+        import lines as ``member`` does, never summarising; None when a
+        file's imports cannot be read (it may be anything)."""
+        files = self.files
+        if not isinstance(files, LazySummaries):
+            return None
+        for _ in range(MAX_REEXPORTS + 1):
+            consulted.add(file)
+            if not names or files.may_define(file, names[0], classes=True):
+                return file, names
+            found = self._reexport(files, file, names)
+            if found is True:
+                return None
+            if found is False:
+                return file, names  # defined nowhere else of the run: not a function of it
+            assert not isinstance(found, bool)
+            file, names = found
+        return None
 
     def may_import(self, source: str) -> bool:
         """A text pre-filter: an import line of ``source`` is relative or names

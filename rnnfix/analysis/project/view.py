@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import re
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from rnnfix.analysis.project.bindings import Binding, import_bindings, stars, statements
@@ -34,11 +36,13 @@ from rnnfix.analysis.project.texts import (
     WORD,
     WORD_OR_DOT,
 )
+from rnnfix.analysis.project.tree import project_python_files
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
 from rnnfix.analysis.syntax.scopes import bind_arguments, names_bound
 
 if TYPE_CHECKING:
     from rnnfix.analysis.modes.objectuse import Order
+    from rnnfix.analysis.project.callers import Callers, Reader
     from rnnfix.analysis.torch.returns import Returns
     from rnnfix.analysis.torch.rnns import RnnSpec
 
@@ -66,6 +70,21 @@ class Index(Protocol):
     def returns_of(self, file: str) -> ReturnSummary | None: ...
 
     def self_uses_of(self, file: str) -> SelfUses | None: ...
+
+    def callers(
+        self,
+        file: str,
+        name: str,
+        read: Reader,
+        consulted: set[str],
+        outside: Iterable[str] = (),
+    ) -> Callers: ...
+
+    def words_of(self, path: str) -> frozenset[bytes] | None: ...
+
+    def definition(
+        self, file: str, names: tuple[str, ...], consulted: set[str]
+    ) -> tuple[str, tuple[str, ...]] | None: ...
 
     def resolve(
         self, importer: str, level: int, parts: tuple[str, ...]
@@ -213,6 +232,48 @@ class ProjectView:
                 return None
             target = self.index.resolve(file, binding[0], binding[1] + names[1:])
         return None
+
+    def callers(self, name: str, read: Reader, outside: Iterable[str] = ()) -> Callers:
+        """Every call the other files of the run (and ``outside``) make of
+        this file's module-level function ``name`` (``ProjectIndex.callers``)."""
+        return self.index.callers(self.path, name, read, self.consulted, outside)
+
+    def called_elsewhere(self, name: str, beyond_run: bool) -> bool:
+        """Whether another file of the run, or with ``beyond_run`` of the
+        project beyond it (a script that imports this file), calls a function
+        named ``name``, by its text: ``name(`` with no ``def name`` of its own
+        (a script's module-level code has no summary to ask)."""
+        if not name.isascii():
+            return True  # identifiers are NFKC-normalised: the text may spell it otherwise
+        paths = list(self.index.files)
+        if beyond_run:
+            paths += project_python_files(os.path.dirname(self.path)) or ()
+        called = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
+        defined = re.compile(rb"\bdef\s+" + re.escape(name.encode()) + rb"\b")
+        for path in dict.fromkeys(paths):
+            if path == self.path:
+                continue
+            self.consulted.add(path)
+            words = self.index.words_of(path)
+            if words is None or name.encode() not in words:
+                continue
+            try:
+                data = Path(path).read_bytes()
+            except OSError:
+                continue
+            if called.search(data) and not defined.search(data):
+                return True
+        return False
+
+    def definition_of(self, expr: ast.AST) -> tuple[str, tuple[str, ...]] | None | bool:
+        """Where the imported dotted name ``expr`` is defined in another file of
+        the run, re-exports followed: (file, names); False when it names
+        nothing of the run; None when an import on the way cannot be read."""
+        text = dotted(expr)
+        target = self._target(text) if text is not None else None
+        if target is None:
+            return False
+        return self.index.definition(target[0], target[1], self.consulted)
 
     def self_uses(self, expr: ast.AST) -> frozenset[str] | None:
         """What the imported class ``expr`` of another file of the run (with

@@ -43,6 +43,12 @@ from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.models import unwrap_built
 from rnnfix.analysis.torch.passthrough import rewraps
 from rnnfix.rules.base import FileContext, Finding, Fix
+from rnnfix.rules.rnf003.callers import (
+    CallerModels,
+    caller_models,
+    forwards_a_parameter,
+    parameter_forwards,
+)
 from rnnfix.rules.rnf003.effects import train_mode_effects
 from rnnfix.rules.rnf003.escape import Escape, escapes, no_caller_reason
 from rnnfix.rules.rnf003.flagfunc import flag_function_finding
@@ -113,6 +119,7 @@ class RegionJudge:
         self.handlers = Handlers(ctx)
         self._helper_fixed: dict[ast.AST, bool] = {}  # ``fixes_itself``' verdicts
         self._judging: set[ast.AST] = set()
+        self._callers: dict[ast.AST, CallerModels | None] = {}  # ``caller_models``' answers
 
     def run(self, region: EvalRegion) -> Finding | Verdict:
         node = region.node
@@ -141,6 +148,10 @@ class RegionJudge:
             and not self._unproven_load(m)
         }
         calls = self._without_fixed_helpers(calls)
+        for param in self._caller_params(node, calls):
+            sites = parameter_forwards(body, param)
+            if sites:
+                calls[param] = sites
         if not body or not calls:
             return Verdict.NOT_A_REGION
         if isinstance(node, FUNCTIONS) and is_smoke_test(node, calls, self.index.builds_module):
@@ -223,6 +234,22 @@ class RegionJudge:
     @functools.cached_property
     def _function_regions(self) -> dict[ast.AST, EvalRegion]:
         return {r.node: r for r in find_regions(self.ctx) if r.is_function}
+
+    def _from_callers(self, func: ast.AST) -> CallerModels | None:
+        """What the calls of ``func`` in the other files of the run pass and
+        do (``callers.caller_models``); asked once per function."""
+        if func not in self._callers:
+            self._callers[func] = caller_models(self.ctx, func)
+        return self._callers[func]
+
+    def _caller_params(self, node: ast.AST, calls: dict[str, list[ast.Call]]) -> list[str]:
+        """Parameters of the function region ``node`` that every caller in
+        another file passes a torch module in, and that its own file does
+        not already know as models (issue 36.3)."""
+        if not isinstance(node, ast.FunctionDef) or not forwards_a_parameter(node):
+            return []
+        found = self._from_callers(node)
+        return [p for p in found.params if p not in calls] if found is not None else []
 
     def _self_trainer(self, node: ast.AST) -> bool:
         """The region is in a module's own method that trains ``self`` itself
@@ -337,6 +364,8 @@ class RegionJudge:
             # anywhere (a policy's ``saved_log_probs``), whatever its callers do.
             return f"what it computes is {_describe(kept)}, where training code may read it"
         unseen = self._unseen_callers(func)
+        if unseen is not None and self._from_callers(func) is not None:
+            unseen = None  # every call is in another file, seen, and none trains on it
         if unseen is not None:
             return f"what it computes is {why}, and {unseen}"
         if self._callers_train(func) or self._callers_pass_on(func):
@@ -402,7 +431,8 @@ class RegionJudge:
     def _fed_into_training(self, region: EvalRegion, body: list[ast.stmt]) -> bool:
         node = region.node
         if isinstance(node, FUNCTIONS):
-            return self._callers_train(node)
+            found = self._from_callers(node)
+            return self._callers_train(node) or (found is not None and found.in_training)
         after_step = region.signal == "after-step"
         if region.signal != "data" and not after_step and in_training_iteration(self.ctx, node):
             return True  # sampling / generation inside a training step
@@ -545,6 +575,12 @@ class RegionJudge:
             mode is Mode.EVAL for m in calls for s in body for _, mode in flow.switches_in(s, m)
         )
         for model, sites in sorted(calls.items(), key=lambda kv: _first(kv[1])):
+            passed = self._from_callers(func) if isinstance(func, ast.FunctionDef) else None
+            if passed is not None and model in passed.params:
+                # Every caller passes a module whose mode matters (``callers.py``).
+                if model not in passed.evaluated:
+                    need.eval_models.append(model)
+                continue
             if not self.index.is_known_module(model) or is_stateless(self.ctx, model):
                 continue  # an object of an unknown class: no ``eval()`` on a guess
             if holds_no_state(self.ctx, model):

@@ -12,15 +12,17 @@ last statement when control can fall off the end. Chosen over ``try:/finally:``
 because it adds lines without re-indenting the author's body; the price is
 the exception path (an exception that leaves the function skips the restore),
 which ends the training step the mode was for anyway. Refused, so the finding
-is reported without a fix, when a ``return`` computes anything (the model
-could run in the restored mode), when the function is a generator (a
-``yield`` hands control back mid-evaluation), or when the name the fix needs
-is taken.
+is reported without a fix, when a ``return`` computes something that may run
+the model (it names the model or ``self``, or calls anything but an imported
+function or a builtin: the model could run in the restored mode), when the
+function is a generator (a ``yield`` hands control back mid-evaluation), or
+when the name the fix needs is taken.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Collection
 
 from rnnfix.analysis.syntax.walks import FUNCTIONS
 from rnnfix.rules.base import FileContext
@@ -55,7 +57,11 @@ def restore_edits(
     if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in own):
         return "it is a generator: its caller runs between its steps"
     returns = [n for n in own if isinstance(n, ast.Return)]
-    if any(r.value is not None and not _plain(r.value) for r in returns):
+    imported = ctx.facts.imports.names
+    bound = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)} | {
+        n.id for n in ast.walk(func) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    }
+    if any(r.value is not None and not _apart(r.value, models, imported, bound) for r in returns):
         return "a `return` computes its value after the mode would be restored"
     taken = bound_names(func)
     saves: list[str] = []
@@ -97,6 +103,36 @@ def _plain(value: ast.expr) -> bool:
                        ast.Dict, ast.Load, ast.Slice, ast.Starred))
         for n in ast.walk(value)
     )  # fmt: skip
+
+
+def _apart(value: ast.expr, models: list[str], imported: Collection[str], bound: set[str]) -> bool:
+    """A return value that cannot run the models: plain (``_plain``), or one
+    that names neither them nor ``self`` and calls only imported functions
+    and builtins the function does not rebind (``np.mean(accuracies)``,
+    ``correct / total``, ``float(hits) / len(data)``): a method call on a
+    local value (``loss.item()``) or a call of a local name may be the model
+    under another name."""
+    if _plain(value):
+        return True
+    roots = {m.split(".")[0] for m in models} | {"self", "cls"}
+    for n in ast.walk(value):
+        if isinstance(n, ast.Name) and n.id in roots:
+            return False
+        if isinstance(n, ast.Call):
+            head = n.func
+            while isinstance(head, ast.Attribute):
+                head = head.value
+            if not isinstance(head, ast.Name):
+                return False
+            if head.id in bound or not (
+                head.id in imported or (head.id in _BUILTINS and head is n.func)
+            ):
+                return False
+    return True
+
+
+_BUILTINS = frozenset({"float", "int", "len", "sum", "min", "max", "round", "abs", "dict", "list",
+                       "tuple", "str", "sorted", "zip", "range", "enumerate"})  # fmt: skip
 
 
 def _falls_through(stmt: ast.stmt) -> bool:

@@ -12,6 +12,7 @@ from rnnfix.analysis.modes.regiontext import may_have_regions
 from rnnfix.analysis.project.testcode import test_case_classes
 from rnnfix.analysis.syntax.walks import FUNCTIONS, body_without_docstring
 from rnnfix.rules.base import FileContext, Finding, Rule
+from rnnfix.rules.rnf003.callers import may_have_caller_models
 from rnnfix.rules.rnf003.gate import ModelEvidence
 from rnnfix.rules.rnf003.judge import RegionJudge, Verdict
 from rnnfix.rules.rnf003.models import ModelIndex
@@ -355,8 +356,26 @@ feed a training step (no call's result reaches a gradient use): GPT-style
 before each `return`, rather than a `try:/finally:` around the body, keeps
 the author's code as written; an exception that leaves the function skips it,
 and ends the training step the mode was for. Reported without a fix when a
-`return` computes its value (it would run after the restore), the function
-is a generator, or the name `was_training` is taken. A model whose class is in
+`return` computes its value with anything that may run the model (the model
+or `self`, a method call, a function of the file: it would run after the
+restore; `np.mean(accuracies)` or `correct / len(loader)` cannot), the
+function is a generator, or the name `was_training` is taken.
+
+An evaluation function of another file than the training loop
+(`utils.py: def test_seg(model, loader)`, called from `train_semseg.py`
+with the network it trains) whose own file never shows what `model` is:
+its parameter is a model when every call of the function rnnfix sees (the
+other files of the run, and the project's files beyond it, read but never
+fixed, with what they import) passes a torch module whose mode matters by
+its caller's own evidence (built from a module class with Dropout or
+BatchNorm, or switched with `train()`/`eval()` there), and there is at least
+one such call. A call that passes anything else (a plain function, an
+estimator), a file that names the function without calling it (a
+callback), an import rnnfix cannot follow, or a caller that trains on the
+result or passes it on, leaves it alone. When a call runs between its
+caller's training steps (in a loop of a function that trains), the fix
+saves and restores the caller's mode as above: the caller may be outside
+the run, where no `train()` of RNF001's would follow. A model whose class is in
 another file of the run counts only when that class holds Dropout or
 BatchNorm layers (or reads `self.training`): then `eval()` changes what it
 computes.
@@ -402,7 +421,9 @@ cannot see, so nothing would put `train()` back after an inserted `eval()`.
                 continue  # the engine drops its finding: not judged at all
             if evidence is None:
                 evidence = ModelEvidence(ctx.tree, ctx.facts.project)
-            if not evidence.may_call_model(_judged_code(region.node)):
+            if not evidence.may_call_model(
+                _judged_code(region.node)
+            ) and not may_have_caller_models(ctx, region.node):
                 continue  # calls no model: the judge's NOT_A_REGION, without building it
             if judge is None:
                 judge = RegionJudge(ctx)

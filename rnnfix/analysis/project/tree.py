@@ -1,0 +1,85 @@
+"""Where a project's files are: its root (the nearest folder with a
+project marker), the roots an absolute import is looked up in, third-party
+folders, and the project's Python files (for the reverse call index). Apart
+from ``imported.py``, which imports the index, so that the rules can list
+a project's files without a circle."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+_THIRD_PARTY_DIRS = frozenset({"site-packages", "dist-packages"})
+# More Python files than this under a project root: a tree too large to read
+# for the callers of one function (RNF003 then treats its callers as unseen).
+MAX_PROJECT_FILES = 2000
+
+
+@lru_cache(maxsize=4096)
+def import_roots(folder: str) -> tuple[str, ...]:
+    """Where an absolute import of a file in ``folder`` is looked up, nearest
+    first: the folder, the folder above its package root, the project root."""
+    top = folder
+    while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
+        top = os.path.dirname(top)
+    out = [folder, top]
+    project = project_root(folder)
+    if project is not None:
+        out.append(project)
+    return tuple(dict.fromkeys(out))
+
+
+@lru_cache(maxsize=4096)
+def project_root(folder: str) -> str | None:
+    """The nearest folder at or above ``folder`` with a project marker."""
+    current = folder
+    while True:
+        if any(os.path.exists(os.path.join(current, m)) for m in PROJECT_MARKERS):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+@lru_cache(maxsize=4096)
+def third_party(folder: str) -> bool:
+    current = folder
+    while True:
+        if os.path.basename(current) in _THIRD_PARTY_DIRS:
+            return True
+        if os.path.isfile(os.path.join(current, "pyvenv.cfg")):
+            return True
+        parent = os.path.dirname(current)
+        if parent == current:
+            return False
+        current = parent
+
+
+def project_python_files(folder: str) -> tuple[str, ...] | None:
+    """The ``.py`` files of the project that ``folder`` belongs to, for the
+    reverse call index (RNF003: who calls an evaluation function of a file
+    run alone): under the project root, or, without one, the folder above
+    the package root ``folder`` is in; no hidden folder, virtual environment
+    or ``site-packages``. None when there are more than ``MAX_PROJECT_FILES``."""
+    root = project_root(folder) or import_roots(folder)[-1]
+    return python_files_under(root)
+
+
+@lru_cache(maxsize=16)
+def python_files_under(root: str) -> tuple[str, ...] | None:
+    found: list[str] = []
+    for current, dirs, files in os.walk(root):
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if not d.startswith(".")
+            and d not in _THIRD_PARTY_DIRS
+            and d not in ("__pycache__", "node_modules")
+            and not os.path.isfile(os.path.join(current, d, "pyvenv.cfg"))
+        )
+        found += [os.path.join(current, f) for f in sorted(files) if f.endswith(".py")]
+        if len(found) > MAX_PROJECT_FILES:
+            return None
+    return tuple(os.path.abspath(p) for p in found)
