@@ -611,11 +611,16 @@ class ProjectIndex:
         key = (file, class_name)
         if key in self._orders:
             return self._orders[key]
+        paths = self.files._paths if isinstance(self.files, LazySummaries) else {}
+        if not any(path != file for path in paths):
+            # The file alone (``rnnfix apply train.py``): no other file to
+            # call anything, so its own summary is not needed either.
+            self._orders[key] = (frozenset(), frozenset())
+            return self._orders[key]
         module = self.files.get(file)
         cls = module.classes.get(class_name) if module is not None else None
         found: set[tuple[str, str]] = set()
         shown: set[str] = set()
-        paths = self.files._paths if isinstance(self.files, LazySummaries) else {}
         name = class_name.encode()
         for path in paths if cls is not None else ():
             if path == file:
