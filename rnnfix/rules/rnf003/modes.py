@@ -11,6 +11,7 @@ validation batches update BatchNorm's running statistics.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from rnnfix.analysis.grads.gradctx import GradContexts, training_steps
 from rnnfix.analysis.modes.comments import TRAIN_INTENTS, intent_comment
@@ -158,16 +159,8 @@ def builds_mode_free_class(ctx: FileContext, model: str) -> bool:
     mode (``ClassTable.mode_free_call``: recurrent-visual-attention's
     ``RecurrentAttention``, Linear layers in classes of another file): an
     ``eval()`` would change nothing, whatever mode calls the author makes."""
-    info = ctx.facts.modes.model_info(model)
-    if info is None or info.key != model or info.built_at is None:
-        return False
     table = ctx.facts.receivers.table
-    imports = ctx.facts.imports
-    values = _bound_values(ctx, model)
-    return bool(values) and all(
-        isinstance(built := unwrap_built(v, imports), ast.Call) and table.mode_free_call(built)
-        for v in values
-    )
+    return _every_binding_builds(ctx, model, table.mode_free_call)
 
 
 def holds_no_state(ctx: FileContext, model: str) -> bool:
@@ -177,17 +170,26 @@ def holds_no_state(ctx: FileContext, model: str) -> bool:
     constructor stores neither and that reads no mode, EfficientDet's
     ``BBoxTransform()``): its forward records no graph of its own and is the
     same in both modes, so it needs neither ``no_grad`` nor ``eval()``."""
+    table = ctx.facts.receivers.table
+
+    def stateless(built: ast.Call) -> bool:
+        ref = table.ref_call(built)
+        return ref.module is True and not ref.stateful
+
+    return _every_binding_builds(ctx, model, stateless)
+
+
+def _every_binding_builds(ctx: FileContext, model: str, holds: Callable[[ast.Call], bool]) -> bool:
+    """``model`` is a model the file builds, bound at least once, and every
+    value the file binds to it is a constructor call (through wrappers) for
+    which ``holds`` is true."""
     info = ctx.facts.modes.model_info(model)
     if info is None or info.key != model or info.built_at is None:
         return False
-    table = ctx.facts.receivers.table
     imports = ctx.facts.imports
     values = _bound_values(ctx, model)
     return bool(values) and all(
-        isinstance(built := unwrap_built(v, imports), ast.Call)
-        and (ref := table.ref_call(built)).module is True
-        and not ref.stateful
-        for v in values
+        isinstance(built := unwrap_built(v, imports), ast.Call) and holds(built) for v in values
     )
 
 
