@@ -99,7 +99,10 @@ _SHARED: list[Callable[[F], F]] = [
     click.option(
         "--isolated",
         is_flag=True,
-        help="See only the files given: do not read the project files they import.",
+        help=(
+            "See only the files given: do not read other project files (those they "
+            "import, those that call their functions)."
+        ),
     ),
     click.option(
         "--target-version",
