@@ -271,6 +271,12 @@ class _CallReader:
             return Argument(False, False)
         if is_stateless(self.ctx, text) or is_mode_free(self.ctx, text):
             return Argument(False, False)  # its mode changes nothing
+        receivers = self.ctx.facts.receivers
+        if any(receivers.check(text, m, call).reason is not None for m in ("eval", "train")):
+            # Its class overrides train()/eval() (or the caller's file shows
+            # another reason no mode call may go on it): the helper's fix would
+            # call them on it, and ``def train(self)`` takes no mode.
+            return Argument(False, False)
         facts = self.ctx.facts.modes.mode_before(call, text).facts
         evaluated = bool(facts) and all(f.mode is Mode.EVAL for f in facts)
         return Argument(True, evaluated)
