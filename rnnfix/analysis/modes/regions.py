@@ -23,6 +23,18 @@ Three signals, all syntactic:
   ``eval()``, outside the loops that run a step
   (pygcn's ``train(epoch)``: the step, then ``model.eval(); output =
   model(features, adj)`` for the validation figures);
+- *after-training*: a plain statement or a loop that comes after the code
+  that trains a model (a loop running its training steps, or a call of a
+  function of the file that runs them), in the same block or under an
+  ``if``/``with``/``try`` that follows it, where every training step of its
+  function (or of the module) comes before it, that runs that model and
+  whose results reach an output (printed, logged, written, saved or
+  plotted: ``outputs.feeds_output``). No ``eval()`` needed: nanoGPT's
+  lecture script ends with ``print(decode(m.generate(context, ...)))`` after
+  the training loop; a char-RNN samples and prints text after each epoch's
+  batch loop. Not when the author switches the model to train mode after
+  training (a deliberate choice), nor inside a loop that runs a step
+  directly (the periodic check's);
 - *flag*: a function shared by training and evaluation through a boolean
   parameter (``def iteration(self, epoch, loader, train=True)``) whose
   training step runs only under ``if train:``, called in the file with the
@@ -37,6 +49,7 @@ and says whether a statement runs in the same iteration as a training step.
 from __future__ import annotations
 
 import ast
+import builtins
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -45,7 +58,8 @@ from typing import TYPE_CHECKING, Literal
 from rnnfix.analysis.grads.gradctx import training_steps
 from rnnfix.analysis.modes.flagparams import FlagParam, mode_flag
 from rnnfix.analysis.modes.flagparams import flag_parameter as _flag_parameter
-from rnnfix.analysis.syntax.names import dotted, is_below
+from rnnfix.analysis.modes.outputs import feeds_output
+from rnnfix.analysis.syntax.names import dotted, is_below, strip_self_returning
 from rnnfix.analysis.syntax.walks import (
     FUNCTIONS,
     LOOPS,
@@ -67,7 +81,9 @@ if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
     from rnnfix.analysis.facts import FileFacts
 
-Signal = Literal["data", "name", "after-eval", "after-step", "phase", "flag", "self-eval"]
+Signal = Literal[
+    "data", "name", "after-eval", "after-step", "after-training", "phase", "flag", "self-eval"
+]
 
 _EVAL_DATA_WORDS = frozenset(
     {"val", "vali", "valid", "validation", "dev", "test", "testing", "eval", "evaluation",
@@ -216,7 +232,10 @@ def find_regions(ctx: FileContext) -> list[EvalRegion]:
     rule drops it when it takes the function as the region)."""
     regions: list[EvalRegion] = []
     _visit(ctx, ctx.tree, regions, inside=False)
-    after = _after_step_statements(ctx, {id(r.node) for r in regions if not r.is_function})
+    loops = {id(r.node) for r in regions if not r.is_function}
+    after = _after_step_statements(ctx, loops)
+    taken = loops | {id(r.node) for r in after}
+    after += _after_training(ctx, taken, {r.node for r in regions if r.is_function})
     if after:
         regions = sorted([*regions, *after], key=lambda r: (r.node.lineno, r.node.col_offset))
     return regions
@@ -271,6 +290,205 @@ def _after_step_statements(ctx: FileContext, loops: set[int]) -> list[EvalRegion
                 if steps and _after_every_step(parents, stmt, switches, steps, loops):
                     out.append(EvalRegion(stmt, "after-step"))
     return out
+
+
+# Statements an *after-training* region may be: a simple statement or a loop.
+_AFTER_TRAINING = (*_SIMPLE, ast.For, ast.While)
+# Blocks an *after-training* statement may sit in below the training's own
+# block: code that runs once, after it.
+_ONCE = (ast.If, ast.With, ast.Try, ast.TryStar)
+# Calls on a model that run no forward: they do not make a sample or a score.
+_NOT_FORWARDS = frozenset(
+    {"state_dict", "parameters", "named_parameters", "buffers", "named_buffers", "modules",
+     "named_modules", "children", "to", "cuda", "cpu", "zero_grad", "load_state_dict", "apply",
+     "save_pretrained", "half", "float", "double", "requires_grad_", "share_memory"}
+)  # fmt: skip
+
+
+def _after_training(
+    ctx: FileContext, taken: set[int], evaluators: set[ast.stmt]
+) -> list[EvalRegion]:
+    """The *after-training* signal (see the module's docstring). ``taken``:
+    the loops and statements already regions; ``evaluators``: the functions
+    that are regions (a call of one is judged there, not here)."""
+    out: list[EvalRegion] = []
+    parents = ctx.facts.parents
+    # The scopes that may train, from the syntax first: every training step
+    # is a call of a ``backward`` or a ``step`` (``gradctx.training_steps``).
+    maybe: dict[ast.AST, list[ast.Call]] = {}
+    for call in nodes_of(ctx.tree, ast.Call):
+        assert isinstance(call, ast.Call)
+        if _called_attr(call) in ("backward", "step"):
+            maybe.setdefault(scope_of(parents, call), []).append(call)
+    if not maybe:
+        return out
+    trainers = _training_functions(ctx, maybe)
+    if trainers:
+        for call in nodes_of(ctx.tree, ast.Call):
+            assert isinstance(call, ast.Call)
+            if isinstance(call.func, ast.Name) and call.func.id in trainers:
+                maybe.setdefault(scope_of(parents, call), [])
+    for scope, candidates in maybe.items():
+        if not isinstance(scope, (ast.Module, ast.FunctionDef)):
+            continue
+        if _in_lightning_class(ctx, scope):
+            continue
+        steps: list[ast.AST] = [c for c in candidates if ctx.facts.modes.step_kind(c) is not None]
+        steps += [
+            c
+            for c in walk_local(scope)
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in trainers
+        ]
+        if not steps:
+            continue
+        last = max(_end(s) for s in steps)
+        step_loops = {id(innermost_loop(parents, s)) for s in steps}
+        aliases = _aliases(scope)
+        local = {f.name: f for f in ctx.tree.body if isinstance(f, ast.FunctionDef)}
+        for stmt in walk_local(scope):
+            if not isinstance(stmt, _AFTER_TRAINING) or (stmt.lineno, stmt.col_offset) < last:
+                continue
+            if id(stmt) in taken or any(id(a) in taken for a in ctx.facts.ancestors(stmt)):
+                continue
+            loop = innermost_loop(parents, stmt)
+            if loop is not None and id(loop) in step_loops:
+                continue  # in the step loop itself: the periodic check's
+            trained = _trained_before(ctx, stmt, scope, steps, trainers, aliases)
+            if not trained:
+                continue
+
+            def is_source(call: ast.Call, trained: set[str] = trained) -> bool:
+                return _runs_trained(call, trained, local, evaluators)
+
+            if not any(is_source(c) for c in ast.walk(stmt) if isinstance(c, ast.Call)):
+                continue
+            block = block_of(parents, stmt)
+            rest = block[0][block[0].index(stmt) :] if block is not None else [stmt]
+            if feeds_output(rest, is_source):
+                out.append(EvalRegion(stmt, "after-training"))
+                taken.add(id(stmt))
+    return out
+
+
+def _end(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "end_lineno", None) or node.lineno, getattr(node, "end_col_offset", 0))  # type: ignore[attr-defined]
+
+
+def _training_functions(ctx: FileContext, maybe: dict[ast.AST, list[ast.Call]]) -> set[str]:
+    """Module-level functions of the file that run a training step
+    (``maybe``: each scope's calls that may be one)."""
+    return {
+        f.name
+        for f in ctx.tree.body
+        if isinstance(f, ast.FunctionDef)
+        and any(ctx.facts.modes.step_kind(c) is not None for c in maybe.get(f, ()))
+    }
+
+
+def _aliases(scope: ast.AST) -> dict[str, set[str]]:
+    """Names bound to the same object in ``scope``: ``m = model.to(device)``."""
+    same: dict[str, set[str]] = {}
+    for n in walk_local(scope):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1:
+            left = dotted(n.targets[0])
+            right = dotted(strip_self_returning(n.value))
+            if left and right and left != right:
+                group = same.get(left, {left}) | same.get(right, {right})
+                for name in group:
+                    same[name] = group
+    return same
+
+
+def _trained_before(
+    ctx: FileContext,
+    stmt: ast.stmt,
+    scope: ast.AST,
+    steps: list[ast.AST],
+    trainers: set[str],
+    aliases: dict[str, set[str]],
+) -> set[str]:
+    """What the code before ``stmt`` trains: the callables a statement with
+    a training step calls, the arguments of a call of a training function;
+    found in ``stmt``'s block, or in the block of an ``if``/``with``/``try``
+    around it. Empty when a model is switched to train mode after its
+    training (the author's choice for what follows)."""
+    parents = ctx.facts.parents
+    cur: ast.AST = stmt
+    while cur is not scope:
+        found = block_of(parents, cur)
+        if found is None:
+            return set()
+        block, index = found
+        trained: set[str] = set()
+        for sibling in block[:index]:
+            inside = {id(n) for n in walk_local(sibling)}
+            if any(id(s) in inside for s in steps):
+                trained = _trains(ctx, sibling, trainers)
+            elif trained and not _evaluates(sibling, trained):
+                return set()
+        if trained:
+            return {a for name in trained for a in aliases.get(name, {name})}
+        parent = parents.get(cur)
+        if not isinstance(parent, _ONCE):
+            return set()
+        cur = parent
+    return set()
+
+
+def _evaluates(stmt: ast.stmt, trained: set[str]) -> bool:
+    """Whether ``stmt``, between the training and an *after-training*
+    statement, leaves the mode of what was trained known: it makes no mode
+    call, or it is ``<model>.eval()`` of a trained model. A ``train()``
+    there is the author's choice for what follows; a mode call the flow may
+    not read (``for m in models: m.eval()``) leaves the mode to a guess."""
+    if isinstance(stmt, ast.Expr):
+        switch = module_mode_switch(stmt.value)
+        if switch is not None:
+            return switch.mode is Mode.EVAL and switch.target in trained
+    return not any(
+        isinstance(n, ast.Call) and _called_attr(n) in ("eval", "train") for n in walk_local(stmt)
+    )
+
+
+def _trains(ctx: FileContext, stmt: ast.stmt, trainers: set[str]) -> set[str]:
+    """What ``stmt`` may train, loosely (the judge asks which are models):
+    what it calls, but builtins and imported names (``print``,
+    ``torch.cat``), and what it hands to a training function of the file."""
+    names: set[str] = set()
+    imported = ctx.facts.imports.names
+    for n in walk_local(stmt):
+        if not isinstance(n, ast.Call):
+            continue
+        if isinstance(n.func, ast.Name) and n.func.id in trainers:
+            names |= {t for a in n.args if (t := dotted(a))}
+        elif (text := dotted(n.func)) is not None:
+            root = text.split(".")[0]
+            if root not in imported and root not in _BUILTINS:
+                names.add(text)
+    return names
+
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+def _runs_trained(
+    call: ast.Call, trained: set[str], local: dict[str, ast.FunctionDef], evaluators: set[ast.stmt]
+) -> bool:
+    """``call`` may run one of ``trained``: calls it or a method of it (not
+    one that runs no forward), runs it through a runner, or hands it to a
+    function of the file that is not an evaluation region itself."""
+    text = dotted(call.func)
+    if text and text.rsplit(".", 1)[-1] in library.RUNNER_NAMES and call.args:
+        text = dotted(call.args[0])
+    if text is not None:
+        for model in trained:
+            if text == model or (is_below(text, model) and text.rsplit(".", 1)[-1] not in _NOT_FORWARDS):
+                return module_mode_switch(call) is None
+    if isinstance(call.func, ast.Name) and call.func.id in local:
+        if local[call.func.id] in evaluators:
+            return False
+        return any(dotted(a) in trained for a in call.args)
+    return False
 
 
 def _after_every_step(

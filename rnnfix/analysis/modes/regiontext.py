@@ -13,6 +13,10 @@ for each of its signals, never a guess: a file it rules out has no region.
   of each ``for`` header, continued over the lines its brackets span;
 - *after-eval* and *after-step*: a mode call (``.eval()``, ``.train(False)``)
   before a loop or a statement;
+- *after-training*: a training step's call (``.backward(``, ``.step(``;
+  a call of a function of the file that makes one means the file holds that
+  text too), and a call of an output (``print(``, ``.save(``: the names of
+  ``outputs.SINKS``);
 - *flag*: a boolean default of a ``FLAG_NAMES`` parameter (``train=True``)
   or of one named for evaluation (``cross_valid=False``: every word of
   ``EVAL_FLAG_WORDS`` holds ``val``, ``test`` or ``cv``),
@@ -28,6 +32,7 @@ from __future__ import annotations
 import re
 
 from rnnfix.analysis.modes.flagparams import FLAG_NAMES, TRAIN_VALUES
+from rnnfix.analysis.modes.outputs import SINKS
 from rnnfix.analysis.modes.regions import (
     _EVAL_FUNCTION_WORDS,
     _estimates_metric,
@@ -57,6 +62,11 @@ _TRAIN_COMPARE = re.compile(
 )
 # ``cross_valid=False``, ``is_test: bool = False``: an evaluation flag.
 _EVAL_FLAG_DEFAULT = re.compile(r"(?i:val|test|cv)\w*\s*(?::[^=,)]*)?=\s*False\b")
+# ``loss.backward()``, ``optimizer.step()``: a training step (``gradctx``'s
+# steps are all calls of a ``backward`` or a ``step``), for *after-training*.
+_STEP_CALL = re.compile(r"\.[\s\\]*(?:backward|step)[\s\\]*\(|\bbackward[\s\\]*\(")
+# A call of an output (``outputs.SINKS``), for *after-training*.
+_SINK_CALL = re.compile(r"\b(?:" + "|".join(sorted(SINKS)) + r")[\s\\]*\(")
 # ``model.training``: a mode read, the flag of ``flagparams.mode_flag``.
 _MODE_READ = re.compile(r"\.[\s\\]*training\b")
 _FLAG_DEFAULT = re.compile(
@@ -80,6 +90,8 @@ def may_have_regions(source: str) -> bool:
     if _MODE_CALL.search(source) or _FLAG_DEFAULT.search(source) or _TRAIN_COMPARE.search(source):
         return True
     if _MODE_READ.search(source) or _EVAL_FLAG_DEFAULT.search(source):
+        return True
+    if _STEP_CALL.search(source) and _SINK_CALL.search(source):
         return True
     for m in _DEF.finditer(source):
         start = m.start()

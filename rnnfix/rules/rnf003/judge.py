@@ -433,7 +433,7 @@ class RegionJudge:
         if isinstance(node, FUNCTIONS):
             found = self._from_callers(node)
             return self._callers_train(node) or (found is not None and found.in_training)
-        after_step = region.signal == "after-step"
+        after_step = region.signal in ("after-step", "after-training")
         if region.signal != "data" and not after_step and in_training_iteration(self.ctx, node):
             return True  # sampling / generation inside a training step
         scope = scope_of(self.parents, node)
@@ -974,6 +974,8 @@ class RegionJudge:
             if isinstance(node, FUNCTIONS)
             else "Evaluation after the training step"
             if region.signal == "after-step"
+            else "Evaluation after training"
+            if region.signal == "after-training"
             else "Evaluation loop"
         )
         models = need.eval_models or need.recording or sorted(calls, key=lambda m: _first(calls[m]))

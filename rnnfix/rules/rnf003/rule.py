@@ -18,7 +18,8 @@ from rnnfix.rules.rnf003.judge import RegionJudge, Verdict
 from rnnfix.rules.rnf003.models import ModelIndex
 from rnnfix.rules.rnf003.periodic import may_have_periodic, periodic_findings
 
-_PREFILTER = re.compile(r"val|test|eval|predict|infer|dev|holdout", re.IGNORECASE)
+# Evaluation words, or a training step (the *after-training* signal).
+_PREFILTER = re.compile(r"val|test|eval|predict|infer|dev|holdout|backward|step", re.IGNORECASE)
 
 
 class EvalWithoutNoGrad(Rule):
