@@ -801,9 +801,16 @@ def probes_shapes(
             return made_up(expr.value, depth + 1)
         if isinstance(expr, ast.Name):
             here = (expr.lineno, expr.col_offset)
-            before = [b for b in bindings.get(expr.id, []) if b[0] <= here]
+            found = bindings.get(expr.id, [])
+            before = [b for b in found if b[0] <= here]
             if not before:
                 return False
+            loop = innermost_loop(ctx.facts.parents, expr)
+            if loop is not None and any(
+                here < b[0] <= (loop.end_lineno or loop.lineno, loop.end_col_offset or 0)
+                for b in found
+            ):
+                return False  # rebound later in its loop: the next step reads that value
             value = max(before, key=lambda b: b[0])[1]
             return value is not None and made_up(value, depth + 1)
         if not isinstance(expr, ast.Call):
