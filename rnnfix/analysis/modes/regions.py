@@ -424,6 +424,21 @@ def _trained_before(
             inside = {id(n) for n in walk_local(sibling)}
             if any(id(s) in inside for s in steps):
                 trained = _trains(ctx, sibling, trainers)
+                # What an optimizer step of it updates: not a frozen
+                # generator a latent code is optimised through.
+                updates = [
+                    s
+                    for s in steps
+                    if id(s) in inside
+                    and isinstance(s, ast.Call)
+                    and ctx.facts.modes.step_kind(s) == "optimizer_step"
+                ]
+                if updates:
+                    trained = {
+                        t
+                        for t in trained
+                        if any(ctx.facts.modes.step_may_update(s, t) is not False for s in updates)
+                    }
             elif trained and not _evaluates(sibling, trained):
                 return set()
         if trained:

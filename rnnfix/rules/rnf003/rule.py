@@ -49,6 +49,16 @@ A region is evaluation by intent when it is
   What it computes must reach no later gradient use (the next iteration's
   loss included), and must not be returned or kept on an object: then it is
   training code, left alone;
+- a plain statement or a loop after the code that trains a model (a loop
+  running its training steps, or a call of a function of the file that
+  runs them), where every training step of its function (or of the module)
+  comes before it, that runs that model and whose results are printed,
+  logged, written, saved or plotted: nanoGPT's lecture script ends with
+  `print(decode(m.generate(context, max_new_tokens=500)[0].tolist()))` after
+  its training loop; a char-RNN samples and prints text after each epoch's
+  batch loop. A forward whose results go nowhere a person reads (BatchNorm
+  statistics recomputed) is not one, nor one after the author switches the
+  model back to train mode;
 - the body of a function, whatever its name (`get_scores`, `sample_text`),
   that switches a model to eval itself among its own statements and then
   runs it, and runs no training step; what it computes must not be kept
