@@ -310,30 +310,57 @@ def _after_training(
 ) -> list[EvalRegion]:
     """The *after-training* signal (see the module's docstring). ``taken``:
     the loops and statements already regions; ``evaluators``: the functions
-    that are regions (a call of one is judged there, not here)."""
-    out: list[EvalRegion] = []
+    that are regions (a call of one is judged there, not here).
+
+    Asked from the syntax first: every training step is a call of a
+    ``backward`` or a ``step`` (``gradctx.training_steps``), and a loose
+    scan with all of those as steps finds a superset of the statements; only
+    when it finds one are the steps resolved (which builds the file's mode
+    flow, the cost of a full analysis, for most training files that print)."""
     parents = ctx.facts.parents
-    # The scopes that may train, from the syntax first: every training step
-    # is a call of a ``backward`` or a ``step`` (``gradctx.training_steps``).
     maybe: dict[ast.AST, list[ast.Call]] = {}
     for call in nodes_of(ctx.tree, ast.Call):
         assert isinstance(call, ast.Call)
         if _called_attr(call) in ("backward", "step"):
             maybe.setdefault(scope_of(parents, call), []).append(call)
     if not maybe:
-        return out
-    trainers = _training_functions(ctx, maybe)
+        return []
+    if not _scan(ctx, maybe, _training_functions(ctx, maybe), set(taken), evaluators, None):
+        return []
+    modes = ctx.facts.modes
+    real = {s: [c for c in calls if modes.step_kind(c) is not None] for s, calls in maybe.items()}
+    trainers = _training_functions(ctx, real)
+    return [
+        EvalRegion(stmt, "after-training")
+        for stmt in _scan(ctx, real, trainers, taken, evaluators, ctx)
+    ]
+
+
+def _scan(
+    ctx: FileContext,
+    scope_steps: dict[ast.AST, list[ast.Call]],
+    trainers: set[str],
+    taken: set[int],
+    evaluators: set[ast.stmt],
+    resolved: FileContext | None,
+) -> list[ast.stmt]:
+    """The *after-training* statements, with ``scope_steps`` as each scope's
+    training steps. ``resolved`` is None for the loose scan: any step counts
+    as training what its statement calls, the first step of a scope bounds
+    what comes after, and nothing is excluded for what the steps update."""
+    found: list[ast.stmt] = []
+    parents = ctx.facts.parents
+    scopes = dict(scope_steps)
     if trainers:
         for call in nodes_of(ctx.tree, ast.Call):
             assert isinstance(call, ast.Call)
             if isinstance(call.func, ast.Name) and call.func.id in trainers:
-                maybe.setdefault(scope_of(parents, call), [])
-    for scope, candidates in maybe.items():
-        if not isinstance(scope, (ast.Module, ast.FunctionDef)):
+                scopes.setdefault(scope_of(parents, call), [])
+    local = {f.name: f for f in ctx.tree.body if isinstance(f, ast.FunctionDef)}
+    for scope, calls in scopes.items():
+        if not isinstance(scope, (ast.Module, ast.FunctionDef)) or _in_lightning_class(ctx, scope):
             continue
-        if _in_lightning_class(ctx, scope):
-            continue
-        steps: list[ast.AST] = [c for c in candidates if ctx.facts.modes.step_kind(c) is not None]
+        steps: list[ast.AST] = [*calls]
         steps += [
             c
             for c in walk_local(scope)
@@ -341,19 +368,18 @@ def _after_training(
         ]
         if not steps:
             continue
-        last = max(_end(s) for s in steps)
+        bound = (max if resolved is not None else min)(_end(s) for s in steps)
         step_loops = {id(innermost_loop(parents, s)) for s in steps}
-        aliases = _aliases(scope)
-        local = {f.name: f for f in ctx.tree.body if isinstance(f, ast.FunctionDef)}
+        training = _Training(ctx, steps, trainers, _aliases(scope), resolved)
         for stmt in walk_local(scope):
-            if not isinstance(stmt, _AFTER_TRAINING) or (stmt.lineno, stmt.col_offset) < last:
+            if not isinstance(stmt, _AFTER_TRAINING) or (stmt.lineno, stmt.col_offset) < bound:
                 continue
             if id(stmt) in taken or any(id(a) in taken for a in ctx.facts.ancestors(stmt)):
                 continue
             loop = innermost_loop(parents, stmt)
-            if loop is not None and id(loop) in step_loops:
+            if resolved is not None and loop is not None and id(loop) in step_loops:
                 continue  # in the step loop itself: the periodic check's
-            trained = _trained_before(ctx, stmt, scope, steps, trainers, aliases)
+            trained = training.before(stmt, scope)
             if not trained:
                 continue
 
@@ -363,25 +389,26 @@ def _after_training(
             if not any(is_source(c) for c in ast.walk(stmt) if isinstance(c, ast.Call)):
                 continue
             block = block_of(parents, stmt)
-            rest = block[0][block[0].index(stmt) :] if block is not None else [stmt]
+            rest: list[ast.stmt] = block[0][block[0].index(stmt) :] if block is not None else [stmt]
             if feeds_output(rest, is_source):
-                out.append(EvalRegion(stmt, "after-training"))
+                found.append(stmt)
                 taken.add(id(stmt))
-    return out
+    return found
 
 
 def _end(node: ast.AST) -> tuple[int, int]:
-    return (getattr(node, "end_lineno", None) or node.lineno, getattr(node, "end_col_offset", 0))  # type: ignore[attr-defined]
+    line: int = getattr(node, "end_lineno", None) or getattr(node, "lineno", 0) or 0
+    return line, getattr(node, "end_col_offset", None) or 0
 
 
-def _training_functions(ctx: FileContext, maybe: dict[ast.AST, list[ast.Call]]) -> set[str]:
-    """Module-level functions of the file that run a training step
-    (``maybe``: each scope's calls that may be one)."""
+def _training_functions(ctx: FileContext, scope_steps: dict[ast.AST, list[ast.Call]]) -> set[str]:
+    """Module-level functions that run a training step (``scope_steps``:
+    each scope's steps)."""
+    top = {id(f) for f in ctx.tree.body if isinstance(f, ast.FunctionDef)}
     return {
         f.name
-        for f in ctx.tree.body
-        if isinstance(f, ast.FunctionDef)
-        and any(ctx.facts.modes.step_kind(c) is not None for c in maybe.get(f, ()))
+        for f, steps in scope_steps.items()
+        if isinstance(f, ast.FunctionDef) and steps and id(f) in top
     }
 
 
@@ -399,55 +426,83 @@ def _aliases(scope: ast.AST) -> dict[str, set[str]]:
     return same
 
 
-def _trained_before(
-    ctx: FileContext,
-    stmt: ast.stmt,
-    scope: ast.AST,
-    steps: list[ast.AST],
-    trainers: set[str],
-    aliases: dict[str, set[str]],
-) -> set[str]:
-    """What the code before ``stmt`` trains: the callables a statement with
-    a training step calls, the arguments of a call of a training function;
-    found in ``stmt``'s block, or in the block of an ``if``/``with``/``try``
-    around it. Empty when a model is switched to train mode after its
-    training (the author's choice for what follows)."""
-    parents = ctx.facts.parents
-    cur: ast.AST = stmt
-    while cur is not scope:
-        found = block_of(parents, cur)
-        if found is None:
-            return set()
-        block, index = found
-        trained: set[str] = set()
-        for sibling in block[:index]:
-            inside = {id(n) for n in walk_local(sibling)}
-            if any(id(s) in inside for s in steps):
-                trained = _trains(ctx, sibling, trainers)
-                # What an optimizer step of it updates: not a frozen
-                # generator a latent code is optimised through.
-                updates = [
-                    s
-                    for s in steps
-                    if id(s) in inside
-                    and isinstance(s, ast.Call)
-                    and ctx.facts.modes.step_kind(s) == "optimizer_step"
-                ]
-                if updates:
-                    trained = {
-                        t
-                        for t in trained
-                        if any(ctx.facts.modes.step_may_update(s, t) is not False for s in updates)
-                    }
-            elif trained and not _evaluates(sibling, trained):
+class _Training:
+    """One scope's training, asked for each statement after it: which
+    statements hold which steps (from each step's ancestors, once), and what
+    each statement trains (once per statement)."""
+
+    def __init__(
+        self,
+        ctx: FileContext,
+        steps: list[ast.AST],
+        trainers: set[str],
+        aliases: dict[str, set[str]],
+        resolved: FileContext | None,
+    ) -> None:
+        self.ctx = ctx
+        self.trainers = trainers
+        self.aliases = aliases
+        self.resolved = resolved
+        self.held: dict[int, list[ast.AST]] = {}
+        for step in steps:
+            for holder in ctx.facts.ancestors(step):
+                self.held.setdefault(id(holder), []).append(step)
+        self._trains: dict[int, set[str]] = {}
+
+    def before(self, stmt: ast.stmt, scope: ast.AST) -> set[str]:
+        """What the code before ``stmt`` trains: the callables a statement
+        with a training step calls, the arguments of a call of a training
+        function; found in ``stmt``'s block, or in the block of an
+        ``if``/``with``/``try`` around it. Empty when a model is switched to
+        train mode after its training (the author's choice for what
+        follows). The loose scan (``resolved`` None) keeps what every
+        training statement calls."""
+        parents = self.ctx.facts.parents
+        cur: ast.AST = stmt
+        while cur is not scope:
+            found = block_of(parents, cur)
+            if found is None:
                 return set()
-        if trained:
-            return {a for name in trained for a in aliases.get(name, {name})}
-        parent = parents.get(cur)
-        if not isinstance(parent, _ONCE):
-            return set()
-        cur = parent
-    return set()
+            block, index = found
+            trained: set[str] = set()
+            for sibling in block[:index]:
+                if id(sibling) in self.held:
+                    if self.resolved is None:
+                        trained |= self.trains(sibling)
+                    else:
+                        trained = self.trains(sibling)
+                elif self.resolved is not None and trained and not _evaluates(sibling, trained):
+                    return set()
+            if trained:
+                return {a for name in trained for a in self.aliases.get(name, {name})}
+            parent = parents.get(cur)
+            if not isinstance(parent, _ONCE):
+                return set()
+            cur = parent
+        return set()
+
+    def trains(self, stmt: ast.stmt) -> set[str]:
+        found = self._trains.get(id(stmt))
+        if found is not None:
+            return found
+        found = _trains(self.ctx, stmt, self.trainers)
+        modes = self.resolved.facts.modes if self.resolved is not None else None
+        if modes is not None:
+            # What an optimizer step of it updates: not a frozen generator
+            # a latent code is optimised through.
+            updates = [
+                s
+                for s in self.held[id(stmt)]
+                if isinstance(s, ast.Call) and modes.step_kind(s) == "optimizer_step"
+            ]
+            if updates:
+                found = {
+                    t
+                    for t in found
+                    if any(modes.step_may_update(s, t) is not False for s in updates)
+                }
+        self._trains[id(stmt)] = found
+        return found
 
 
 def _evaluates(stmt: ast.stmt, trained: set[str]) -> bool:
@@ -497,7 +552,8 @@ def _runs_trained(
         text = dotted(call.args[0])
     if text is not None:
         for model in trained:
-            if text == model or (is_below(text, model) and text.rsplit(".", 1)[-1] not in _NOT_FORWARDS):
+            method = text.rsplit(".", 1)[-1]
+            if text == model or (is_below(text, model) and method not in _NOT_FORWARDS):
                 return module_mode_switch(call) is None
     if isinstance(call.func, ast.Name) and call.func.id in local:
         if local[call.func.id] in evaluators:
