@@ -172,6 +172,10 @@ class ClassTable:
             last = q.rsplit(".", 1)[-1]
             if last[:1].isupper() and last not in _NOT_MODULES:
                 return ClassRef(q, True, not is_stateless_torch_module(q))
+        if q is not None and library.torchvision_builder(q):
+            # ``torchvision.models.resnet18(...)``: a module whose class
+            # overrides neither ``train`` nor ``eval``.
+            return ClassRef(q, True, True)
         if q is not None and q.startswith(library.ZOOS):
             return ClassRef(q, None)  # a model zoo: a module, but which is not ours to say
         row = library.row(q)

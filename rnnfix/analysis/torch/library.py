@@ -310,3 +310,30 @@ FACTORY_PREFIXES = tuple(r.name for r in _PREFIXES if r.kind == "factory")
 # Model zoos: a class or builder of these packages builds a module, but
 # which one (its layers, its overrides) is not ours to say.
 ZOOS = ("torchvision.models.", "timm.", "transformers.")
+
+
+# torchvision's model builders (``torchvision.models.resnet18``,
+# ``torchvision.models.detection.fasterrcnn_resnet50_fpn``, ``get_model``):
+# each returns an ``nn.Module`` of a torchvision class, none of which
+# overrides ``train`` or ``eval`` (torchvision 0.2 to 0.29). Not the weights
+# enums and helpers beside them, nor ``feature_extraction`` (a traced graph).
+_TORCHVISION_NOT_BUILDERS = frozenset(
+    {
+        "get_weight",
+        "get_model_weights",
+        "list_models",
+        "get_model_builder",
+        "load_state_dict_from_url",
+    }
+)
+
+
+def torchvision_builder(qualname: str) -> bool:
+    if not qualname.startswith("torchvision.models."):
+        return False
+    parts = qualname.split(".")[2:]
+    if not parts or "feature_extraction" in parts or "_utils" in parts:
+        return False
+    if any(p[:1].isupper() or p.startswith("_") for p in parts):
+        return False  # a class, a weights enum or a private helper
+    return parts[-1] not in _TORCHVISION_NOT_BUILDERS

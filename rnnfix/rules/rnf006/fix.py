@@ -263,6 +263,13 @@ def _builds_mode_layers(ctx: FileContext, built: ast.AST) -> bool:
     if qual.startswith("torch.nn."):
         last = qual.rsplit(".", 1)[-1]
         return library.mode_layer(qual) or last in ("RNN", "LSTM", "GRU") or "Transformer" in last
+    if library.torchvision_builder(qual):
+        # Every torchvision model holds BatchNorm, dropout or stochastic
+        # depth, or computes differently when training (detection), but the
+        # vision transformers: their dropouts default to 0.0.
+        return not qual.rsplit(".", 1)[-1].startswith("vit_") or any(
+            k.arg in ("dropout", "attention_dropout") for k in call.keywords
+        )
     if isinstance(call.func, ast.Name) and call.func.id in ctx.facts.receivers.table.classes:
         return ctx.facts.receivers.table.mode_layers(call.func.id)
     view = ctx.facts.project
