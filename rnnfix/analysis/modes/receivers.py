@@ -161,6 +161,9 @@ class ClassTable:
             made = classfacts.returned_class(self.functions[func.id])
             if made is not None and made != func.id and made in self.classes:
                 return self.ref(ast.Name(id=made, ctx=ast.Load()))
+            builder = self._builder(made) if made is not None else None
+            if builder is not None:
+                return ClassRef(builder, True, True)  # ``models.resnet50(...)``, adapted
             return _UNKNOWN
         if isinstance(func, ast.Name) and func.id in self.classes:
             name = func.id
@@ -189,6 +192,16 @@ class ClassTable:
                 return ClassRef(found.name, False, False)
             return ClassRef(found.name, True, found.holds_state, found.mode_overrides)
         return _UNKNOWN
+
+    def _builder(self, made: str) -> str | None:
+        """The torchvision builder ``made`` (a name as a factory writes it,
+        ``models.resnet50``) names through the file's imports, if it is one."""
+        try:
+            expr = ast.parse(made, mode="eval").body
+        except SyntaxError:
+            return None
+        q = self.imports.qualname(expr)
+        return q if q is not None and library.torchvision_builder(q) else None
 
     # --- local classes ------------------------------------------------------
     def overrides(self, name: str) -> dict[str, str]:

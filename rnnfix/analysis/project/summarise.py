@@ -25,7 +25,9 @@ from rnnfix.analysis.project.summaries import (
     FunctionSummary,
     ModuleSummary,
 )
+from rnnfix.analysis.syntax.imports import ImportMap
 from rnnfix.analysis.syntax.walks import walk_subtree
+from rnnfix.analysis.torch import library
 from rnnfix.source.lines import line_texts
 
 if TYPE_CHECKING:
@@ -55,6 +57,9 @@ def summarise(source: str, path: str) -> ModuleSummary | None:
     # builds one of them and runs it needs its class facts (a module, no
     # override in the way of ``eval()``) to fix it safely (RNF006).
     class_code = "Module" in source and "class " in source
+    # A file of factories returning torchvision models (``def resnet50(classes):
+    # net = models.resnet50(pretrained=True); ...; return net``): the same.
+    class_code = class_code or ("torchvision" in source and "return" in source)
     if not (mode_code or rnn_code or package or tests or handler_code or load_code or class_code):
         return None
     try:
@@ -197,13 +202,14 @@ def _summarise(
                 if may_handle is not None and import_map is not None and may_handle(stmt)
                 else frozenset()
             )
-    factories = _factories(tree.body, classes, rebound)
+    factories = _factories(tree, classes, rebound)
     loaders = _loaders(tree) if load_code else {}
     loads_into = _loads_into(tree) if load_code else {}
     handles = any(handlers.values())
     if not (
         functions
         or classes
+        or factories
         or handles
         or loaders
         or loads_into
@@ -220,20 +226,38 @@ def _summarise(
 
 
 def _factories(
-    body: list[ast.stmt], classes: dict[str, ClassSummary], rebound: frozenset[str]
+    tree: ast.Module, classes: dict[str, ClassSummary], rebound: frozenset[str]
 ) -> dict[str, ClassSummary]:
     """``ModuleSummary.factories``: ``def create_model(cfg): return Net(cfg)``
-    where ``Net`` is a module class of the file (never rebound)."""
+    where ``Net`` is a module class of the file (never rebound), or a
+    torchvision builder (``model = models.resnet50(pretrained=True); model.fc
+    = ...; return model``: a module of a class that overrides neither
+    ``train`` nor ``eval``)."""
     from rnnfix.analysis.torch.classfacts import returned_class
 
     out: dict[str, ClassSummary] = {}
-    for stmt in body:
+    for stmt in tree.body:
         if isinstance(stmt, _FUNCS) and stmt.name not in rebound:
             name = returned_class(stmt)
             found = classes.get(name) if name is not None and name not in rebound else None
+            if found is None and name is not None and name not in rebound:
+                found = _torchvision_built(tree, name)
             if found is not None and found.is_module:
                 out[stmt.name] = found
     return out
+
+
+def _torchvision_built(tree: ast.Module, name: str) -> ClassSummary | None:
+    try:
+        expr = ast.parse(name, mode="eval").body
+    except SyntaxError:
+        return None
+    q = ImportMap.build(tree).qualname(expr)
+    if q is None or not library.torchvision_builder(q):
+        return None
+    # Every torchvision model holds BatchNorm, dropout or stochastic depth,
+    # or computes differently when training, but the vision transformers.
+    return ClassSummary(q, True, (), mode_layers=not q.rsplit(".", 1)[-1].startswith("vit_"))
 
 
 def _rebound_defs(body: list[ast.stmt]) -> frozenset[str]:
