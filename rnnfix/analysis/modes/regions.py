@@ -863,42 +863,61 @@ def probes_shapes(
             else:
                 bindings.setdefault(n.id, []).append(((n.lineno, n.col_offset), None))
 
-    def made_up(expr: ast.expr, depth: int = 0) -> bool:
+    made_up = _MadeUp(bindings, ctx.facts.parents, qualname)
+
+    found = False
+    for site in sites:
+        args = [*site.args, *(k.value for k in site.keywords)]
+        if not args or not all(made_up.tensor(a) for a in args):
+            return False
+        found = True
+    return found
+
+
+class _MadeUp:
+    """Whether an expression is a tensor the code makes up (``probes_shapes``).
+    A class, not a recursive closure: a closure that calls itself is a
+    reference cycle, which would keep the file's analyses alive until the
+    cyclic collector runs (``tests/analysis/test_release.py``)."""
+
+    def __init__(
+        self,
+        bindings: dict[str, list[tuple[tuple[int, int], ast.expr | None]]],
+        parents: dict[ast.AST, ast.AST],
+        qualname: Callable[[ast.expr], str | None],
+    ) -> None:
+        self.bindings = bindings
+        self.parents = parents
+        self.qualname = qualname
+
+    def tensor(self, expr: ast.expr, depth: int = 0) -> bool:
         """The last binding written before ``expr`` is a made-up tensor
         (straight-line reading: a shape probe has no loops to speak of)."""
         if depth > 5:
             return False
         if isinstance(expr, ast.Subscript):
-            return made_up(expr.value, depth + 1)
+            return self.tensor(expr.value, depth + 1)
         if isinstance(expr, ast.Name):
             here = (expr.lineno, expr.col_offset)
-            found = bindings.get(expr.id, [])
+            found = self.bindings.get(expr.id, [])
             before = [b for b in found if b[0] <= here]
             if not before:
                 return False
-            loop = innermost_loop(ctx.facts.parents, expr)
+            loop = innermost_loop(self.parents, expr)
             if loop is not None and any(
                 here < b[0] <= (loop.end_lineno or loop.lineno, loop.end_col_offset or 0)
                 for b in found
             ):
                 return False  # rebound later in its loop: the next step reads that value
             value = max(before, key=lambda b: b[0])[1]
-            return value is not None and made_up(value, depth + 1)
+            return value is not None and self.tensor(value, depth + 1)
         if not isinstance(expr, ast.Call):
             return False
         func = expr.func
         if isinstance(func, ast.Attribute) and func.attr in _TENSOR_METHODS:
-            return made_up(func.value, depth + 1)
-        qual = qualname(func) or ""
+            return self.tensor(func.value, depth + 1)
+        qual = self.qualname(func) or ""
         return qual.startswith("torch.") and qual.rsplit(".", 1)[-1] in _FACTORIES
-
-    found = False
-    for site in sites:
-        args = [*site.args, *(k.value for k in site.keywords)]
-        if not args or not all(made_up(a) for a in args):
-            return False
-        found = True
-    return found
 
 
 def in_training_iteration(ctx: FileContext, node: ast.AST) -> bool:
