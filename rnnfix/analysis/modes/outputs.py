@@ -70,7 +70,7 @@ def feeds_output(stmts: list[ast.stmt], is_source: Callable[[ast.Call], bool]) -
                 return True
         return False
 
-    nodes = [n for s in stmts for n in _local_walk(s)]
+    nodes = [n for s in stmts if not isinstance(s, _ELSEWHERE) for n in _local_walk(s)]
     for _ in range(2):
         for n in nodes:
             if isinstance(n, ast.Call):
@@ -96,6 +96,10 @@ def feeds_output(stmts: list[ast.stmt], is_source: Callable[[ast.Call], bool]) -
     return False
 
 
+# Code that runs elsewhere, at another time.
+_ELSEWHERE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
 def _local_walk(node: ast.AST) -> list[ast.AST]:
     """``node`` and what is under it in source order, not entering nested
     functions, lambdas or classes (they run elsewhere)."""
@@ -104,10 +108,6 @@ def _local_walk(node: ast.AST) -> list[ast.AST]:
     while stack:
         n = stack.pop()
         out.append(n)
-        children = [
-            c
-            for c in ast.iter_child_nodes(n)
-            if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
-        ]
+        children = [c for c in ast.iter_child_nodes(n) if not isinstance(c, _ELSEWHERE)]
         stack.extend(reversed(children))
     return out
