@@ -370,30 +370,62 @@ def _scan(
             continue
         bound = (max if resolved is not None else min)(_end(s) for s in steps)
         step_loops = {id(innermost_loop(parents, s)) for s in steps}
-        training = _Training(ctx, steps, trainers, _aliases(scope), resolved)
-        for stmt in walk_local(scope):
-            if not isinstance(stmt, _AFTER_TRAINING) or (stmt.lineno, stmt.col_offset) < bound:
+        training = _Training(ctx, steps, trainers, _aliases(scope), resolved, scope)
+        # From each call after the training, the statements around it that
+        # may be after-training ones, outermost first: a statement with no
+        # call in it runs no model, and walking each statement instead costs
+        # its size times its depth.
+        trained_at: dict[int, set[str]] = {}
+        for call in walk_local(scope):
+            if call.__class__ is not ast.Call or (call.lineno, call.col_offset) < bound:
                 continue
-            if id(stmt) in taken or any(id(a) in taken for a in ctx.facts.ancestors(stmt)):
-                continue
-            loop = innermost_loop(parents, stmt)
-            if resolved is not None and loop is not None and id(loop) in step_loops:
-                continue  # in the step loop itself: the periodic check's
-            trained = training.before(stmt, scope)
-            if not trained:
-                continue
+            assert isinstance(call, ast.Call)
+            chain: list[ast.stmt] = []
+            for anc in ctx.facts.ancestors(call):
+                if anc is scope:
+                    break
+                if isinstance(anc, _AFTER_TRAINING):
+                    chain.append(anc)
+            for stmt in reversed(chain):
+                if id(stmt) in taken:
+                    break
+                trained = trained_at.get(id(stmt))
+                if trained is None:
+                    trained = trained_at[id(stmt)] = _trained_at(
+                        ctx, stmt, scope, bound, step_loops, training, resolved
+                    )
+                if not trained or not _runs_trained(call, trained, local, evaluators):
+                    continue
 
-            def is_source(call: ast.Call, trained: set[str] = trained) -> bool:
-                return _runs_trained(call, trained, local, evaluators)
+                def is_source(c: ast.Call, trained: set[str] = trained) -> bool:
+                    return _runs_trained(c, trained, local, evaluators)
 
-            if not any(is_source(c) for c in ast.walk(stmt) if isinstance(c, ast.Call)):
-                continue
-            block = block_of(parents, stmt)
-            rest: list[ast.stmt] = block[0][block[0].index(stmt) :] if block is not None else [stmt]
-            if feeds_output(rest, is_source):
-                found.append(stmt)
-                taken.add(id(stmt))
+                block = block_of(parents, stmt)
+                rest: list[ast.stmt] = block[0][block[0].index(stmt) :] if block else [stmt]
+                if feeds_output(rest, is_source):
+                    found.append(stmt)
+                    taken.add(id(stmt))
+                    break
     return found
+
+
+def _trained_at(
+    ctx: FileContext,
+    stmt: ast.stmt,
+    scope: ast.AST,
+    bound: tuple[int, int],
+    step_loops: set[int],
+    training: _Training,
+    resolved: FileContext | None,
+) -> set[str]:
+    """What the training before ``stmt`` trains, if ``stmt`` may be an
+    *after-training* statement at all (empty otherwise)."""
+    if (stmt.lineno, stmt.col_offset) < bound:
+        return set()
+    loop = innermost_loop(ctx.facts.parents, stmt)
+    if resolved is not None and loop is not None and id(loop) in step_loops:
+        return set()  # in the step loop itself: the periodic check's
+    return training.before(stmt, scope)
 
 
 def _end(node: ast.AST) -> tuple[int, int]:
@@ -438,6 +470,7 @@ class _Training:
         trainers: set[str],
         aliases: dict[str, set[str]],
         resolved: FileContext | None,
+        scope: ast.AST,
     ) -> None:
         self.ctx = ctx
         self.trainers = trainers
@@ -448,6 +481,29 @@ class _Training:
             for holder in ctx.facts.ancestors(step):
                 self.held.setdefault(id(holder), []).append(step)
         self._trains: dict[int, set[str]] = {}
+        self._prefixes: dict[int, list[set[str] | None]] = {}
+        self._under: dict[int, set[str]] | None = None
+        self.scope = scope
+
+    def _calls_under(self) -> dict[int, set[str]]:
+        """What each statement holding a step trains (``_trained_by`` of
+        the calls under it), from one pass over the scope's calls: walking
+        each such statement instead costs its size times its depth."""
+        imported = self.ctx.facts.imports.names
+        under: dict[int, set[str]] = {}
+        for node in walk_local(self.scope):
+            if node.__class__ is not ast.Call:
+                continue
+            assert isinstance(node, ast.Call)
+            made = _trained_by(node, self.trainers, imported)
+            if not made:
+                continue
+            for holder in self.ctx.facts.ancestors(node):
+                if holder is self.scope:
+                    break
+                if id(holder) in self.held:
+                    under.setdefault(id(holder), set()).update(made)
+        return under
 
     def before(self, stmt: ast.stmt, scope: ast.AST) -> set[str]:
         """What the code before ``stmt`` trains: the callables a statement
@@ -463,16 +519,9 @@ class _Training:
             found = block_of(parents, cur)
             if found is None:
                 return set()
-            block, index = found
-            trained: set[str] = set()
-            for sibling in block[:index]:
-                if id(sibling) in self.held:
-                    if self.resolved is None:
-                        trained |= self.trains(sibling)
-                    else:
-                        trained = self.trains(sibling)
-                elif self.resolved is not None and trained and not _evaluates(sibling, trained):
-                    return set()
+            trained = self._prefix(found[0])[found[1]]
+            if trained is None:
+                return set()
             if trained:
                 return {a for name in trained for a in self.aliases.get(name, {name})}
             parent = parents.get(cur)
@@ -481,11 +530,37 @@ class _Training:
             cur = parent
         return set()
 
+    def _prefix(self, block: list[ast.stmt]) -> list[set[str] | None]:
+        """For each index of ``block``, what its statements before it train
+        (None: a mode call after the training leaves the mode to the
+        author), read once per block."""
+        found = self._prefixes.get(id(block))
+        if found is not None:
+            return found
+        out: list[set[str] | None] = []
+        trained: set[str] | None = set()
+        for sibling in block:
+            out.append(trained)
+            if trained is None:
+                continue
+            if id(sibling) in self.held:
+                trained = (
+                    (trained | self.trains(sibling))
+                    if self.resolved is None
+                    else self.trains(sibling)
+                )
+            elif self.resolved is not None and trained and not _evaluates(sibling, trained):
+                trained = None
+        self._prefixes[id(block)] = out
+        return out
+
     def trains(self, stmt: ast.stmt) -> set[str]:
         found = self._trains.get(id(stmt))
         if found is not None:
             return found
-        found = _trains(self.ctx, stmt, self.trainers)
+        if self._under is None:
+            self._under = self._calls_under()
+        found = self._under.get(id(stmt), set())
         modes = self.resolved.facts.modes if self.resolved is not None else None
         if modes is not None:
             # What an optimizer step of it updates: not a frozen generator
@@ -520,22 +595,17 @@ def _evaluates(stmt: ast.stmt, trained: set[str]) -> bool:
     )
 
 
-def _trains(ctx: FileContext, stmt: ast.stmt, trainers: set[str]) -> set[str]:
-    """What ``stmt`` may train, loosely (the judge asks which are models):
+def _trained_by(call: ast.Call, trainers: set[str], imported: dict[str, str]) -> set[str]:
+    """What ``call`` may train, loosely (the judge asks which are models):
     what it calls, but builtins and imported names (``print``,
     ``torch.cat``), and what it hands to a training function of the file."""
-    names: set[str] = set()
-    imported = ctx.facts.imports.names
-    for n in walk_local(stmt):
-        if not isinstance(n, ast.Call):
-            continue
-        if isinstance(n.func, ast.Name) and n.func.id in trainers:
-            names |= {t for a in n.args if (t := dotted(a))}
-        elif (text := dotted(n.func)) is not None:
-            root = text.split(".")[0]
-            if root not in imported and root not in _BUILTINS:
-                names.add(text)
-    return names
+    if isinstance(call.func, ast.Name) and call.func.id in trainers:
+        return {t for a in call.args if (t := dotted(a))}
+    text = dotted(call.func)
+    if text is None:
+        return set()
+    root = text.split(".")[0]
+    return {text} if root not in imported and root not in _BUILTINS else set()
 
 
 _BUILTINS = frozenset(dir(builtins))
