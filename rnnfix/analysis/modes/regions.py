@@ -351,20 +351,34 @@ def _scan(
     found: list[ast.stmt] = []
     parents = ctx.facts.parents
     scopes = dict(scope_steps)
+    starts = [_end(c) for calls in scopes.values() for c in calls]
     if trainers:
         for call in nodes_of(ctx.tree, ast.Call):
             assert isinstance(call, ast.Call)
             if isinstance(call.func, ast.Name) and call.func.id in trainers:
                 scopes.setdefault(scope_of(parents, call), [])
+                starts.append(_end(call))
     local = {f.name: f for f in ctx.tree.body if isinstance(f, ast.FunctionDef)}
+    # Each scope's calls, from the file's list of calls: the scopes asked
+    # about are few, and walking each of them costs more than placing each call.
+    first = min(starts, default=(0, 0))
+    calls_of: dict[ast.AST, list[ast.Call]] = {}
+    for call in nodes_of(ctx.tree, ast.Call):
+        assert isinstance(call, ast.Call)
+        if (call.lineno, call.col_offset) >= first or (
+            isinstance(call.func, ast.Name) and call.func.id in trainers
+        ):
+            found_scope = scope_of(parents, call)
+            if found_scope in scopes:
+                calls_of.setdefault(found_scope, []).append(call)
     for scope, calls in scopes.items():
         if not isinstance(scope, (ast.Module, ast.FunctionDef)) or _in_lightning_class(ctx, scope):
             continue
         steps: list[ast.AST] = [*calls]
         steps += [
             c
-            for c in walk_local(scope)
-            if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in trainers
+            for c in calls_of.get(scope, ())
+            if isinstance(c.func, ast.Name) and c.func.id in trainers
         ]
         if not steps:
             continue
@@ -376,10 +390,9 @@ def _scan(
         # call in it runs no model, and walking each statement instead costs
         # its size times its depth.
         trained_at: dict[int, set[str]] = {}
-        for call in walk_local(scope):
-            if call.__class__ is not ast.Call or (call.lineno, call.col_offset) < bound:
+        for call in calls_of.get(scope, ()):
+            if (call.lineno, call.col_offset) < bound:
                 continue
-            assert isinstance(call, ast.Call)
             chain: list[ast.stmt] = []
             for anc in ctx.facts.ancestors(call):
                 if anc is scope:
