@@ -661,6 +661,12 @@ class RegionJudge:
                 need.no_fix = f"it switches `{model}` to train mode itself"
             elif self._eval_anchor(region, body, model) is None:
                 need.no_fix = f"`{model}` is rebound inside it"
+            elif (
+                blocked := self.ctx.facts.receivers.check(model, "eval", at=node)
+            ).override and blocked.reason is not None:
+                # ``def train(self):`` on the class: ``eval()`` calls
+                # ``self.train(False)`` and raises a TypeError.
+                need.no_fix = blocked.reason
             elif model == "self" and not steps_run_self(self.ctx, func):  # type: ignore[arg-type]
                 need.no_fix = (
                     "no training step of the method is seen running `self`, so the "
