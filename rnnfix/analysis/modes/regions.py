@@ -49,7 +49,6 @@ and says whether a statement runs in the same iteration as a training step.
 from __future__ import annotations
 
 import ast
-import builtins
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -59,7 +58,7 @@ from rnnfix.analysis.grads.gradctx import training_steps
 from rnnfix.analysis.modes.flagparams import FlagParam, mode_flag
 from rnnfix.analysis.modes.flagparams import flag_parameter as _flag_parameter
 from rnnfix.analysis.modes.outputs import feeds_output
-from rnnfix.analysis.syntax.names import dotted, is_below, strip_self_returning
+from rnnfix.analysis.syntax.names import BUILTINS, dotted, is_below, strip_self_returning
 from rnnfix.analysis.syntax.walks import (
     FUNCTIONS,
     LOOPS,
@@ -73,7 +72,7 @@ from rnnfix.analysis.syntax.walks import (
     words,
 )
 from rnnfix.analysis.torch import library
-from rnnfix.analysis.torch.api import module_mode_switch
+from rnnfix.analysis.torch.api import MODULE_METHODS, module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.source.files import is_test_source
 
@@ -297,12 +296,6 @@ _AFTER_TRAINING = (*_SIMPLE, ast.For, ast.While)
 # Blocks an *after-training* statement may sit in below the training's own
 # block: code that runs once, after it.
 _ONCE = (ast.If, ast.With, ast.Try, ast.TryStar)
-# Calls on a model that run no forward: they do not make a sample or a score.
-_NOT_FORWARDS = frozenset(
-    {"state_dict", "parameters", "named_parameters", "buffers", "named_buffers", "modules",
-     "named_modules", "children", "to", "cuda", "cpu", "zero_grad", "load_state_dict", "apply",
-     "save_pretrained", "half", "float", "double", "requires_grad_", "share_memory"}
-)  # fmt: skip
 
 
 def _after_training(
@@ -618,10 +611,7 @@ def _trained_by(call: ast.Call, trainers: set[str], imported: dict[str, str]) ->
     if text is None:
         return set()
     root = text.split(".")[0]
-    return {text} if root not in imported and root not in _BUILTINS else set()
-
-
-_BUILTINS = frozenset(dir(builtins))
+    return {text} if root not in imported and root not in BUILTINS else set()
 
 
 def _runs_trained(
@@ -636,7 +626,7 @@ def _runs_trained(
     if text is not None:
         for model in trained:
             method = text.rsplit(".", 1)[-1]
-            if text == model or (is_below(text, model) and method not in _NOT_FORWARDS):
+            if text == model or (is_below(text, model) and method not in MODULE_METHODS):
                 return module_mode_switch(call) is None
     if isinstance(call.func, ast.Name) and call.func.id in local:
         if local[call.func.id] in evaluators:

@@ -255,9 +255,7 @@ def _torchvision_built(tree: ast.Module, name: str) -> ClassSummary | None:
     q = ImportMap.build(tree).qualname(expr)
     if q is None or not library.torchvision_builder(q):
         return None
-    # Every torchvision model holds BatchNorm, dropout or stochastic depth,
-    # or computes differently when training, but the vision transformers.
-    return ClassSummary(q, True, (), mode_layers=not q.rsplit(".", 1)[-1].startswith("vit_"))
+    return ClassSummary(q, True, (), mode_layers=library.torchvision_mode_layers(q))
 
 
 def _rebound_defs(body: list[ast.stmt]) -> frozenset[str]:

@@ -5,7 +5,11 @@ their dotted text and back."""
 from __future__ import annotations
 
 import ast
+import builtins
 import re
+
+# The names Python binds in every module (``print``, ``len``, ``range``).
+BUILTINS = frozenset(dir(builtins))
 
 
 def dotted(node: ast.AST) -> str | None:

@@ -337,3 +337,14 @@ def torchvision_builder(qualname: str) -> bool:
     if any(p[:1].isupper() or p.startswith("_") for p in parts):
         return False  # a class, a weights enum or a private helper
     return parts[-1] not in _TORCHVISION_NOT_BUILDERS
+
+
+def torchvision_mode_layers(qualname: str, keywords: frozenset[str] = frozenset()) -> bool:
+    """Whether the model a torchvision builder makes holds a layer whose
+    forward depends on the mode: every one holds BatchNorm, dropout or
+    stochastic depth, or computes differently when training (detection),
+    but the vision transformers, whose dropouts default to 0.0 (unless the
+    call passes ``dropout``/``attention_dropout``)."""
+    if not qualname.rsplit(".", 1)[-1].startswith("vit_"):
+        return True
+    return bool(keywords & {"dropout", "attention_dropout"})

@@ -19,13 +19,11 @@ method of the name its result was bound to (``svi.step(x)``).
 from __future__ import annotations
 
 import ast
-import builtins
 
-from rnnfix.analysis.syntax.names import dotted
+from rnnfix.analysis.syntax.names import BUILTINS, dotted
 from rnnfix.rules.base import FileContext
 
 _HARMLESS_ROOTS = ("torch.", "copy.", "numpy.", "logging.", "os.", "math.", "time.")
-_BUILTINS = frozenset(dir(builtins))
 
 
 def trainer_handoff(
@@ -87,14 +85,14 @@ def _local_definitions(tree: ast.Module) -> frozenset[str]:
 
 def _known(ctx: FileContext, call: ast.Call, defined: frozenset[str]) -> bool:
     func = call.func
-    if isinstance(func, ast.Name) and (func.id in defined or func.id in _BUILTINS):
+    if isinstance(func, ast.Name) and (func.id in defined or func.id in BUILTINS):
         return True
     if isinstance(func, ast.Attribute) and func.attr in defined:
         return True  # ``self.train_epoch(model)``, ``utils.evaluate(model)``: summarised
     qualname = ctx.facts.imports.qualname(func)
     if qualname is None:
         return False
-    return qualname.startswith(_HARMLESS_ROOTS) or qualname in _BUILTINS
+    return qualname.startswith(_HARMLESS_ROOTS) or qualname in BUILTINS
 
 
 def _bound_to(ctx: FileContext, call: ast.Call) -> frozenset[str]:

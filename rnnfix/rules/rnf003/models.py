@@ -12,14 +12,13 @@ asked before inserting ``eval()``. Forwards are ``models.forward_path``'s.
 from __future__ import annotations
 
 import ast
-import builtins
 import functools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.grads.gradctx import Handlers, LocalFunctions, gradient_uses
 from rnnfix.analysis.modes.state import is_prefix
-from rnnfix.analysis.syntax.names import dotted, parent_path, strip_self_returning
+from rnnfix.analysis.syntax.names import BUILTINS, dotted, parent_path, strip_self_returning
 from rnnfix.analysis.syntax.scopes import Resolved, names_bound
 from rnnfix.analysis.syntax.walks import FUNCTIONS, nodes_of, scope_of, walk_local, walk_tree
 from rnnfix.analysis.torch.api import module_mode_switch
@@ -34,9 +33,6 @@ if TYPE_CHECKING:
 _MODULE_ONLY_METHODS = frozenset(
     {"load_state_dict", "state_dict", "parameters", "named_parameters", "modules", "children"}
 )
-
-
-_BUILTINS = frozenset(dir(builtins))
 
 
 def _grad_context(node: ast.AST) -> bool:
@@ -101,7 +97,7 @@ class ModelIndex:
         # A Python builtin the file never binds (``int``, ``len``) is not a
         # model, whatever a lookup through the project index made of it
         # (fairseq's ``_infer_slurm_init`` was judged to "run ``int``").
-        odd = {m for m in found if m in _BUILTINS}
+        odd = {m for m in found if m in BUILTINS}
         return found - (odd - self._bound_names) if odd else found
 
     @functools.cached_property

@@ -264,11 +264,8 @@ def _builds_mode_layers(ctx: FileContext, built: ast.AST) -> bool:
         last = qual.rsplit(".", 1)[-1]
         return library.mode_layer(qual) or last in ("RNN", "LSTM", "GRU") or "Transformer" in last
     if library.torchvision_builder(qual):
-        # Every torchvision model holds BatchNorm, dropout or stochastic
-        # depth, or computes differently when training (detection), but the
-        # vision transformers: their dropouts default to 0.0.
-        return not qual.rsplit(".", 1)[-1].startswith("vit_") or any(
-            k.arg in ("dropout", "attention_dropout") for k in call.keywords
+        return library.torchvision_mode_layers(
+            qual, frozenset(k.arg for k in call.keywords if k.arg is not None)
         )
     if isinstance(call.func, ast.Name) and call.func.id in ctx.facts.receivers.table.classes:
         return ctx.facts.receivers.table.mode_layers(call.func.id)
