@@ -315,7 +315,8 @@ ZOOS = ("torchvision.models.", "timm.", "transformers.")
 # torchvision's model builders (``torchvision.models.resnet18``,
 # ``torchvision.models.detection.fasterrcnn_resnet50_fpn``, ``get_model``):
 # each returns an ``nn.Module`` of a torchvision class, none of which
-# overrides ``train`` or ``eval`` (torchvision 0.2 to 0.29). Not the weights
+# overrides ``train`` or ``eval`` (checked in 0.29.1: only feature_extraction's
+# traced graph defines one, with ``mode``). Not the weights
 # enums and helpers beside them, nor ``feature_extraction`` (a traced graph).
 _TORCHVISION_NOT_BUILDERS = frozenset(
     {
