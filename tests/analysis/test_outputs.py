@@ -23,6 +23,7 @@ def _model_call(call: ast.Call) -> bool:
         "for _ in range(10):\n    idx = sample(model(idx))\n    print(itos[idx.item()], end='')",
         "img = model(z)\nsave_image(img, 'out.png')",
         "writer.add_scalar('psnr', psnr(model(x), y), step)",
+        "out = model(x)\nprint(out.shape, out.mean())",  # a shape beside a value
     ],
 )
 def test_reaches_an_output(code: str) -> None:
@@ -38,6 +39,8 @@ def test_reaches_an_output(code: str) -> None:
         "torch.save(model.state_dict(), 'm.pt')",
         "print(model)",
         "def later():\n    print(model(x))",  # a nested function runs elsewhere
+        # What the output is, not what it holds: a shape printed while debugging.
+        "out = model(x)\nprint(out.shape, out.size(0), out.dtype)",
     ],
 )
 def test_reaches_no_output(code: str) -> None:

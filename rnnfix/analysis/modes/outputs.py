@@ -61,14 +61,13 @@ def feeds_output(stmts: list[ast.stmt], is_source: Callable[[ast.Call], bool]) -
     tainted: set[str] = set()
 
     def reads(expr: ast.AST | None) -> bool:
-        if expr is None:
+        if expr is None or _metadata(expr):
             return False
-        for n in ast.walk(expr):
-            if isinstance(n, ast.Name) and n.id in tainted:
-                return True
-            if isinstance(n, ast.Call) and is_source(n):
-                return True
-        return False
+        if isinstance(expr, ast.Name):
+            return expr.id in tainted
+        if isinstance(expr, ast.Call) and is_source(expr):
+            return True
+        return any(reads(c) for c in ast.iter_child_nodes(expr))
 
     nodes = [n for s in stmts if not isinstance(s, _ELSEWHERE) for n in _local_walk(s)]
     for _ in range(2):
@@ -94,6 +93,22 @@ def feeds_output(stmts: list[ast.stmt], is_source: Callable[[ast.Call], bool]) -
                 for t in targets:
                     tainted |= _bound_names(t)
     return False
+
+
+# What a tensor is, not what it holds: a shape printed while debugging is
+# no result a person reads.
+_METADATA_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad"})
+_METADATA_METHODS = frozenset({"size", "dim", "numel", "type"})
+
+
+def _metadata(expr: ast.AST) -> bool:
+    if isinstance(expr, ast.Attribute):
+        return expr.attr in _METADATA_ATTRS
+    return (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr in _METADATA_METHODS
+    )
 
 
 # Code that runs elsewhere, at another time.

@@ -408,7 +408,7 @@ def _scan(
 
                 block = block_of(parents, stmt)
                 rest: list[ast.stmt] = block[0][block[0].index(stmt) :] if block else [stmt]
-                if feeds_output(rest, is_source):
+                if feeds_output(rest, is_source) or _outputs_inside(call, trained, local):
                     found.append(stmt)
                     taken.add(id(stmt))
                     break
@@ -631,8 +631,79 @@ def _runs_trained(
     if isinstance(call.func, ast.Name) and call.func.id in local:
         if local[call.func.id] in evaluators:
             return False
-        return any(dotted(a) in trained for a in call.args)
+        return any(dotted(a) in trained for a in (*call.args, *(k.value for k in call.keywords)))
     return False
+
+
+# Calls that train or read gradients, whoever the receiver, and mode calls:
+# a helper making one is not one that only shows what a model computes.
+_HELPER_REFUSES = frozenset(
+    {"backward", "step", "zero_grad", "fit", "train_step", "training_step", "optimize",
+     "learn", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "train", "eval"}
+)  # fmt: skip
+
+
+def _outputs_inside(call: ast.Call, trained: set[str], local: dict[str, ast.FunctionDef]) -> bool:
+    """``call`` hands a trained model to a function of the file that itself
+    prints, logs, writes, saves or plots what it computes with that model
+    (``show_samples(model, z)``, ``get_scores(model, test_batches)`` that
+    prints an accuracy), and trains nothing, reads no gradient, switches no
+    mode and yields nothing: the call is an evaluation of what was trained,
+    whatever the function is called. Only the parameters that receive a
+    trained model are sources: a demo printing what it reads from a stream
+    runs no model."""
+    if not isinstance(call.func, ast.Name):
+        return False
+    func = local.get(call.func.id)
+    if func is None:
+        return False
+    params = _receiving(func, call, trained)
+    if not params or not _only_shows(func, local, 1):
+        return False
+
+    def is_source(c: ast.Call) -> bool:
+        return _runs_trained(c, params, {}, set())
+
+    return feeds_output(func.body, is_source)
+
+
+def _only_shows(func: ast.FunctionDef, local: dict[str, ast.FunctionDef], depth: int) -> bool:
+    """``func`` trains nothing, reads no gradient, switches no mode, yields
+    nothing and keeps no global: no call named for any of it (``backward``,
+    ``step``, ``fine_tune_epoch``, ``autograd.grad``, ``train()``), also in
+    the functions of the file it calls (one level down)."""
+    for n in walk_local(func):
+        if isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal)):
+            return False
+        if not isinstance(n, ast.Call):
+            continue
+        name = _called_attr(n)
+        if name is None:
+            continue
+        if name in _HELPER_REFUSES or any(w in _TRAINING_WORDS for w in words(name)):
+            return False
+        callee = local.get(name) if isinstance(n.func, ast.Name) else None
+        if callee is not None and callee is not func:
+            if depth <= 0 or not _only_shows(callee, local, depth - 1):
+                return False
+    return True
+
+
+def _receiving(func: ast.FunctionDef, call: ast.Call, trained: set[str]) -> set[str]:
+    """The parameters of ``func`` that ``call`` binds to one of ``trained``
+    (positionally or by keyword; not through ``*args``/``**kwargs``)."""
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return set()
+    positional = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
+    out: set[str] = set()
+    for i, arg in enumerate(call.args):
+        if dotted(arg) in trained and i < len(positional):
+            out.add(positional[i])
+    names = set(positional) | {a.arg for a in func.args.kwonlyargs}
+    for kw in call.keywords:
+        if kw.arg is not None and kw.arg in names and dotted(kw.value) in trained:
+            out.add(kw.arg)
+    return out
 
 
 def _after_every_step(
