@@ -19,6 +19,7 @@ sink whose arguments do the same. Two passes, so a loop's carried names count.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 
 # Calls whose arguments a person reads, by their last name: printing,
@@ -29,6 +30,8 @@ SINKS = frozenset(
      "add_scalars", "add_image", "add_images", "add_text", "add_figure", "add_audio",
      "log_metrics", "imshow", "plot", "scatter", "display"}
 )  # fmt: skip
+# A call of an output in a file's text (``regiontext``, the summaries).
+SINK_CALL = re.compile(r"\b(?:" + "|".join(sorted(SINKS)) + r")[\s\\]*\(")
 # Methods that put an argument into their receiver (a list of samples).
 _COLLECTS = frozenset({"append", "extend", "add", "insert", "update", "put"})
 

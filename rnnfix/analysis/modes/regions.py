@@ -29,7 +29,9 @@ Three signals, all syntactic:
   ``if``/``with``/``try`` that follows it, where every training step of its
   function (or of the module) comes before it, that runs that model and
   whose results reach an output (printed, logged, written, saved or
-  plotted: ``outputs.feeds_output``). No ``eval()`` needed: nanoGPT's
+  plotted: ``outputs.feeds_output``), or that hands that model to a
+  function of the file or of the run that shows what it computes
+  (``shows``). No ``eval()`` needed: nanoGPT's
   lecture script ends with ``print(decode(m.generate(context, ...)))`` after
   the training loop; a char-RNN samples and prints text after each epoch's
   batch loop. Not when the author switches the model to train mode after
@@ -58,6 +60,14 @@ from rnnfix.analysis.grads.gradctx import training_steps
 from rnnfix.analysis.modes.flagparams import FlagParam, mode_flag
 from rnnfix.analysis.modes.flagparams import flag_parameter as _flag_parameter
 from rnnfix.analysis.modes.outputs import feeds_output
+from rnnfix.analysis.modes.shows import (
+    TRAINING_WORDS,
+    called_name,
+    positional_parameters,
+    receiving,
+    runs_any,
+    shown_parameters,
+)
 from rnnfix.analysis.syntax.names import BUILTINS, dotted, is_below, strip_self_returning
 from rnnfix.analysis.syntax.walks import (
     FUNCTIONS,
@@ -72,13 +82,17 @@ from rnnfix.analysis.syntax.walks import (
     words,
 )
 from rnnfix.analysis.torch import library
-from rnnfix.analysis.torch.api import MODULE_METHODS, module_mode_switch
+from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.source.files import is_test_source
 
 if TYPE_CHECKING:
     from rnnfix.analysis.context import FileContext
     from rnnfix.analysis.facts import FileFacts
+    from rnnfix.analysis.project.summaries import Shown
+
+    # What a function of another file of the run shows (``ProjectView.shows``).
+    _Shows = Callable[[ast.expr], Shown | None] | None
 
 Signal = Literal[
     "data", "name", "after-eval", "after-step", "after-training", "phase", "flag", "self-eval"
@@ -96,7 +110,7 @@ _EVAL_FUNCTION_WORDS = frozenset(
      "testing", "predict", "prediction", "inference", "infer"}
 )  # fmt: skip
 # Words that make a name about training, or not about running a model at all.
-_TRAINING_WORDS = frozenset({"train", "training", "fit", "finetune", "step"})
+_TRAINING_WORDS = TRAINING_WORDS
 
 
 @dataclass(frozen=True)
@@ -144,18 +158,24 @@ def is_eval_name(identifier: str) -> bool:
     return not any(w in _TRAINING_WORDS for w in ws) and any(_eval_word(w) for w in ws)
 
 
+def is_eval_function_name(name: str) -> bool:
+    """Named like an evaluator (``evaluate``, ``val_epoch``,
+    ``estimate_loss``), not like training (``train_and_test``)."""
+    ws = words(name)
+    if name in ("eval", "train") or not ws:
+        return False
+    if any(w in _TRAINING_WORDS and w != "step" for w in ws):
+        return False
+    return any(w in _EVAL_FUNCTION_WORDS for w in ws) or _estimates_metric(ws)
+
+
 def function_is_eval(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Named like an evaluator, and not a pytest test, a mode-switch override
     (``def eval(self)``) or a Lightning hook (the framework sets the mode).
     ``step`` beside an evaluation word is an estimator's evaluation hook
     (skorch's ``validation_step``, ``evaluation_step``, ``predict_step``),
     not a training step."""
-    ws = words(func.name)
-    if func.name in ("eval", "train") or not ws:
-        return False
-    if any(w in _TRAINING_WORDS and w != "step" for w in ws):
-        return False
-    if not any(w in _EVAL_FUNCTION_WORDS for w in ws) and not _estimates_metric(ws):
+    if not is_eval_function_name(func.name):
         return False
     if func.name.startswith("test") and _pytest_context(ctx, func):
         return False
@@ -314,7 +334,7 @@ def _after_training(
     maybe: dict[ast.AST, list[ast.Call]] = {}
     for call in nodes_of(ctx.tree, ast.Call):
         assert isinstance(call, ast.Call)
-        if _called_attr(call) in ("backward", "step"):
+        if called_name(call) in ("backward", "step"):
             maybe.setdefault(scope_of(parents, call), []).append(call)
     if not maybe:
         return []
@@ -352,6 +372,8 @@ def _scan(
                 scopes.setdefault(scope_of(parents, call), [])
                 starts.append(_end(call))
     local = {f.name: f for f in ctx.tree.body if isinstance(f, ast.FunctionDef)}
+    view = ctx.facts.project
+    shows = view.shows if view is not None else None
     # Each scope's calls, from the file's list of calls: the scopes asked
     # about are few, and walking each of them costs more than placing each call.
     first = min(starts, default=(0, 0))
@@ -400,7 +422,10 @@ def _scan(
                     trained = trained_at[id(stmt)] = _trained_at(
                         ctx, stmt, scope, bound, step_loops, training, resolved
                     )
-                if not trained or not _runs_trained(call, trained, local, evaluators):
+                if not trained:
+                    continue
+                shown = _outputs_inside(call, trained, local, evaluators, shows)
+                if not shown and not _runs_trained(call, trained, local, evaluators):
                     continue
 
                 def is_source(c: ast.Call, trained: set[str] = trained) -> bool:
@@ -408,7 +433,7 @@ def _scan(
 
                 block = block_of(parents, stmt)
                 rest: list[ast.stmt] = block[0][block[0].index(stmt) :] if block else [stmt]
-                if feeds_output(rest, is_source) or _outputs_inside(call, trained, local):
+                if shown or feeds_output(rest, is_source):
                     found.append(stmt)
                     taken.add(id(stmt))
                     break
@@ -597,7 +622,7 @@ def _evaluates(stmt: ast.stmt, trained: set[str]) -> bool:
         if switch is not None:
             return switch.mode is Mode.EVAL and switch.target in trained
     return not any(
-        isinstance(n, ast.Call) and _called_attr(n) in ("eval", "train") for n in walk_local(stmt)
+        isinstance(n, ast.Call) and called_name(n) in ("eval", "train") for n in walk_local(stmt)
     )
 
 
@@ -620,14 +645,8 @@ def _runs_trained(
     """``call`` may run one of ``trained``: calls it or a method of it (not
     one that runs no forward), runs it through a runner, or hands it to a
     function of the file that is not an evaluation region itself."""
-    text = dotted(call.func)
-    if text and text.rsplit(".", 1)[-1] in library.RUNNER_NAMES and call.args:
-        text = dotted(call.args[0])
-    if text is not None:
-        for model in trained:
-            method = text.rsplit(".", 1)[-1]
-            if text == model or (is_below(text, model) and method not in MODULE_METHODS):
-                return module_mode_switch(call) is None
+    if runs_any(call, trained):
+        return True
     if isinstance(call.func, ast.Name) and call.func.id in local:
         if local[call.func.id] in evaluators:
             return False
@@ -635,75 +654,32 @@ def _runs_trained(
     return False
 
 
-# Calls that train or read gradients, whoever the receiver, and mode calls:
-# a helper making one is not one that only shows what a model computes.
-_HELPER_REFUSES = frozenset(
-    {"backward", "step", "zero_grad", "fit", "train_step", "training_step", "optimize",
-     "learn", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "train", "eval"}
-)  # fmt: skip
-
-
-def _outputs_inside(call: ast.Call, trained: set[str], local: dict[str, ast.FunctionDef]) -> bool:
-    """``call`` hands a trained model to a function of the file that itself
-    prints, logs, writes, saves or plots what it computes with that model
-    (``show_samples(model, z)``, ``get_scores(model, test_batches)`` that
-    prints an accuracy), and trains nothing, reads no gradient, switches no
-    mode and yields nothing: the call is an evaluation of what was trained,
-    whatever the function is called. Only the parameters that receive a
-    trained model are sources: a demo printing what it reads from a stream
-    runs no model."""
-    if not isinstance(call.func, ast.Name):
-        return False
-    func = local.get(call.func.id)
-    if func is None:
-        return False
-    params = _receiving(func, call, trained)
-    if not params or not _only_shows(func, local, 1):
-        return False
-
-    def is_source(c: ast.Call) -> bool:
-        return _runs_trained(c, params, {}, set())
-
-    return feeds_output(func.body, is_source)
-
-
-def _only_shows(func: ast.FunctionDef, local: dict[str, ast.FunctionDef], depth: int) -> bool:
-    """``func`` trains nothing, reads no gradient, switches no mode, yields
-    nothing and keeps no global: no call named for any of it (``backward``,
-    ``step``, ``fine_tune_epoch``, ``autograd.grad``, ``train()``), also in
-    the functions of the file it calls (one level down)."""
-    for n in walk_local(func):
-        if isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal)):
+def _outputs_inside(
+    call: ast.Call,
+    trained: set[str],
+    local: dict[str, ast.FunctionDef],
+    evaluators: set[ast.stmt],
+    view: _Shows,
+) -> bool:
+    """``call`` hands a trained model to a function of the file, or of
+    another file of the run, that shows what it computes with it
+    (``shows``: prints, logs, writes, saves or plots it, and does nothing a
+    ``no_grad`` could break), and that is no evaluation region itself (it
+    is judged there)."""
+    if isinstance(call.func, ast.Name) and call.func.id in local:
+        func = local[call.func.id]
+        if func in evaluators:
             return False
-        if not isinstance(n, ast.Call):
-            continue
-        name = _called_attr(n)
-        if name is None:
-            continue
-        if name in _HELPER_REFUSES or any(w in _TRAINING_WORDS for w in words(name)):
-            return False
-        callee = local.get(name) if isinstance(n.func, ast.Name) else None
-        if callee is not None and callee is not func:
-            if depth <= 0 or not _only_shows(callee, local, depth - 1):
-                return False
-    return True
+        params = receiving(positional_parameters(func), _kwonly(func), call, trained)
+        return bool(params) and bool(shown_parameters(func, local, params))
+    found = view(call.func) if view is not None else None
+    if found is None:
+        return False
+    return bool(receiving(found.params, found.kwonly, call, trained) & found.shown)
 
 
-def _receiving(func: ast.FunctionDef, call: ast.Call, trained: set[str]) -> set[str]:
-    """The parameters of ``func`` that ``call`` binds to one of ``trained``
-    (positionally or by keyword; not through ``*args``/``**kwargs``)."""
-    if any(isinstance(a, ast.Starred) for a in call.args):
-        return set()
-    positional = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
-    out: set[str] = set()
-    for i, arg in enumerate(call.args):
-        if dotted(arg) in trained and i < len(positional):
-            out.add(positional[i])
-    names = set(positional) | {a.arg for a in func.args.kwonlyargs}
-    for kw in call.keywords:
-        if kw.arg is not None and kw.arg in names and dotted(kw.value) in trained:
-            out.add(kw.arg)
-    return out
+def _kwonly(func: ast.FunctionDef) -> tuple[str, ...]:
+    return tuple(a.arg for a in func.args.kwonlyargs)
 
 
 def _after_every_step(
@@ -832,9 +808,7 @@ def evaluates_itself(ctx: FileContext, func: ast.AST) -> bool:
         # vocoder) switching itself: its caller owns the grad mode, and
         # typically calls it under ``no_grad``.
         return False
-    if any(
-        isinstance(n, ast.Call) and _called_attr(n) in _TRAINING_CALLS for n in walk_local(func)
-    ):
+    if any(isinstance(n, ast.Call) and called_name(n) in _TRAINING_CALLS for n in walk_local(func)):
         return False  # ``svi.step(x)``, ``trainer.fit()``: training a library runs
     return not any(True for _ in training_steps(ctx, func))
 
@@ -849,13 +823,6 @@ _TRAINING_CALLS = frozenset(
 _PREPARING = frozenset(
     {"load_state_dict", "to", "cuda", "cpu", "float", "half", "double", "requires_grad_"}
 )  # fmt: skip
-
-
-def _called_attr(call: ast.Call) -> str | None:
-    func = call.func
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else None
 
 
 def _only_prepares(ctx: FileContext, stmts: list[ast.stmt], model: str) -> bool:

@@ -16,7 +16,8 @@ for each of its signals, never a guess: a file it rules out has no region.
 - *after-training*: a training step's call (``.backward(``, ``.step(``;
   a call of a function of the file that makes one means the file holds that
   text too), and a call of an output (``print(``, ``.save(``: the names of
-  ``outputs.SINKS``);
+  ``outputs.SINKS``) or an import (a function of another file of the run
+  may print what the model computes: ``shows``);
 - *flag*: a boolean default of a ``FLAG_NAMES`` parameter (``train=True``)
   or of one named for evaluation (``cross_valid=False``: every word of
   ``EVAL_FLAG_WORDS`` holds ``val``, ``test`` or ``cv``),
@@ -32,7 +33,7 @@ from __future__ import annotations
 import re
 
 from rnnfix.analysis.modes.flagparams import FLAG_NAMES, TRAIN_VALUES
-from rnnfix.analysis.modes.outputs import SINKS
+from rnnfix.analysis.modes.outputs import SINK_CALL
 from rnnfix.analysis.modes.regions import (
     _EVAL_FUNCTION_WORDS,
     _estimates_metric,
@@ -65,8 +66,6 @@ _EVAL_FLAG_DEFAULT = re.compile(r"(?i:val|test|cv)\w*\s*(?::[^=,)]*)?=\s*False\b
 # ``loss.backward()``, ``optimizer.step()``: a training step (``gradctx``'s
 # steps are all calls of a ``backward`` or a ``step``), for *after-training*.
 _STEP_CALL = re.compile(r"\.[\s\\]*(?:backward|step)[\s\\]*\(|\bbackward[\s\\]*\(")
-# A call of an output (``outputs.SINKS``), for *after-training*.
-_SINK_CALL = re.compile(r"\b(?:" + "|".join(sorted(SINKS)) + r")[\s\\]*\(")
 # ``model.training``: a mode read, the flag of ``flagparams.mode_flag``.
 _MODE_READ = re.compile(r"\.[\s\\]*training\b")
 _FLAG_DEFAULT = re.compile(
@@ -91,7 +90,7 @@ def may_have_regions(source: str) -> bool:
         return True
     if _MODE_READ.search(source) or _EVAL_FLAG_DEFAULT.search(source):
         return True
-    if _STEP_CALL.search(source) and _SINK_CALL.search(source):
+    if _STEP_CALL.search(source) and (SINK_CALL.search(source) or "import" in source):
         return True
     for m in _DEF.finditer(source):
         start = m.start()

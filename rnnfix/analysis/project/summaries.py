@@ -111,6 +111,15 @@ class ClassSummary:
 
 
 @dataclass(frozen=True)
+class Shown:
+    """A function that shows what some of its parameters compute."""
+
+    params: tuple[str, ...]  # positional parameters
+    kwonly: tuple[str, ...]
+    shown: frozenset[str]  # those whose forwards reach an output
+
+
+@dataclass(frozen=True)
 class ModuleSummary:
     functions: dict[str, FunctionSummary]
     classes: dict[str, ClassSummary]
@@ -134,6 +143,10 @@ class ModuleSummary:
     # (``classfacts.returned_class``): name -> that class's summary, so a
     # caller's ``model = create_model(cfg)`` is known as that class.
     factories: dict[str, ClassSummary] = field(default_factory=dict)
+    # Module-level functions that show what a model they are given computes
+    # (``modes.shows``: print, log, write, save or plot it, and train
+    # nothing): name -> which parameters (``regions``' *after-training* signal).
+    shows: dict[str, Shown] = field(default_factory=dict)
 
     def any_function(self, test: Callable[[FunctionSummary], bool]) -> bool:
         methods = (m for c in self.classes.values() for m in c.methods.values())

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from rnnfix.analysis.modes.outputs import SINK_CALL
 from rnnfix.analysis.project.bindings import import_bindings, statements
 from rnnfix.analysis.project.summaries import (
     HANDLER_TOKENS,
@@ -24,6 +25,7 @@ from rnnfix.analysis.project.summaries import (
     ClassSummary,
     FunctionSummary,
     ModuleSummary,
+    Shown,
 )
 from rnnfix.analysis.syntax.imports import ImportMap
 from rnnfix.analysis.syntax.walks import walk_subtree
@@ -60,10 +62,23 @@ def summarise(source: str, path: str) -> ModuleSummary | None:
     # A file of factories returning torchvision models (``def resnet50(classes):
     # net = models.resnet50(pretrained=True); ...; return net``): the same.
     class_code = class_code or ("torchvision" in source and "return" in source)
-    if not (mode_code or rnn_code or package or tests or handler_code or load_code or class_code):
+    # A function that prints, saves or plots what a model it is given computes.
+    show_code = "def " in source and SINK_CALL.search(source) is not None
+    if not (
+        mode_code
+        or rnn_code
+        or package
+        or tests
+        or handler_code
+        or load_code
+        or class_code
+        or show_code
+    ):
         return None
     try:
-        return _summarise(source, path, mode_code, rnn_code, handler_code, load_code, class_code)
+        return _summarise(
+            source, path, mode_code, rnn_code, handler_code, load_code, class_code, show_code
+        )
     except Exception:  # noqa: BLE001 - a file the index cannot read is unknown, not fatal
         return None
 
@@ -76,6 +91,7 @@ def _summarise(
     handler_code: bool = False,
     load_code: bool = False,
     class_code: bool = False,
+    show_code: bool = False,
 ) -> ModuleSummary | None:
     from rnnfix.analysis.context import FileContext
     from rnnfix.analysis.grads.gradctx import definition_handling
@@ -205,6 +221,7 @@ def _summarise(
     factories = _factories(tree, classes, rebound)
     loaders = _loaders(tree) if load_code else {}
     loads_into = _loads_into(tree) if load_code else {}
+    shows = _shows(tree, rebound) if show_code else {}
     handles = any(handlers.values())
     if not (
         functions
@@ -213,6 +230,7 @@ def _summarise(
         or handles
         or loaders
         or loads_into
+        or shows
         or os.path.basename(path) == "__init__.py"
     ):
         return None
@@ -221,8 +239,28 @@ def _summarise(
     defined = {n.name for n in statements(tree.body) if isinstance(n, _FUNCS)}
     called = frozenset(_CALLED_NAME.findall(source)) - defined
     return ModuleSummary(
-        functions, classes, imports, handlers, called, loaders, loads_into, factories
+        functions, classes, imports, handlers, called, loaders, loads_into, factories, shows
     )
+
+
+def _shows(tree: ast.Module, rebound: frozenset[str]) -> dict[str, Shown]:
+    """``ModuleSummary.shows``: the module-level functions that show what
+    some of their parameters compute (``modes.shows``), but those named
+    for evaluation (an evaluation region of their own file, judged there)."""
+    from rnnfix.analysis.modes.regions import is_eval_function_name
+    from rnnfix.analysis.modes.shows import positional_parameters, shown_parameters
+
+    local = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    out: dict[str, Shown] = {}
+    for name, func in local.items():
+        if name in rebound or is_eval_function_name(name):
+            continue
+        params = positional_parameters(func)
+        kwonly = tuple(a.arg for a in func.args.kwonlyargs)
+        shown = shown_parameters(func, local, (*params, *kwonly))
+        if shown:
+            out[name] = Shown(params, kwonly, shown)
+    return out
 
 
 def _factories(

@@ -21,6 +21,7 @@ from rnnfix.analysis.project.summaries import (
     ModuleSummary,
     ReturnSummary,
     SelfUses,
+    Shown,
     has_function,
 )
 from rnnfix.analysis.project.texts import (
@@ -310,6 +311,12 @@ class ProjectView:
         loads weights into one of its parameters (RNF006): its position and
         name; None when it is no such function."""
         return self._module_fact(expr, lambda module: module.loads_into)
+
+    def shows(self, expr: ast.AST) -> Shown | None:
+        """``expr`` names a function of another file of the run that shows
+        what some of its parameters compute (``modes.shows``): which; None
+        when it is no such function."""
+        return self._module_fact(expr, lambda module: module.shows)
 
     def _module_fact(
         self, expr: ast.AST, facts: Callable[[ModuleSummary], Mapping[str, _Fact]]

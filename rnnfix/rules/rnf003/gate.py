@@ -304,7 +304,20 @@ class ModelEvidence:
     def _forward_keys(self, call: ast.Call) -> list[str]:
         """The paths ``called_model`` (or ``ModelIndex.wrapped_models``) may
         answer for ``call``."""
-        return self._own_keys(call) + self._helper_keys(call)
+        return self._own_keys(call) + self._helper_keys(call) + self._shown_keys(call)
+
+    def _shown_keys(self, call: ast.Call) -> list[str]:
+        """The arguments ``call`` gives a function of another file of the run
+        that shows what they compute (``ProjectView.shows``:
+        ``save_reconstructions(ae, images, path)``)."""
+        found = self.view.shows(call.func) if self.view is not None else None
+        if found is None:
+            return []
+        pairs = [
+            *zip(found.params, call.args, strict=False),
+            *((k.arg, k.value) for k in call.keywords),
+        ]
+        return [t for p, a in pairs if p in found.shown and (t := dotted(a)) is not None]
 
     def _own_keys(self, call: ast.Call) -> list[str]:
         """``_forward_keys`` but for what a helper of this file runs."""

@@ -56,9 +56,15 @@ A region is evaluation by intent when it is
   logged, written, saved or plotted: nanoGPT's lecture script ends with
   `print(decode(m.generate(context, max_new_tokens=500)[0].tolist()))` after
   its training loop; a char-RNN samples and prints text after each epoch's
-  batch loop. A forward whose results go nowhere a person reads (BatchNorm
-  statistics recomputed) is not one, nor one after the author switches the
-  model back to train mode;
+  batch loop. Also a call that hands the trained model to a function, of
+  the file or of another file of the run, that prints, logs, writes, saves
+  or plots what it computes with it and trains nothing, reads no gradient,
+  switches no mode and yields nothing (`get_scores(model, test_batches)`
+  printing an accuracy, `save_reconstructions(ae, images, path)` from the
+  project's `visualize.py`): `eval()` goes before the call and `no_grad`
+  around it. A forward whose results go nowhere a person reads (BatchNorm
+  statistics recomputed) or only say what shape they have is not one, nor
+  one after the author switches the model back to train mode;
 - the body of a function, whatever its name (`get_scores`, `sample_text`),
   that switches a model to eval itself among its own statements and then
   runs it, and runs no training step; what it computes must not be kept

@@ -1,0 +1,126 @@
+"""Functions that *show* what a model they are given computes: they print,
+log, write, save or plot it (``outputs.feeds_output``), and do nothing a
+``no_grad`` or an ``eval()`` around their call could break.
+
+A call that hands a trained model to such a function, after the training,
+is an evaluation of what was trained whatever the function is called
+(``get_scores(model, test_batches)`` printing an accuracy after each epoch's
+batch loop, ``save_samples(G, z)`` from the file's ``utils``): the
+*after-training* signal of ``regions`` asks this module about the functions
+of the file, and the project summaries record the answer for the functions
+of the other files of the run (``ModuleSummary.shows``).
+
+Only the parameters that receive a model are sources: a demo that prints
+what it reads from a stream runs no model. A function is refused when it,
+or a function of its file that it calls (one level down), makes a call
+named for training or for gradients (``backward``, ``step``,
+``fine_tune_epoch``, ``autograd.grad``), switches a mode (a ``train()``
+there is Monte Carlo dropout), yields (a caller runs between its steps), or
+declares a global.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+
+from rnnfix.analysis.modes.outputs import feeds_output
+from rnnfix.analysis.syntax.names import dotted, is_below
+from rnnfix.analysis.syntax.walks import walk_local, words
+from rnnfix.analysis.torch import library
+from rnnfix.analysis.torch.api import MODULE_METHODS, module_mode_switch
+
+# Words that make a name about training.
+TRAINING_WORDS = frozenset({"train", "training", "fit", "finetune", "step"})
+# ... and, for a call a showing function makes, ``fine_tune_epoch`` too.
+_TRAINING_CALL_WORDS = TRAINING_WORDS | {"tune", "optimise", "optimize", "adapt"}
+# Calls that train or read gradients, whoever the receiver, and mode calls.
+_REFUSED_CALLS = frozenset(
+    {"backward", "step", "zero_grad", "fit", "train_step", "training_step", "optimize",
+     "learn", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "train", "eval"}
+)  # fmt: skip
+
+
+def called_name(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else None
+
+
+def runs_any(call: ast.Call, models: Iterable[str]) -> bool:
+    """``call`` runs one of ``models``: calls it or a method of it that is
+    not one of ``nn.Module``'s own (``model.generate(x)``, not
+    ``model.parameters()``), or hands it to a runner
+    (``nn.parallel.data_parallel(net, x)``); never a mode call."""
+    text = dotted(call.func)
+    if text and text.rsplit(".", 1)[-1] in library.RUNNER_NAMES and call.args:
+        text = dotted(call.args[0])
+    if text is None:
+        return False
+    method = text.rsplit(".", 1)[-1]
+    for model in models:
+        if text == model or (is_below(text, model) and method not in MODULE_METHODS):
+            return module_mode_switch(call) is None
+    return False
+
+
+def only_shows(
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+    local: Mapping[str, ast.FunctionDef],
+    depth: int = 1,
+) -> bool:
+    """``func`` trains nothing, reads no gradient, switches no mode, yields
+    nothing and keeps no global, nor do the functions of ``local`` it calls
+    (``depth`` levels down)."""
+    if isinstance(func, ast.AsyncFunctionDef):
+        return False
+    for n in walk_local(func):
+        if isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal)):
+            return False
+        if not isinstance(n, ast.Call):
+            continue
+        name = called_name(n)
+        if name is None:
+            continue
+        if name in _REFUSED_CALLS or any(w in _TRAINING_CALL_WORDS for w in words(name)):
+            return False
+        callee = local.get(name) if isinstance(n.func, ast.Name) else None
+        if callee is not None and callee is not func:
+            if depth <= 0 or not only_shows(callee, local, depth - 1):
+                return False
+    return True
+
+
+def shown_parameters(
+    func: ast.FunctionDef, local: Mapping[str, ast.FunctionDef], candidates: Iterable[str]
+) -> frozenset[str]:
+    """Those of ``candidates`` (parameters of ``func``) whose forwards reach
+    an output in ``func``'s body; none when ``func`` does more than show."""
+    names = [p for p in candidates if p not in ("self", "cls")]
+    if not names or not only_shows(func, local):
+        return frozenset()
+
+    def shows(param: str) -> bool:
+        return feeds_output(func.body, lambda call: runs_any(call, (param,)))
+
+    return frozenset(p for p in names if shows(p))
+
+
+def receiving(
+    positional: tuple[str, ...], kwonly: tuple[str, ...], call: ast.Call, models: set[str]
+) -> set[str]:
+    """The parameters (``positional`` then ``kwonly``) that ``call`` binds to
+    one of ``models``, positionally or by keyword; none through ``*args``."""
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return set()
+    out = {positional[i] for i, a in enumerate(call.args[: len(positional)]) if dotted(a) in models}
+    names = set(positional) | set(kwonly)
+    for kw in call.keywords:
+        if kw.arg is not None and kw.arg in names and dotted(kw.value) in models:
+            out.add(kw.arg)
+    return out
+
+
+def positional_parameters(func: ast.FunctionDef) -> tuple[str, ...]:
+    return tuple(a.arg for a in (*func.args.posonlyargs, *func.args.args))
