@@ -294,7 +294,9 @@ is evaluation by no signal above. Also left alone:
   for the author's `train()` before it that the region's forwards run in
   (a loaded model put in train mode on purpose);
 - forwards on tensors the code makes up itself (`torch.randn(...)`,
-  `torch.zeros(...)`): a shape probe or a dry run, whose numbers mean nothing;
+  `torch.zeros(...)`): a shape probe or a dry run, whose numbers mean nothing
+  (not after training, where a generator sampled from noise and saved is
+  an evaluation);
 - `no_grad` for a model whose parameters the author froze on every path to
   the forward (`for p in net.parameters(): p.requires_grad = False` before
   it, or `model.requires_grad_(False)` before every call that passes it in),
