@@ -117,6 +117,9 @@ _TRAINING_WORDS = TRAINING_WORDS
 class EvalRegion:
     node: ast.stmt  # the loop, or the function definition
     signal: Signal
+    # An *after-training* region of consecutive plain statements of one block
+    # (a print, then a save): the last of them; None for one statement.
+    last: ast.stmt | None = None
 
     @property
     def is_function(self) -> bool:
@@ -343,10 +346,31 @@ def _after_training(
     modes = ctx.facts.modes
     real = {s: [c for c in calls if modes.step_kind(c) is not None] for s, calls in maybe.items()}
     trainers = _training_functions(ctx, real)
-    return [
-        EvalRegion(stmt, "after-training")
-        for stmt in _scan(ctx, real, trainers, taken, evaluators, ctx)
-    ]
+    return _runs(parents, _scan(ctx, real, trainers, taken, evaluators, ctx))
+
+
+def _runs(parents: dict[ast.AST, ast.AST], stmts: list[ast.stmt]) -> list[EvalRegion]:
+    """One region per run of consecutive plain statements of a block (a
+    print, then a save: one ``eval()`` and one ``with``), one per loop."""
+    out: list[EvalRegion] = []
+    where: tuple[int, int] | None = None  # the last run's block and index
+    for stmt in sorted(stmts, key=lambda s: (s.lineno, s.col_offset)):
+        found = block_of(parents, stmt)
+        here = (id(found[0]), found[1]) if found is not None else None
+        simple = isinstance(stmt, _SIMPLE)
+        last = out[-1] if out else None
+        if (
+            simple
+            and last is not None
+            and isinstance(last.node, _SIMPLE)
+            and here is not None
+            and where == (here[0], here[1] - 1)
+        ):
+            out[-1] = EvalRegion(last.node, "after-training", stmt)
+        else:
+            out.append(EvalRegion(stmt, "after-training"))
+        where = here if simple else None
+    return out
 
 
 def _scan(

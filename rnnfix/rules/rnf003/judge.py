@@ -137,7 +137,7 @@ class RegionJudge:
                 return Verdict.NOT_A_REGION  # @no_grad does not cover a coroutine's body
             body = body_without_docstring(node)
         else:
-            body = [node]
+            body = [node] if region.last is None else _run_of(self.parents, region)
         functions = function_parameters(self.parents, node)
         owner = self._self_trainer(node)
         calls = {
@@ -1078,7 +1078,7 @@ class RegionJudge:
         # A loop that yields: the generator function is decorated instead
         # (``_paused_with`` has checked that this is safe).
         decorated = node if isinstance(node, FUNCTIONS) else None
-        if decorated is None and suspends([node]):
+        if decorated is None and suspends(body):
             scope = scope_of(self.parents, node)
             assert isinstance(scope, ast.FunctionDef)
             decorated = scope
@@ -1086,7 +1086,7 @@ class RegionJudge:
             if decorated is not None:
                 edits.append(AddDecorator(ctx.pos(decorated), f"{t}.no_grad()"))
             else:
-                edits.append(WrapInWith(ctx.pos(node), ctx.pos(node), f"{t}.no_grad()"))
+                edits.append(WrapInWith(ctx.pos(node), ctx.pos(body[-1]), f"{t}.no_grad()"))
             if torch is None:
                 edits.append(AddImport("torch"))
         inserted = [m for m in need.eval_models if m not in need.leftover]
@@ -1104,6 +1104,14 @@ class RegionJudge:
             )
         fix = Fix(tuple(edits), safe=True, description=" and ".join(parts))
         return ctx.finding("RNF003", node, message, fix)
+
+
+def _run_of(parents: dict[ast.AST, ast.AST], region: EvalRegion) -> list[ast.stmt]:
+    """The statements of a region that is a run of a block's statements."""
+    found = block_of(parents, region.node)
+    assert found is not None and region.last is not None
+    block, first = found
+    return block[first : block.index(region.last) + 1]
 
 
 def _describe(found: list[Escape]) -> str:
