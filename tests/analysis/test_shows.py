@@ -50,6 +50,9 @@ def test_shown_parameters(code: str, expected: set[str]) -> None:
         "def f(model, x):\n    print(torch.autograd.grad(model(x).sum(), x))",
         "def f(model, x):\n    out = model(x)\n    print(out)\n    yield out",
         "def f(model, x):\n    global last\n    last = model(x)\n    print(last)",
+        # What it computes handed back through a parameter.
+        "def f(model, x, results):\n    out = model(x)\n    results.append(out)\n    print(out)",
+        "def f(model, x, buf):\n    out = model(x)\n    buf[0] = out\n    print(out)",
         # A function of the file it calls takes a gradient.
         "def f(model, x):\n    adapt(model, x)\n    print(model(x))\n"
         "def adapt(model, x):\n    model(x).sum().backward()",

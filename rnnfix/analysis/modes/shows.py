@@ -15,8 +15,9 @@ what it reads from a stream runs no model. A function is refused when it,
 or a function of its file that it calls (one level down), makes a call
 named for training or for gradients (``backward``, ``step``,
 ``fine_tune_epoch``, ``autograd.grad``), switches a mode (a ``train()``
-there is Monte Carlo dropout), yields (a caller runs between its steps), or
-declares a global.
+there is Monte Carlo dropout), yields (a caller runs between its steps),
+declares a global, or puts anything into what a parameter holds
+(``results.append(out)``, ``buf[i] = out``: its caller could train on it).
 """
 
 from __future__ import annotations
@@ -48,6 +49,16 @@ def called_name(call: ast.Call) -> str | None:
     return func.id if isinstance(func, ast.Name) else None
 
 
+# Methods that put an argument into their receiver.
+_MUTATORS = frozenset({"append", "extend", "insert", "update", "add", "setdefault", "put"})
+
+
+def _root(node: ast.expr) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
 def runs_any(call: ast.Call, models: Iterable[str]) -> bool:
     """``call`` runs one of ``models``: calls it or a method of it that is
     not one of ``nn.Module``'s own (``model.generate(x)``, not
@@ -75,14 +86,20 @@ def only_shows(
     (``depth`` levels down)."""
     if isinstance(func, ast.AsyncFunctionDef):
         return False
+    params = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
     for n in walk_local(func):
         if isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal)):
             return False
+        if isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, ast.Store):
+            if _root(n) in params:
+                return False  # ``buf[i] = out``: what it computes handed back
         if not isinstance(n, ast.Call):
             continue
         name = called_name(n)
         if name is None:
             continue
+        if name in _MUTATORS and isinstance(n.func, ast.Attribute) and _root(n.func) in params:
+            return False  # ``results.append(out)``: the caller may train on it
         if name in _REFUSED_CALLS or any(w in _TRAINING_CALL_WORDS for w in words(name)):
             return False
         callee = local.get(name) if isinstance(n.func, ast.Name) else None
