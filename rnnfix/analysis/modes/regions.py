@@ -63,6 +63,8 @@ from rnnfix.analysis.modes.outputs import feeds_output
 from rnnfix.analysis.modes.shows import (
     TRAINING_WORDS,
     called_name,
+    method_shows,
+    on_self,
     positional_parameters,
     receiving,
     runs_any,
@@ -413,6 +415,12 @@ def _scan(
     for scope, calls in scopes.items():
         if not isinstance(scope, (ast.Module, ast.FunctionDef)) or _in_lightning_class(ctx, scope):
             continue
+        owner = parents.get(scope)
+        methods = (
+            {m.name: m for m in owner.body if isinstance(m, ast.FunctionDef)}
+            if isinstance(owner, ast.ClassDef)
+            else {}
+        )
         steps: list[ast.AST] = [*calls]
         steps += [
             c
@@ -448,7 +456,7 @@ def _scan(
                     )
                 if not trained:
                     continue
-                shown = _outputs_inside(call, trained, local, evaluators, shows)
+                shown = _outputs_inside(call, trained, local, evaluators, shows, methods)
                 if not shown and not _runs_trained(call, trained, local, evaluators):
                     continue
 
@@ -684,12 +692,17 @@ def _outputs_inside(
     local: dict[str, ast.FunctionDef],
     evaluators: set[ast.stmt],
     view: _Shows,
+    methods: dict[str, ast.FunctionDef],
 ) -> bool:
     """``call`` hands a trained model to a function of the file, or of
     another file of the run, that shows what it computes with it
     (``shows``: prints, logs, writes, saves or plots it, and does nothing a
     ``no_grad`` could break), and that is no evaluation region itself (it
     is judged there)."""
+    name = called_name(call)
+    if methods and on_self(call) and name in methods:
+        method = methods[name]
+        return method not in evaluators and method_shows(method, methods, local, call, trained)
     if isinstance(call.func, ast.Name) and call.func.id in local:
         func = local[call.func.id]
         if func in evaluators:

@@ -7,8 +7,9 @@ is an evaluation of what was trained whatever the function is called
 (``get_scores(model, test_batches)`` printing an accuracy after each epoch's
 batch loop, ``save_samples(G, z)`` from the file's ``utils``): the
 *after-training* signal of ``regions`` asks this module about the functions
-of the file, and the project summaries record the answer for the functions
-of the other files of the run (``ModuleSummary.shows``).
+of the file and the methods of the caller's class (``self.visualize(epoch)``
+saving what ``self.G`` makes), and the project summaries record the answer
+for the functions of the other files of the run (``ModuleSummary.shows``).
 
 Only the parameters that receive a model are sources: a demo that prints
 what it reads from a stream runs no model. A function is refused when it,
@@ -80,10 +81,12 @@ def only_shows(
     func: ast.FunctionDef | ast.AsyncFunctionDef,
     local: Mapping[str, ast.FunctionDef],
     depth: int = 1,
+    methods: Mapping[str, ast.FunctionDef] | None = None,
 ) -> bool:
     """``func`` trains nothing, reads no gradient, switches no mode, yields
-    nothing and keeps no global, nor do the functions of ``local`` it calls
-    (``depth`` levels down)."""
+    nothing and keeps no global, nor do the functions of ``local`` it calls,
+    nor the ``methods`` of its class it calls on ``self`` (``depth`` levels
+    down)."""
     if isinstance(func, ast.AsyncFunctionDef):
         return False
     params = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
@@ -103,10 +106,40 @@ def only_shows(
         if name in _REFUSED_CALLS or any(w in _TRAINING_CALL_WORDS for w in words(name)):
             return False
         callee = local.get(name) if isinstance(n.func, ast.Name) else None
+        if methods is not None and on_self(n):
+            callee = methods.get(name)
         if callee is not None and callee is not func:
-            if depth <= 0 or not only_shows(callee, local, depth - 1):
+            if depth <= 0 or not only_shows(callee, local, depth - 1, methods):
                 return False
     return True
+
+
+def on_self(call: ast.Call) -> bool:
+    """``call`` is ``self.<name>(...)``."""
+    func = call.func
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+    )
+
+
+def method_shows(
+    method: ast.FunctionDef,
+    methods: Mapping[str, ast.FunctionDef],
+    local: Mapping[str, ast.FunctionDef],
+    call: ast.Call,
+    models: set[str],
+) -> bool:
+    """``call`` (``self.visualize_results(epoch)``) runs ``method`` of the
+    caller's class, which shows what one of ``models`` computes: one it is
+    handed, or one it reads from ``self`` (``self.G(self.fixed_z)``)."""
+    params = positional_parameters(method)[1:]  # ``self`` is bound
+    kwonly = tuple(a.arg for a in method.args.kwonlyargs)
+    sources = receiving(params, kwonly, call, models) | {m for m in models if m.startswith("self.")}
+    if not sources or not only_shows(method, local, 1, methods):
+        return False
+    return feeds_output(method.body, lambda c: runs_any(c, sources))
 
 
 def shown_parameters(
