@@ -26,7 +26,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Mapping
 
-from rnnfix.analysis.modes.outputs import feeds_output
+from rnnfix.analysis.modes.outputs import SINKS, feeds_output
 from rnnfix.analysis.syntax.names import dotted, is_below
 from rnnfix.analysis.syntax.walks import walk_local, words
 from rnnfix.analysis.torch import library
@@ -147,8 +147,19 @@ def shown_parameters(
 ) -> frozenset[str]:
     """Those of ``candidates`` (parameters of ``func``) whose forwards reach
     an output in ``func``'s body; none when ``func`` does more than show."""
-    names = [p for p in candidates if p not in ("self", "cls")]
-    if not names or not only_shows(func, local):
+    # One walk first: a function with no output call, or that never calls
+    # a candidate (``p(x)``, ``p.encode(x)``), shows none of them.
+    called: set[str] = set()
+    sinks = False
+    for n in walk_local(func):
+        if isinstance(n, ast.Call):
+            sinks = sinks or called_name(n) in SINKS
+            root = _root(n.func.value) if isinstance(n.func, ast.Attribute) else None
+            called.add(n.func.id if isinstance(n.func, ast.Name) else root or "")
+            if called_name(n) in library.RUNNER_NAMES and n.args:
+                called.add(_root(n.args[0]) or "")  # ``data_parallel(net, x)``
+    names = [p for p in candidates if p not in ("self", "cls") and p in called]
+    if not sinks or not names or not only_shows(func, local):
         return frozenset()
 
     def shows(param: str) -> bool:
