@@ -34,6 +34,12 @@ def _shown(code: str) -> frozenset[str]:
         ("def f(model, stream):\n    print(stream.read(), type(model).__name__)", {"stream"}),
         ("def f(model, x):\n    print(model(x).shape)", set()),
         ("def f(self, x):\n    print(self(x))", set()),
+        # Its own list: collected, then shown.
+        (
+            "def f(model, xs):\n    out = []\n    for x in xs:\n        out.append(model(x))\n"
+            "    print(out)",
+            {"model"},
+        ),
     ],
 )
 def test_shown_parameters(code: str, expected: set[str]) -> None:
@@ -53,6 +59,7 @@ def test_shown_parameters(code: str, expected: set[str]) -> None:
         # What it computes handed back through a parameter.
         "def f(model, x, results):\n    out = model(x)\n    results.append(out)\n    print(out)",
         "def f(model, x, buf):\n    out = model(x)\n    buf[0] = out\n    print(out)",
+        "def f(model, x):\n    out = model(x)\n    HISTORY.append(out)\n    print(out)",
         # A function of the file it calls takes a gradient.
         "def f(model, x):\n    adapt(model, x)\n    print(model(x))\n"
         "def adapt(model, x):\n    model(x).sum().backward()",

@@ -17,8 +17,9 @@ or a function of its file that it calls (one level down), makes a call
 named for training or for gradients (``backward``, ``step``,
 ``fine_tune_epoch``, ``autograd.grad``), switches a mode (a ``train()``
 there is Monte Carlo dropout), yields (a caller runs between its steps),
-declares a global, or puts anything into what a parameter holds
-(``results.append(out)``, ``buf[i] = out``: its caller could train on it).
+declares a global, or puts anything into what it does not own: a
+parameter, ``self``, a global (``results.append(out)``, ``buf[i] = out``:
+its caller could train on it).
 """
 
 from __future__ import annotations
@@ -90,19 +91,27 @@ def only_shows(
     if isinstance(func, ast.AsyncFunctionDef):
         return False
     params = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
-    for n in walk_local(func):
+    nodes = list(walk_local(func))
+    # Its own variables: what it puts in anything else (a parameter, ``self``,
+    # a global) outlives the call, and its caller may train on it.
+    own = {
+        n.id
+        for n in nodes
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id not in params
+    }
+    for n in nodes:
         if isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal)):
             return False
         if isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, ast.Store):
-            if _root(n) in params:
-                return False  # ``buf[i] = out``: what it computes handed back
+            if _root(n) not in own:
+                return False  # ``buf[i] = out``, ``self.last = out``
         if not isinstance(n, ast.Call):
             continue
         name = called_name(n)
         if name is None:
             continue
-        if name in _MUTATORS and isinstance(n.func, ast.Attribute) and _root(n.func) in params:
-            return False  # ``results.append(out)``: the caller may train on it
+        if name in _MUTATORS and isinstance(n.func, ast.Attribute) and _root(n.func) not in own:
+            return False  # ``results.append(out)``, ``HISTORY.append(out)``
         if name in _REFUSED_CALLS or any(w in _TRAINING_CALL_WORDS for w in words(name)):
             return False
         callee = local.get(name) if isinstance(n.func, ast.Name) else None
