@@ -62,13 +62,11 @@ from rnnfix.analysis.modes.flagparams import flag_parameter as _flag_parameter
 from rnnfix.analysis.modes.outputs import feeds_output
 from rnnfix.analysis.modes.shows import (
     TRAINING_WORDS,
+    call_shows,
     called_name,
-    method_shows,
     on_self,
-    positional_parameters,
     receiving,
     runs_any,
-    shown_parameters,
 )
 from rnnfix.analysis.syntax.names import BUILTINS, dotted, is_below, strip_self_returning
 from rnnfix.analysis.syntax.walks import (
@@ -702,21 +700,14 @@ def _outputs_inside(
     name = called_name(call)
     if methods and on_self(call) and name in methods:
         method = methods[name]
-        return method not in evaluators and method_shows(method, methods, local, call, trained)
+        return method not in evaluators and call_shows(method, local, call, trained, methods)
     if isinstance(call.func, ast.Name) and call.func.id in local:
         func = local[call.func.id]
-        if func in evaluators:
-            return False
-        params = receiving(positional_parameters(func), _kwonly(func), call, trained)
-        return bool(params) and bool(shown_parameters(func, local, params))
+        return func not in evaluators and call_shows(func, local, call, trained)
     found = view(call.func) if view is not None else None
     if found is None:
         return False
     return bool(receiving(found.params, found.kwonly, call, trained) & found.shown)
-
-
-def _kwonly(func: ast.FunctionDef) -> tuple[str, ...]:
-    return tuple(a.arg for a in func.args.kwonlyargs)
 
 
 def _after_every_step(

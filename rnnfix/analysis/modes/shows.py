@@ -7,9 +7,10 @@ is an evaluation of what was trained whatever the function is called
 (``get_scores(model, test_batches)`` printing an accuracy after each epoch's
 batch loop, ``save_samples(G, z)`` from the file's ``utils``): the
 *after-training* signal of ``regions`` asks this module about the functions
-of the file and the methods of the caller's class (``self.visualize(epoch)``
-saving what ``self.G`` makes), and the project summaries record the answer
-for the functions of the other files of the run (``ModuleSummary.shows``).
+of the file (also of the models they read as globals) and the methods of the
+caller's class (``self.visualize(epoch)`` saving what ``self.G`` makes), and
+the project summaries record the answer for the functions of the other
+files of the run (``ModuleSummary.shows``).
 
 Only the parameters that receive a model are sources: a demo that prints
 what it reads from a stream runs no model. A function is refused when it,
@@ -133,22 +134,37 @@ def on_self(call: ast.Call) -> bool:
     )
 
 
-def method_shows(
-    method: ast.FunctionDef,
-    methods: Mapping[str, ast.FunctionDef],
+def call_shows(
+    func: ast.FunctionDef,
     local: Mapping[str, ast.FunctionDef],
     call: ast.Call,
     models: set[str],
+    methods: Mapping[str, ast.FunctionDef] | None = None,
 ) -> bool:
-    """``call`` (``self.visualize_results(epoch)``) runs ``method`` of the
-    caller's class, which shows what one of ``models`` computes: one it is
-    handed, or one it reads from ``self`` (``self.G(self.fixed_z)``)."""
-    params = positional_parameters(method)[1:]  # ``self`` is bound
-    kwonly = tuple(a.arg for a in method.args.kwonlyargs)
-    sources = receiving(params, kwonly, call, models) | {m for m in models if m.startswith("self.")}
-    if not sources or not only_shows(method, local, 1, methods):
+    """``call`` runs ``func``, a function of the caller's file (or, with
+    ``methods``, a method of the caller's class called on ``self``), which
+    shows what one of ``models`` computes: one it is handed, one it reads as
+    a global of the file (``sample_image(n_row)`` running the script's
+    ``generator``), or one a method reads from ``self``
+    (``self.visualize_results(epoch)`` running ``self.G``)."""
+    params = positional_parameters(func)
+    if methods is not None:
+        params = params[1:]  # ``self`` is bound
+    kwonly = tuple(a.arg for a in func.args.kwonlyargs)
+    bound = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)} | {
+        n.id
+        for n in walk_local(func)
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    }
+    read = {
+        m
+        for m in models
+        if (root := m.split(".")[0]) not in bound or (methods is not None and root == "self" != m)
+    }
+    sources = receiving(params, kwonly, call, models) | read
+    if not sources or not only_shows(func, local, 1, methods):
         return False
-    return feeds_output(method.body, lambda c: runs_any(c, sources))
+    return feeds_output(func.body, lambda c: runs_any(c, sources))
 
 
 def shown_parameters(

@@ -61,7 +61,8 @@ A region is evaluation by intent when it is
   or plots what it computes with it and trains nothing, reads no gradient,
   switches no mode and yields nothing (`get_scores(model, test_batches)`
   printing an accuracy, `save_reconstructions(ae, images, path)` from the
-  project's `visualize.py`), or a method of the caller's class that does so
+  project's `visualize.py`; `sample_image(n_row, epoch)` running the
+  script's global `generator`), or a method of the caller's class that does so
   with a model it holds (a trainer's `self.visualize_results(epoch)` saving
   what `self.G` makes): `eval()` goes before the call and `no_grad` around
   it. Consecutive such statements share one `eval()` and one `with`. A
