@@ -64,6 +64,7 @@ from rnnfix.analysis.modes.shows import (
     TRAINING_WORDS,
     call_shows,
     called_name,
+    method_runs,
     on_self,
     receiving,
     runs_any,
@@ -455,11 +456,15 @@ def _scan(
                 if not trained:
                     continue
                 shown = _outputs_inside(call, trained, local, evaluators, shows, methods)
-                if not shown and not _runs_trained(call, trained, local, evaluators):
+                if not shown and not _runs_trained(call, trained, local, evaluators, methods):
                     continue
 
-                def is_source(c: ast.Call, trained: set[str] = trained) -> bool:
-                    return _runs_trained(c, trained, local, evaluators)
+                def is_source(
+                    c: ast.Call,
+                    trained: set[str] = trained,
+                    methods: dict[str, ast.FunctionDef] = methods,
+                ) -> bool:
+                    return _runs_trained(c, trained, local, evaluators, methods)
 
                 block = block_of(parents, stmt)
                 rest: list[ast.stmt] = block[0][block[0].index(stmt) :] if block else [stmt]
@@ -670,13 +675,23 @@ def _trained_by(call: ast.Call, trainers: set[str], imported: dict[str, str]) ->
 
 
 def _runs_trained(
-    call: ast.Call, trained: set[str], local: dict[str, ast.FunctionDef], evaluators: set[ast.stmt]
+    call: ast.Call,
+    trained: set[str],
+    local: dict[str, ast.FunctionDef],
+    evaluators: set[ast.stmt],
+    methods: dict[str, ast.FunctionDef] | None = None,
 ) -> bool:
     """``call`` may run one of ``trained``: calls it or a method of it (not
-    one that runs no forward), runs it through a runner, or hands it to a
-    function of the file that is not an evaluation region itself."""
+    one that runs no forward), runs it through a runner, hands it to a
+    function of the file that is not an evaluation region itself, or calls
+    a method of the caller's class that runs it and trains nothing
+    (``samples = self.generate_samples(n)``)."""
     if runs_any(call, trained):
         return True
+    name = called_name(call)
+    if methods and on_self(call) and name in methods:
+        method = methods[name]
+        return method not in evaluators and method_runs(method, methods, local, call, trained)
     if isinstance(call.func, ast.Name) and call.func.id in local:
         if local[call.func.id] in evaluators:
             return False

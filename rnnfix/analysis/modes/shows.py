@@ -143,15 +143,46 @@ def call_shows(
 ) -> bool:
     """``call`` runs ``func``, a function of the caller's file (or, with
     ``methods``, a method of the caller's class called on ``self``), which
-    shows what one of ``models`` computes: one it is handed, one it reads as
-    a global of the file (``sample_image(n_row)`` running the script's
-    ``generator``), or one a method reads from ``self``
-    (``self.visualize_results(epoch)`` running ``self.G``)."""
+    shows what one of ``models`` computes (``_sources``)."""
+    sources = _sources(func, local, call, models, methods)
+    return bool(sources) and feeds_output(func.body, lambda c: runs_any(c, sources))
+
+
+def method_runs(
+    method: ast.FunctionDef,
+    methods: Mapping[str, ast.FunctionDef],
+    local: Mapping[str, ast.FunctionDef],
+    call: ast.Call,
+    models: set[str],
+) -> bool:
+    """``call`` (``self.generate_samples(n)``) runs ``method`` of the
+    caller's class, which runs one of ``models`` (``_sources``) and does
+    nothing else a ``no_grad`` could break: what it returns is what the
+    model computes, for the caller's statement to show."""
+    sources = _sources(method, local, call, models, methods)
+    return bool(sources) and any(
+        isinstance(n, ast.Call) and runs_any(n, sources) for n in walk_local(method)
+    )
+
+
+def _sources(
+    func: ast.FunctionDef,
+    local: Mapping[str, ast.FunctionDef],
+    call: ast.Call,
+    models: set[str],
+    methods: Mapping[str, ast.FunctionDef] | None,
+) -> set[str]:
+    """The ``models`` that ``func`` may run when ``call`` runs it: those it
+    is handed, those it reads as globals of the file (``sample_image(n_row)``
+    running the script's ``generator``), and for a method those it reads
+    from ``self`` (``self.visualize_results(epoch)`` running ``self.G``);
+    none when ``func`` does more than show (``only_shows``)."""
     params = positional_parameters(func)
     if methods is not None:
         params = params[1:]  # ``self`` is bound
     kwonly = tuple(a.arg for a in func.args.kwonlyargs)
-    bound = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)} | {
+    bound = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
+    bound |= {
         n.id
         for n in walk_local(func)
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
@@ -163,8 +194,8 @@ def call_shows(
     }
     sources = receiving(params, kwonly, call, models) | read
     if not sources or not only_shows(func, local, 1, methods):
-        return False
-    return feeds_output(func.body, lambda c: runs_any(c, sources))
+        return set()
+    return sources
 
 
 def shown_parameters(

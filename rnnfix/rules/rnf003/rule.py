@@ -64,11 +64,12 @@ A region is evaluation by intent when it is
   project's `visualize.py`; `sample_image(n_row, epoch)` running the
   script's global `generator`), or a method of the caller's class that does so
   with a model it holds (a trainer's `self.visualize_results(epoch)` saving
-  what `self.G` makes): `eval()` goes before the call and `no_grad` around
-  it. Consecutive such statements share one `eval()` and one `with`. A
-  forward whose results go nowhere a person reads (BatchNorm statistics
-  recomputed) or only say what shape they have is not one, nor one after
-  the author switches the model back to train mode;
+  what `self.G` makes; `samples = self.generate(z)` then saved): `eval()`
+  goes before the call and `no_grad` around it. Consecutive such
+  statements share one `eval()` and one `with`. A forward whose results go
+  nowhere a person reads (BatchNorm statistics recomputed) or only say what
+  shape they have is not one, nor one after the author switches the model
+  back to train mode;
 - the body of a function, whatever its name (`get_scores`, `sample_text`),
   that switches a model to eval itself among its own statements and then
   runs it, and runs no training step; what it computes must not be kept
