@@ -9,7 +9,12 @@ import textwrap
 
 import pytest
 
-from rnnfix.analysis.modes.shows import positional_parameters, receiving, shown_parameters
+from rnnfix.analysis.modes.shows import (
+    call_shows,
+    positional_parameters,
+    receiving,
+    shown_parameters,
+)
 
 
 def _shown(code: str) -> frozenset[str]:
@@ -76,3 +81,24 @@ def test_receiving_binds_positional_and_keyword_arguments() -> None:
     assert receiving(("net", "x"), (), call, {"model"}) == {"net"}
     call = ast.parse("f(*args)").body[0].value  # type: ignore[attr-defined]
     assert receiving(("net", "x"), (), call, {"model"}) == set()
+
+
+@pytest.mark.parametrize(
+    ("code", "shown"),
+    [
+        ("def f(net, images):\n    save_image(net(images), 'r.png')", True),
+        # A generator sampled from noise: the author's mode and grad.
+        ("def f(net, n):\n    z = torch.randn(n, 8)\n    save_image(net(z), 's.png')", False),
+        (
+            "def f(net, n):\n    z = Variable(FloatTensor(np.random.normal(0, 1, (n, 8))))\n"
+            "    save_image(net(z).data, 's.png')",
+            False,
+        ),
+    ],
+)
+def test_call_shows_leaves_a_generator_fed_noise(code: str, shown: bool) -> None:
+    tree = ast.parse(code)
+    func = tree.body[0]
+    assert isinstance(func, ast.FunctionDef)
+    call = ast.parse("f(model, 16)").body[0].value  # type: ignore[attr-defined]
+    assert call_shows(func, {"f": func}, call, {"model"}) is shown

@@ -64,6 +64,7 @@ from rnnfix.analysis.modes.shows import (
     TRAINING_WORDS,
     call_shows,
     called_name,
+    fed_noise,
     method_runs,
     on_self,
     receiving,
@@ -458,6 +459,9 @@ def _scan(
                 shown = _outputs_inside(call, trained, local, evaluators, shows, methods)
                 if not shown and not _runs_trained(call, trained, local, evaluators, methods):
                     continue
+                helper = shown or not runs_any(call, trained)
+                if helper and fed_noise(call, scope, methods, trained):
+                    continue  # ``self.sample(self.fixed_z)``: a generator fed noise
 
                 def is_source(
                     c: ast.Call,
@@ -685,7 +689,7 @@ def _runs_trained(
     one that runs no forward), runs it through a runner, hands it to a
     function of the file that is not an evaluation region itself, or calls
     a method of the caller's class that runs it and trains nothing
-    (``samples = self.generate_samples(n)``)."""
+    (``recon = self.reconstruct(images)``)."""
     if runs_any(call, trained):
         return True
     name = called_name(call)

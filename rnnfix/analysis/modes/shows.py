@@ -8,7 +8,7 @@ is an evaluation of what was trained whatever the function is called
 batch loop, ``save_samples(G, z)`` from the file's ``utils``): the
 *after-training* signal of ``regions`` asks this module about the functions
 of the file (also of the models they read as globals) and the methods of the
-caller's class (``self.visualize(epoch)`` saving what ``self.G`` makes), and
+caller's class (``self.visualize(epoch)`` saving what ``self.ae`` makes), and
 the project summaries record the answer for the functions of the other
 files of the run (``ModuleSummary.shows``).
 
@@ -145,7 +145,10 @@ def call_shows(
     ``methods``, a method of the caller's class called on ``self``), which
     shows what one of ``models`` computes (``_sources``)."""
     sources = _sources(func, local, call, models, methods)
-    return bool(sources) and feeds_output(func.body, lambda c: runs_any(c, sources))
+    if not sources:
+        return False
+    noise = _Noise(func, methods)
+    return feeds_output(func.body, lambda c: runs_any(c, sources) and not noise.fed(c))
 
 
 def method_runs(
@@ -155,14 +158,78 @@ def method_runs(
     call: ast.Call,
     models: set[str],
 ) -> bool:
-    """``call`` (``self.generate_samples(n)``) runs ``method`` of the
+    """``call`` (``self.reconstruct(images)``) runs ``method`` of the
     caller's class, which runs one of ``models`` (``_sources``) and does
     nothing else a ``no_grad`` could break: what it returns is what the
     model computes, for the caller's statement to show."""
     sources = _sources(method, local, call, models, methods)
-    return bool(sources) and any(
-        isinstance(n, ast.Call) and runs_any(n, sources) for n in walk_local(method)
+    if not sources:
+        return False
+    noise = _Noise(method, methods)
+    return any(
+        isinstance(n, ast.Call) and runs_any(n, sources) and not noise.fed(n)
+        for n in walk_local(method)
     )
+
+
+# Calls that make up random tensors: a model run on them is a generator
+# sampled from noise, whose mode and grad are the author's (as the rule
+# leaves a forward on made-up tensors alone).
+_RANDOM = frozenset(
+    {"randn", "rand", "randn_like", "rand_like", "normal", "normal_", "uniform", "uniform_",
+     "standard_normal"}
+)  # fmt: skip
+
+
+class _Noise:
+    """What in ``func`` holds random tensors it made up (``z =
+    Variable(FloatTensor(np.random.normal(...)))``), and, for a method, the
+    attributes of ``self`` its class makes up (``self.fixed_z =
+    torch.randn(...)``)."""
+
+    def __init__(self, func: ast.AST, methods: Mapping[str, ast.FunctionDef] | None) -> None:
+        self.names: set[str] = set()
+        for n in walk_local(func):
+            if isinstance(n, ast.Assign) and _random(n.value):
+                self.names |= {t.id for t in n.targets if isinstance(t, ast.Name)}
+        self.attrs: set[str] = set()
+        for method in (methods or {}).values():
+            for n in walk_local(method):
+                if isinstance(n, ast.Assign) and _random(n.value):
+                    self.attrs |= {
+                        d for t in n.targets if (d := dotted(t)) and d.startswith("self.")
+                    }
+
+    def fed(self, call: ast.Call, models: Iterable[str] = ()) -> bool:
+        """The arguments of ``call`` that are data (not one of ``models``,
+        not a constant such as a path) are all made-up noise."""
+        args = [
+            a
+            for a in (*call.args, *(k.value for k in call.keywords))
+            if not isinstance(a, (ast.Constant, ast.JoinedStr)) and dotted(a) not in set(models)
+        ]
+        return bool(args) and all(self._noise(a) for a in args)
+
+    def _noise(self, expr: ast.expr) -> bool:
+        if _random(expr):
+            return True
+        if isinstance(expr, ast.Name):
+            return expr.id in self.names
+        return dotted(expr) in self.attrs
+
+
+def fed_noise(
+    call: ast.Call, scope: ast.AST, methods: Mapping[str, ast.FunctionDef], models: set[str]
+) -> bool:
+    """``call``, in ``scope`` (a function, a method of a class with
+    ``methods``, or a module), is given ``models`` and otherwise only random
+    tensors made up there (``self.generate(self.fixed_z)``,
+    ``save_samples(G, fixed_z, path)``): a generator sampled from noise."""
+    return _Noise(scope, methods).fed(call, models)
+
+
+def _random(expr: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call) and called_name(n) in _RANDOM for n in ast.walk(expr))
 
 
 def _sources(
@@ -173,10 +240,11 @@ def _sources(
     methods: Mapping[str, ast.FunctionDef] | None,
 ) -> set[str]:
     """The ``models`` that ``func`` may run when ``call`` runs it: those it
-    is handed, those it reads as globals of the file (``sample_image(n_row)``
-    running the script's ``generator``), and for a method those it reads
-    from ``self`` (``self.visualize_results(epoch)`` running ``self.G``);
-    none when ``func`` does more than show (``only_shows``)."""
+    is handed, those it reads as globals of the file (``show(images)``
+    running the script's ``model``), and for a method those it reads from
+    ``self`` (``self.visualize_results(epoch)`` running ``self.ae``); none
+    when ``func`` does more than show (``only_shows``). A forward fed only
+    noise is no source (``_Noise``)."""
     params = positional_parameters(func)
     if methods is not None:
         params = params[1:]  # ``self`` is bound

@@ -158,11 +158,9 @@ class RegionJudge:
             return Verdict.LEFT_ALONE
         scope = node if isinstance(node, FUNCTIONS) else scope_of(self.parents, node)
         sites = [site for group in calls.values() for site in group]
-        # After training, with its results printed or saved, a forward on a
-        # made-up tensor is no shape probe: a generator sampled from noise.
-        if region.signal != "after-training" and probes_shapes(
-            self.ctx, scope, sites, self.ctx.facts.imports.qualname
-        ):
+        # A forward on made-up tensors: a shape probe, or a generator sampled
+        # from noise, whose mode and grad are the author's (also after training).
+        if probes_shapes(self.ctx, scope, sites, self.ctx.facts.imports.qualname):
             return Verdict.LEFT_ALONE
         # A region that computes gradients is a gradient evaluator (saliency,
         # test-time optimisation) or training: not evaluation.

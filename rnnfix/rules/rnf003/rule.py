@@ -61,15 +61,17 @@ A region is evaluation by intent when it is
   or plots what it computes with it and trains nothing, reads no gradient,
   switches no mode and yields nothing (`get_scores(model, test_batches)`
   printing an accuracy, `save_reconstructions(ae, images, path)` from the
-  project's `visualize.py`; `sample_image(n_row, epoch)` running the
-  script's global `generator`), or a method of the caller's class that does so
-  with a model it holds (a trainer's `self.visualize_results(epoch)` saving
-  what `self.G` makes; `samples = self.generate(z)` then saved): `eval()`
+  project's `visualize.py`; `show(images)` running the script's global
+  model), or a method of the caller's class that does so with a model it
+  holds (a trainer's `self.visualize_results(epoch)` saving what `self.ae`
+  reconstructs; `recon = self.reconstruct(images)` then saved): `eval()`
   goes before the call and `no_grad` around it. Consecutive such
   statements share one `eval()` and one `with`. A forward whose results go
   nowhere a person reads (BatchNorm statistics recomputed) or only say what
   shape they have is not one, nor one after the author switches the model
-  back to train mode;
+  back to train mode, nor a generator sampled from noise (made up in the
+  helper, by its caller, or held on the trainer: `self.fixed_z =
+  torch.randn(...)`), whose mode and grad are the author's;
 - the body of a function, whatever its name (`get_scores`, `sample_text`),
   that switches a model to eval itself among its own statements and then
   runs it, and runs no training step; what it computes must not be kept
@@ -299,9 +301,8 @@ is evaluation by no signal above. Also left alone:
   for the author's `train()` before it that the region's forwards run in
   (a loaded model put in train mode on purpose);
 - forwards on tensors the code makes up itself (`torch.randn(...)`,
-  `torch.zeros(...)`): a shape probe or a dry run, whose numbers mean nothing
-  (not after training, where a generator sampled from noise and saved is
-  an evaluation);
+  `torch.zeros(...)`): a shape probe or a dry run, whose numbers mean nothing,
+  or a generator sampled from noise, whose mode and grad are the author's;
 - `no_grad` for a model whose parameters the author froze on every path to
   the forward (`for p in net.parameters(): p.requires_grad = False` before
   it, or `model.requires_grad_(False)` before every call that passes it in),
