@@ -56,7 +56,7 @@ def _interrupt(root: Path, sig: int, delay: float, *args: str) -> subprocess.Com
 
 
 def test_sigterm_in_a_one_process_run_stops_it(tmp_path: Path) -> None:
-    _tree(tmp_path, 400)
+    _tree(tmp_path, 1000)
     run = _interrupt(tmp_path, signal.SIGTERM, 1.5, "--jobs", "1")
     assert run.returncode == 128 + signal.SIGTERM, run.stderr
     assert run.stderr.startswith("rnnfix: interrupted (SIGTERM) after checking")
@@ -65,7 +65,9 @@ def test_sigterm_in_a_one_process_run_stops_it(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_stop_in_the_pool_phase_is_one_line(tmp_path: Path, sig: int) -> None:
-    _tree(tmp_path, 250)
+    # Enough files that the pool phase outlasts the delay on an idle machine
+    # (250 took 1.5 s here: the run ended before the signal).
+    _tree(tmp_path, 1000)
     run = _interrupt(tmp_path, sig, 3.0, "--jobs", "2")
     assert run.returncode == 128 + sig, run.stderr
     assert len(run.stderr.splitlines()) == 1, run.stderr
