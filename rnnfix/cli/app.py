@@ -368,6 +368,9 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     sys.unraisablehook = stopping.quiet_unraisable(unraisable)
     try:
         yield
+        # A stop that landed after the last check (in the worker pool's
+        # teardown, where its exception may be dropped) still stops the run.
+        stopping.check()
     except KeyboardInterrupt:
         raise _Interrupted(signal.SIGINT) from None
     finally:

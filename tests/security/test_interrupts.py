@@ -32,6 +32,16 @@ def test_the_per_file_guard_does_not_swallow_a_stop(monkeypatch: pytest.MonkeyPa
         process_text("train.py", BUGGY, Settings())
 
 
+def test_a_stop_recorded_after_the_last_check_is_not_lost() -> None:
+    """A signal that lands after the last file (the pool's teardown may drop
+    its exception) is recorded; the run still ends as interrupted."""
+    from rnnfix.cli import app
+    from rnnfix.run import stopping
+
+    with pytest.raises(_Interrupted), app._sigterm_as_interrupt():
+        stopping.request(signal.SIGINT)
+
+
 def _tree(root: Path, n: int) -> None:
     for i in range(n):
         folder = root / f"pkg{i // 50}"
