@@ -38,8 +38,11 @@ def test_a_stop_recorded_after_the_last_check_is_not_lost() -> None:
     from rnnfix.cli import app
     from rnnfix.run import stopping
 
-    with pytest.raises(_Interrupted), app._sigterm_as_interrupt():
-        stopping.request(signal.SIGINT)
+    try:
+        with pytest.raises(_Interrupted), app._sigterm_as_interrupt():
+            stopping.request(signal.SIGINT)
+    finally:
+        stopping.reset()  # the stop is process-wide: later tests in this worker run files
 
 
 def _tree(root: Path, n: int) -> None:
