@@ -16,8 +16,8 @@ for each of its signals, never a guess: a file it rules out has no region.
 - *after-training*: a training step's call (``.backward(``, ``.step(``;
   a call of a function of the file that makes one means the file holds that
   text too), and a call of an output (``print(``, ``.save(``: the names of
-  ``outputs.SINKS``) or an import (a function of another file of the run
-  may print what the model computes: ``shows``);
+  ``outputs.SINKS``), or an import and a ``backward(`` (a function of
+  another file of the run may print what the model computes: ``shows``);
 - *flag*: a boolean default of a ``FLAG_NAMES`` parameter (``train=True``)
   or of one named for evaluation (``cross_valid=False``: every word of
   ``EVAL_FLAG_WORDS`` holds ``val``, ``test`` or ``cv``),
@@ -66,6 +66,9 @@ _EVAL_FLAG_DEFAULT = re.compile(r"(?i:val|test|cv)\w*\s*(?::[^=,)]*)?=\s*False\b
 # ``loss.backward()``, ``optimizer.step()``: a training step (``gradctx``'s
 # steps are all calls of a ``backward`` or a ``step``), for *after-training*.
 _STEP_CALL = re.compile(r"\.[\s\\]*(?:backward|step)[\s\\]*\(|\bbackward[\s\\]*\(")
+# A backward: with an import, a training file whose output may be in a helper
+# of another file (a sampling pipeline's ``scheduler.step(`` has none).
+_BACKWARD = re.compile(r"\bbackward[\s\\]*\(")
 # ``model.training``: a mode read, the flag of ``flagparams.mode_flag``.
 _MODE_READ = re.compile(r"\.[\s\\]*training\b")
 _FLAG_DEFAULT = re.compile(
@@ -90,7 +93,9 @@ def may_have_regions(source: str) -> bool:
         return True
     if _MODE_READ.search(source) or _EVAL_FLAG_DEFAULT.search(source):
         return True
-    if _STEP_CALL.search(source) and (SINK_CALL.search(source) or "import" in source):
+    if _STEP_CALL.search(source) and (
+        SINK_CALL.search(source) or ("import" in source and _BACKWARD.search(source))
+    ):
         return True
     for m in _DEF.finditer(source):
         start = m.start()

@@ -185,20 +185,28 @@ class _Noise:
     """What in ``func`` holds random tensors it made up (``z =
     Variable(FloatTensor(np.random.normal(...)))``), and, for a method, the
     attributes of ``self`` its class makes up (``self.fixed_z =
-    torch.randn(...)``)."""
+    torch.randn(...)``). Read at the first question: most calls it could be
+    asked about run no model."""
 
     def __init__(self, func: ast.AST, methods: Mapping[str, ast.FunctionDef] | None) -> None:
-        self.names: set[str] = set()
-        for n in walk_local(func):
-            if isinstance(n, ast.Assign) and _random(n.value):
-                self.names |= {t.id for t in n.targets if isinstance(t, ast.Name)}
-        self.attrs: set[str] = set()
-        for method in (methods or {}).values():
-            for n in walk_local(method):
+        self.func = func
+        self.methods = methods
+        self._names: set[str] | None = None
+        self._attrs: set[str] = set()
+
+    def _read(self) -> set[str]:
+        if self._names is None:
+            self._names = set()
+            for n in walk_local(self.func):
                 if isinstance(n, ast.Assign) and _random(n.value):
-                    self.attrs |= {
-                        d for t in n.targets if (d := dotted(t)) and d.startswith("self.")
-                    }
+                    self._names |= {t.id for t in n.targets if isinstance(t, ast.Name)}
+            for method in (self.methods or {}).values():
+                for n in walk_local(method):
+                    if isinstance(n, ast.Assign) and _random(n.value):
+                        self._attrs |= {
+                            d for t in n.targets if (d := dotted(t)) and d.startswith("self.")
+                        }
+        return self._names
 
     def fed(self, call: ast.Call, models: Iterable[str] = ()) -> bool:
         """The arguments of ``call`` that are data (not one of ``models``,
@@ -213,9 +221,10 @@ class _Noise:
     def _noise(self, expr: ast.expr) -> bool:
         if _random(expr):
             return True
+        names = self._read()
         if isinstance(expr, ast.Name):
-            return expr.id in self.names
-        return dotted(expr) in self.attrs
+            return expr.id in names
+        return dotted(expr) in self._attrs
 
 
 def fed_noise(

@@ -63,7 +63,7 @@ def summarise(source: str, path: str) -> ModuleSummary | None:
     # net = models.resnet50(pretrained=True); ...; return net``): the same.
     class_code = class_code or ("torchvision" in source and "return" in source)
     # A function that prints, saves or plots what a model it is given computes.
-    show_code = "def " in source and SINK_CALL.search(source) is not None
+    show_code = SINK_CALL.search(source) is not None and _may_run_parameter(source)
     if not (
         mode_code
         or rnn_code
@@ -405,6 +405,22 @@ def _may_call_parameter(source: str) -> bool:
     # an object a caller may know the class of (``Summary.object_calls``).
     effect = re.compile(r"^[ \t]*(?:" + alternatives + r")\s*\.[\w. \t]*\(", re.MULTILINE)
     return effect.search(source) is not None
+
+
+def _may_run_parameter(source: str) -> bool:
+    """A necessary condition, read from text, for a function of the file to
+    run one of its parameters or a method of it anywhere (``net(x)``,
+    ``out = model.encode(x)``): what ``shows`` needs of a file."""
+    names = {
+        name
+        for params in _DEF_PARAMS.findall(source)
+        for name in _PARAM_NAME.findall(params)
+        if name not in ("self", "cls")
+    }
+    if not names:
+        return False
+    alternatives = "|".join(sorted(names))
+    return re.search(r"\b(?:" + alternatives + r")\s*(?:\.\s*\w+\s*)*\(", source) is not None
 
 
 def _calls_parameter(fn: FuncNode) -> bool:
