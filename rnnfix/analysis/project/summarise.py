@@ -382,6 +382,18 @@ _DEF_PARAMS = re.compile(r"\bdef\s+\w+\s*\(([^):]*)")
 _PARAM_NAME = re.compile(r"(?:^|,)\s*\**\s*([A-Za-z_]\w*)")
 
 
+def _parameter_names(source: str) -> str | None:
+    """The parameter names of the file's ``def``s (not ``self``/``cls``) as a
+    regex alternation; None when there are none."""
+    names = {
+        name
+        for params in _DEF_PARAMS.findall(source)
+        for name in _PARAM_NAME.findall(params)
+        if name not in ("self", "cls")
+    }
+    return "|".join(sorted(names)) if names else None
+
+
 def _may_call_parameter(source: str) -> bool:
     """A necessary condition, read from text, for a function of the file to
     call one of its parameters (``scorenet(x)``): in torch code only, where
@@ -389,15 +401,9 @@ def _may_call_parameter(source: str) -> bool:
     the model they pass (``_calls_parameter`` decides on the tree)."""
     if "torch" not in source or "def " not in source:
         return False
-    names = {
-        name
-        for params in _DEF_PARAMS.findall(source)
-        for name in _PARAM_NAME.findall(params)
-        if name not in ("self", "cls")
-    }
-    if not names:
+    alternatives = _parameter_names(source)
+    if alternatives is None:
         return False
-    alternatives = "|".join(sorted(names))
     called = re.compile(r"\b(?:" + alternatives + r")\s*\(")
     if called.search(source) is not None:
         return True
@@ -411,15 +417,9 @@ def _may_run_parameter(source: str) -> bool:
     """A necessary condition, read from text, for a function of the file to
     run one of its parameters or a method of it anywhere (``net(x)``,
     ``out = model.encode(x)``): what ``shows`` needs of a file."""
-    names = {
-        name
-        for params in _DEF_PARAMS.findall(source)
-        for name in _PARAM_NAME.findall(params)
-        if name not in ("self", "cls")
-    }
-    if not names:
+    alternatives = _parameter_names(source)
+    if alternatives is None:
         return False
-    alternatives = "|".join(sorted(names))
     return re.search(r"\b(?:" + alternatives + r")\s*(?:\.\s*\w+\s*)*\(", source) is not None
 
 
