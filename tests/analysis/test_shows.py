@@ -39,6 +39,8 @@ def _shown(code: str) -> frozenset[str]:
         ("def f(model, stream):\n    print(stream.read(), type(model).__name__)", {"stream"}),
         ("def f(model, x):\n    print(model(x).shape)", set()),
         ("def f(self, x):\n    print(self(x))", set()),
+        # A generator of another file sampled from noise it makes up.
+        ("def f(gen, n):\n    z = torch.randn(n, 8)\n    save_image(gen(z), 's.png')", set()),
         # Its own list: collected, then shown.
         (
             "def f(model, xs):\n    out = []\n    for x in xs:\n        out.append(model(x))\n"

@@ -295,8 +295,12 @@ def shown_parameters(
     if not sinks or not names or not only_shows(func, local):
         return frozenset()
 
+    noise = _Noise(func, None)
+
     def shows(param: str) -> bool:
-        return feeds_output(func.body, lambda call: runs_any(call, (param,)))
+        return feeds_output(
+            func.body, lambda call: runs_any(call, (param,)) and not noise.fed(call, (param,))
+        )
 
     return frozenset(p for p in names if shows(p))
 
