@@ -14,13 +14,14 @@ from typing import Literal, Protocol
 
 from rnnfix.analysis.grads.falseparams import false_parameters
 from rnnfix.analysis.syntax.imports import ImportMap
-from rnnfix.analysis.syntax.names import method_call
+from rnnfix.analysis.syntax.names import dotted, method_call
 from rnnfix.analysis.syntax.walks import (
     FUNCTIONS,
     local_nodes,
     nodes_of,
     walk_local,
     walk_subtree,
+    words,
 )
 
 Grad = Literal["off", "on", "unknown"]
@@ -29,9 +30,13 @@ Grad = Literal["off", "on", "unknown"]
 class _StepKinds(Protocol):
     def step_kind(self, call: ast.Call) -> str | None: ...
 
+    def model_info(self, key: str) -> object | None: ...
+
 
 class _Handlers(Protocol):
     def handler(self, expr: ast.AST) -> frozenset[str] | None: ...
+
+    def definition_of(self, expr: ast.AST) -> tuple[str, tuple[str, ...]] | None | bool: ...
 
 
 class GradFacts(Protocol):
@@ -335,6 +340,16 @@ _NEUTRAL_PREFIXES = (
     "functools.", "torch.jit.", "torch.profiler.", "torch.autograd.profiler.", "click.",
     "torch.compiler.", "tempfile.", "unittest.mock.",
 )  # fmt: skip
+# Words of a context manager's name that may say it switches grad or a mode
+# (``inference_context``, ``eval_mode``, ``no_sync``, ``fix_bn``, ``mc_dropout``).
+_SWITCH_WORDS = frozenset(
+    {"grad", "grads", "gradient", "gradients", "autograd", "no", "enable", "enabled", "disable",
+     "disabled", "eval", "evaluating", "evaluation", "evaluate", "infer", "inference", "predict",
+     "prediction", "test", "testing", "train", "training", "mode", "modes", "freeze", "frozen",
+     "fix", "fixed", "dropout", "bn", "norm", "batchnorm", "stats", "ema", "swap", "average",
+     "averaged", "scope", "model", "module", "net", "network", "state", "detach", "requires",
+     "mc", "stochastic", "deterministic"}
+)  # fmt: skip
 _GRAD_NAMES = _NO_GRAD | _INFERENCE | _SET_GRAD
 GRAD_NAMES = _GRAD_NAMES  # what ``definition_handling`` reads as a grad switch
 
@@ -393,7 +408,39 @@ class Handlers:
                 if bound is not None:
                     return bound
         project = self.ctx.facts.project
-        return project.handler(func) if project is not None else None
+        found = project.handler(func) if project is not None else None
+        if found is None and self._resource(expr, func, qual):
+            return frozenset()
+        return found
+
+    def _resource(self, expr: ast.expr, func: ast.expr, qual: str | None) -> bool:
+        """A ``with`` item rnnfix cannot read that is a resource, not a grad or
+        mode switch: a call of another library or of a method of an object
+        (``with lmdb_env.begin(write=True) as txn:``, ``with h5py.File(p) as
+        f:``, ``with writer.as_default():``), whose names say nothing of grad
+        or modes. A context manager that turns grad off or switches a mode is
+        named for it (``torch.no_grad``, ``evaluating(model)``,
+        ``model.ema_scope()``, ``freeze_bn(net)``), and one of torch or of
+        the run stays unknown, and so does a call of a local name. Decorators
+        are never read this way: one rnnfix cannot read may wrap the function
+        in anything."""
+        if not isinstance(expr, ast.Call) or not isinstance(
+            self.ctx.facts.parents.get(expr), ast.withitem
+        ):
+            return False
+        text = dotted(func)
+        if text is None or (qual or text).split(".")[0] in ("torch", "self", "cls"):
+            return False
+        if any(w in _SWITCH_WORDS for part in text.split(".") for w in words(part)):
+            return False
+        if "." in text and self.ctx.facts.modes.model_info(text.rsplit(".", 1)[0]) is not None:
+            return False  # a method of a model (``with encoder.cached():``)
+        project = self.ctx.facts.project
+        if project is not None and project.definition_of(func) is not False:
+            return False  # a function of the run that the index did not read
+        # A bare name is a resource only when imported: a local one may be bound
+        # to anything (``ctx = torch.no_grad if evaluating else nullcontext``).
+        return not isinstance(func, ast.Name) or qual is not None
 
     def _bound_handling(self, name: str) -> Handling | None:
         """``with ctx:`` where the module binds ``ctx`` once, to context

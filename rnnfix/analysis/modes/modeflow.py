@@ -66,6 +66,7 @@ from rnnfix.analysis.syntax.scopes import LOOPS, FuncNode, FunctionInfo, Resolve
 from rnnfix.analysis.syntax.walks import walk_local, walk_subtree
 from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.api import module_mode_switch
+from rnnfix.analysis.torch.forwards import forward_methods
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.models import (
     ModelInfo,
@@ -107,6 +108,7 @@ class ModeFlow:
         self._params: dict[FuncNode | None, frozenset[str]] = {}
         self._module_attributes: dict[ast.ClassDef, frozenset[str]] = {}
         self._built_classes: dict[ast.Call, ClassSummary | None] = {}
+        self._class_forwards: dict[ast.ClassDef, frozenset[str]] = {}
         self._calls_cache: dict[int, list[ast.Call]] = {}
         self._plain_names: dict[ast.AST, frozenset[str]] = {}  # ``ScopeRun.plain``
         self._contents: dict[int, frozenset[int]] = {}
@@ -530,6 +532,24 @@ class ModeFlow:
             found = self._project_class(info.built_at)
             return found is not None and attr in found.submodules
         return cls is not None and attr in self.submodules(cls)
+
+    def forward_method(self, owner: str, method: str) -> bool:
+        """``<owner>.<method>(...)`` runs ``owner``'s forward: a forward method
+        of the library table's row for it (``model.generate``), or of its class,
+        of this file or of another file of the run (``forwards.forward_methods``:
+        VQ-VAE's ``model.encode(img)`` -> ``self.enc_b(input)``)."""
+        info = self.models.get(owner)
+        if info is None or info.evidence == "submodule":
+            return False
+        if method in info.forwards:
+            return True
+        cls = self.index.classes.get(info.class_name) if info.class_name else None
+        if cls is not None:
+            if cls not in self._class_forwards:
+                self._class_forwards[cls] = forward_methods(cls, self.submodules(cls))
+            return method in self._class_forwards[cls]
+        found = self._project_class(info.built_at) if info.built_at is not None else None
+        return found is not None and method in found.forward_methods
 
     def _project_class(self, built: ast.Call) -> ClassSummary | None:
         """The module class of another file of the run ``built`` constructs."""

@@ -130,8 +130,20 @@ class ModelUses:
                 if target.split(".")[0] in params:
                     return "block"
                 continue
-            runs = runs or _runs(n, params)
+            runs = runs or _runs(n, params) or self._runs_method(n, params, model)
         return "helper" if runs else None
+
+    def _runs_method(self, call: ast.Call, params: set[str], model: str) -> bool:
+        """``net.<method>(x)`` for a parameter the model is passed as, where
+        the method runs the model's forward (``extract(loader, model)``
+        running ``model.encode(img)``): the caller knows the class."""
+        func = call.func
+        return (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in params
+            and self.flow.forward_method(model, func.attr)
+        )
 
     def helper_grad(self, call: ast.Call, model: str, scope: FuncNode | None) -> bool:
         """Whether a helper of this file runs the model with grad enabled: not
@@ -148,7 +160,11 @@ class ModelUses:
         params = {p for p, arg in res.args.items() if arg == model}
         if res.callee.is_method and res.receiver == model:
             params.add(res.callee.params[0])
-        inner = [n for n in walk_local(fn) if isinstance(n, ast.Call) and _runs(n, params)]
+        inner = [
+            n
+            for n in walk_local(fn)
+            if isinstance(n, ast.Call) and (_runs(n, params) or self._runs_method(n, params, model))
+        ]
         if not inner:
             return True  # through a method or another helper: not read here
         return any(self._grad_local(n, fn) for n in inner)
