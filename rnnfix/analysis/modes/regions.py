@@ -97,7 +97,15 @@ if TYPE_CHECKING:
     _Shows = Callable[[ast.expr], Shown | None] | None
 
 Signal = Literal[
-    "data", "name", "after-eval", "after-step", "after-training", "phase", "flag", "self-eval"
+    "data",
+    "name",
+    "after-eval",
+    "after-step",
+    "after-training",
+    "phase",
+    "flag",
+    "self-eval",
+    "grad-off",
 ]
 
 _EVAL_DATA_WORDS = frozenset(
@@ -797,6 +805,8 @@ def _visit(ctx: FileContext, node: ast.AST, out: list[EvalRegion], inside: bool)
 def _loop_signal(ctx: FileContext, loop: ast.stmt) -> Signal | None:
     if isinstance(loop, (ast.For, ast.AsyncFor)) and data_is_eval(loop.iter):
         return "data"
+    if grad_off_evaluation(ctx, loop):
+        return "grad-off"
     if isinstance(loop, (ast.For, ast.AsyncFor)) and phase_names(loop) is not None:
         return "phase"
     found = block_of(ctx.facts.parents, loop)
@@ -816,6 +826,119 @@ def _loop_signal(ctx: FileContext, loop: ast.stmt) -> Signal | None:
     if evaluated and _calls_any(loop, evaluated):
         return "after-eval"
     return None
+
+
+# Names of functions whose forwards under ``no_grad`` may run in train mode
+# on purpose: Monte Carlo dropout, BatchNorm statistics, data-dependent
+# initialisation, sampling, RL rollouts.
+_TRAIN_MODE_WORDS = frozenset(
+    {"mc", "dropout", "bayes", "bayesian", "uncertainty", "stochastic", "sample", "samples",
+     "sampling", "bn", "batchnorm", "norm", "stats", "statistics", "calibrate", "recalibrate",
+     "precise", "init", "initialize", "initialise", "warmup", "rollout", "rollouts", "act",
+     "actor", "explore", "collect", "ema", "swa", "teacher", "pseudo", "augment", "adapt"}
+)  # fmt: skip
+
+
+def grad_off_evaluation(ctx: FileContext, loop: ast.stmt) -> bool:
+    """The *grad-off* signal: a loop over data (``for x, y in data:``, not
+    ``range``) of a function, every statement of whose body runs with grad
+    off (the loop under ``with torch.no_grad():`` or a ``no_grad`` function,
+    or its body one such ``with``), where the function makes no mode call and
+    no training call, and some value the loop computes is kept (accumulated,
+    appended, printed, returned): the author turned grad off because nothing
+    here learns, so it evaluates, whatever the function and the data are
+    called (``getloss(model, head, data)``). Not a module's own method, a
+    test, a Lightning hook, nor a function named for what train mode is kept
+    on purpose for (``mc_predict``, ``update_bn``, ``init_actnorm``,
+    ``sample``, ``rollout``), and not a loop whose forwards repeat on one
+    input (``for _ in range(n): model(x)``)."""
+    if not isinstance(loop, ast.For) or not _iterates_data(loop.iter):
+        return False
+    parents = ctx.facts.parents
+    func = scope_of(parents, loop)
+    if not isinstance(func, ast.FunctionDef):
+        return False
+    if any(w in _TRAIN_MODE_WORDS or w in _TRAINING_WORDS for w in words(func.name)):
+        return False
+    if not _grad_off_body(ctx, loop):
+        return False
+    if _module_method(ctx, func) or _in_lightning_class(ctx, func):
+        return False
+    for n in walk_local(func):
+        if isinstance(n, ast.Call) and (
+            module_mode_switch(n) is not None or called_name(n) in _TRAINING_CALLS
+        ):
+            return False
+        if isinstance(n, ast.For) and n is not loop and is_below_node(parents, n, loop):
+            if isinstance(n.iter, ast.Call) and dotted(n.iter.func) == "range":
+                return False  # forwards repeated on one input: Monte Carlo
+    if any(True for _ in training_steps(ctx, func)):
+        return False
+    return _keeps_values(loop)
+
+
+def _iterates_data(iterable: ast.expr) -> bool:
+    """A loop over data: a name, an attribute or a subscript, possibly in
+    ``enumerate``/``tqdm``/``zip``; not ``range`` or a literal."""
+    while isinstance(iterable, ast.Call) and iterable.args:
+        name = dotted(iterable.func) or ""
+        if name.rsplit(".", 1)[-1] not in ("enumerate", "tqdm", "zip", "iter", "trange"):
+            return False
+        if name.endswith("trange"):
+            return False
+        iterable = iterable.args[0]
+    return isinstance(iterable, (ast.Name, ast.Attribute, ast.Subscript))
+
+
+def _grad_off_body(ctx: FileContext, loop: ast.For) -> bool:
+    from rnnfix.analysis.grads.gradctx import GradContexts, classify_context
+
+    if GradContexts(ctx).in_function(loop) == "off":
+        return True
+    body = loop.body
+    return (
+        len(body) == 1
+        and isinstance(body[0], ast.With)
+        and any(classify_context(ctx, i.context_expr) == "off" for i in body[0].items)
+    )
+
+
+def _keeps_values(loop: ast.For) -> bool:
+    """A value computed by a call in the loop is kept: added up, appended,
+    printed or written (a forward run only for its effect on BatchNorm
+    statistics keeps nothing)."""
+
+    def is_source(call: ast.Call) -> bool:
+        return not isinstance(call.func, ast.Name) or call.func.id not in BUILTINS
+
+    if feeds_output(loop.body, is_source):
+        return True
+    tainted: set[str] = set()
+
+    def reads(expr: ast.AST) -> bool:
+        return any(
+            (isinstance(n, ast.Call) and is_source(n))
+            or (isinstance(n, ast.Name) and n.id in tainted)
+            for n in ast.walk(expr)
+        )
+
+    nodes = list(walk_local(loop))
+    for _ in range(2):  # a value carried to the next statement of the loop body
+        for n in nodes:
+            if isinstance(n, ast.Assign) and reads(n.value):
+                tainted.update(
+                    t.id for tgt in n.targets for t in ast.walk(tgt) if isinstance(t, ast.Name)
+                )
+            elif isinstance(n, ast.AugAssign) and reads(n.value):
+                return True
+            elif (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr in ("append", "extend")
+                and any(reads(a) for a in n.args)
+            ):
+                return True
+    return False
 
 
 def evaluates_itself(ctx: FileContext, func: ast.AST) -> bool:

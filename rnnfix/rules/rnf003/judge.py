@@ -65,6 +65,7 @@ from rnnfix.rules.rnf003.modes import (
     is_mode_free,
     is_stateless,
     leftover_train,
+    names_train_mode_technique,
     phase_loop_finding,
     steps_run_self,
     trains_itself,
@@ -619,6 +620,10 @@ class RegionJudge:
             if any(self._records_graph(model, self._at(site, node)) for site in sites)
         ]
         need.grad = bool(need.recording)
+        if isinstance(func, FUNCTIONS) and names_train_mode_technique(func.name):
+            # ``mc_predict``, ``adapt_bn``: train mode is what the function is
+            # for (Monte Carlo dropout, BatchNorm adaptation); grad is not.
+            need.eval_models = []
         if calls and all(self._ran_before(node, func, m) for m in calls):
             need.eval_models, need.grad = [], False
         need.volatile = need.grad and any(

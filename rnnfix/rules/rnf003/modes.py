@@ -278,6 +278,22 @@ def deliberate_train_name(name: str) -> bool:
     return bool(set(words(name)) & _DELIBERATE_TRAIN_WORDS)
 
 
+# The narrower set for an evaluation function of a file that trains: words
+# that name the train-mode technique itself (``mc_predict``, ``adapt_bn``,
+# ``bayesian_eval``), not ones an ordinary evaluation may carry
+# (``evaluate_samples``, ``eval_ensemble``, ``val_stats``).
+_TRAIN_MODE_TECHNIQUES = frozenset(
+    {"mc", "mcdropout", "montecarlo", "dropout", "bayes", "bayesian", "uncertainty",
+     "stochastic", "adapt", "adaptation", "bn", "calibrate", "recalibrate", "swa"}
+)  # fmt: skip
+
+
+def names_train_mode_technique(name: str) -> bool:
+    """A function named for a technique that runs in train mode on purpose
+    (``mc_predict``, ``adapt_bn``): its train mode is the author's."""
+    return bool(set(words(name)) & _TRAIN_MODE_TECHNIQUES)
+
+
 def chosen_train(ctx: FileContext, node: ast.stmt, model: str, sites: list[ast.Call]) -> bool:
     """Every forward of ``model`` in the region runs in the train mode of one
     plain ``model.train()`` the author wrote before it (outside the region:
