@@ -72,6 +72,17 @@ A region is evaluation by intent when it is
   back to train mode, nor a generator sampled from noise (made up in the
   helper, by its caller, or held on the trainer: `self.fixed_z =
   torch.randn(...)`), whose mode and grad are the author's;
+- a loop over data (`for x, y in data:`, not `range`) under `no_grad`
+  (a `with torch.no_grad():` around it or around its whole body, or a
+  `@torch.no_grad()` function) in a function, whatever its name and the
+  data's, that makes no training call and no mode call and keeps what it
+  computes (adds it up, appends it, prints it): the author turned grad off
+  because nothing there learns (gradient blending's `getloss(model, data)`
+  over the training and validation sets). Not one whose forwards keep
+  nothing (BatchNorm statistics recomputed), repeat on one input (`for _
+  in range(n)`: Monte Carlo), or sit in a function named for a train-mode
+  technique or a rollout (`mc_predict`, `update_bn`, `init_actnorm`,
+  `sample`, `rollout`); not a module's own method;
 - the body of a function, whatever its name (`get_scores`, `sample_text`),
   that switches a model to eval itself among its own statements and then
   runs it, and runs no training step; what it computes must not be kept
@@ -268,7 +279,13 @@ is evaluation by no signal above. Also left alone:
   an `inference_context(model)` that switches to eval and restores the mode
   (`stack.enter_context(...)` counts). A wrapper rnnfix cannot read (imported
   from outside the run, `with ema.average_parameters():`) may manage mode and
-  grad itself: the region is unknown and nothing is added;
+  grad itself: the region is unknown and nothing is added. A `with` of
+  another library, or of a method of an object that is not a model, whose
+  names say nothing of grad or modes (no word such as `grad`, `eval`,
+  `inference`, `train`, `mode`, `freeze`, `bn`, `ema`, `average`, `scope`)
+  holds a resource instead (`with h5py.File(path) as f:`, `with
+  env.begin(write=True) as txn:`, `with Progress() as p:`) and counts as
+  nothing; decorators rnnfix cannot read never do;
 - a module's own methods (a method of an `nn.Module` subclass, or of a class
   that defines `forward`): no `self.decoder.eval()`/`self.lstm.eval()` is
   inserted there, a partial switch that would outlive the call; the
@@ -299,7 +316,10 @@ is evaluation by no signal above. Also left alone:
   above it that says why (`# MC dropout`, `# use batch statistics`, `#
   test-time adaptation`); this holds for a `train()` inside the region and
   for the author's `train()` before it that the region's forwards run in
-  (a loaded model put in train mode on purpose);
+  (a loaded model put in train mode on purpose). An evaluation function
+  named for a train-mode technique (`mc_predict`, `bayesian_eval`,
+  `adapt_bn`, `swa_evaluate`) keeps its mode whatever its callers do: only
+  `no_grad` is judged;
 - forwards on tensors the code makes up itself (`torch.randn(...)`,
   `torch.zeros(...)`): a shape probe or a dry run, whose numbers mean nothing,
   or a generator sampled from noise, whose mode and grad are the author's;
