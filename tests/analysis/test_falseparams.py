@@ -48,3 +48,16 @@ def test_a_bound_method_skips_self() -> None:
     helper = "def sample(self, req_grad=False):\n    pass\n"
     assert _at("self.sample(True)", helper) == frozenset()
     assert _at("self.sample()", helper) == {"req_grad"}
+
+
+def test_a_flag_handed_down_stays_known() -> None:
+    """ncrfpp: ``batchify_with_label(batch, gpu, False)`` passes its
+    ``if_train`` on to the helper that builds the tensors with
+    ``requires_grad=if_train``: False there too, but only for a name the
+    caller knows is False."""
+    func = ast.parse(HELPER).body[0]
+    assert isinstance(func, ast.FunctionDef)
+    call = ast.parse("sample_z(10, 3, if_train, keep=other)").body[0]
+    assert isinstance(call, ast.Expr) and isinstance(call.value, ast.Call)
+    assert false_parameters(func, call.value, frozenset({"if_train"})) == {"req_grad"}
+    assert false_parameters(func, call.value) == frozenset()

@@ -22,8 +22,14 @@ def _is_false(expr: ast.AST | None) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is False
 
 
-def false_parameters(func: Function, call: ast.Call) -> frozenset[str]:
-    """Names of ``func``'s parameters known to be ``False`` at ``call``."""
+def false_parameters(
+    func: Function, call: ast.Call, known_false: frozenset[str] = frozenset()
+) -> frozenset[str]:
+    """Names of ``func``'s parameters known to be ``False`` at ``call``.
+    ``known_false``: the caller's own names known to be ``False`` there (its
+    parameters at its own call), so a flag handed down a chain of helpers
+    stays known (ncrfpp's ``batchify_with_label(..., if_train=False)``
+    passing ``if_train`` on to ``batchify_sequence_labeling_with_label``)."""
     if func.decorator_list or any(isinstance(a, ast.Starred) for a in call.args):
         return frozenset()
     if any(k.arg is None for k in call.keywords):
@@ -49,7 +55,7 @@ def false_parameters(func: Function, call: ast.Call) -> frozenset[str]:
             value: ast.AST | None = call.args[i]
         else:
             value = passed.get(param.arg, default)
-        if _is_false(value):
+        if _is_false(value) or (isinstance(value, ast.Name) and value.id in known_false):
             false.add(param.arg)
     return frozenset(false - _rebound(func))
 

@@ -311,7 +311,7 @@ class LocalFunctions:
             if isinstance(n, ast.Call):
                 for f in self.targets(n):
                     if f not in seen and self._needs_grad_walk(
-                        f, false_parameters(f, n), seen | {func}
+                        f, false_parameters(f, n, false_names), seen | {func}
                     ):
                         return True
         return False
