@@ -581,12 +581,17 @@ def passes_false(call: ast.Call, name: str, position: int | None, default: bool)
 
 def _bool_parameter(func: ast.FunctionDef) -> tuple[str, bool, int | None] | None:
     """(name, default, position among the caller's positional arguments; None
-    for keyword-only) of a ``FLAG_NAMES`` parameter with a True/False default."""
+    for keyword-only) of a ``FLAG_NAMES`` parameter with a True/False default,
+    or with none (``def run_epoch(loader, training):``, every call passes it:
+    the default returned is True, so that only a ``False`` passed turns it
+    off)."""
     a = func.args
     positional = [*a.posonlyargs, *a.args]
     defaults = dict(zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True))
     skip = 1 if _is_method(func) else 0  # ``self.iteration(...)`` binds self itself
     for i, arg in enumerate(positional):
+        if arg.arg in FLAG_NAMES and arg not in defaults:
+            return arg.arg, True, i - skip
         value = defaults.get(arg)
         if (
             arg.arg in FLAG_NAMES
@@ -595,6 +600,8 @@ def _bool_parameter(func: ast.FunctionDef) -> tuple[str, bool, int | None] | Non
         ):
             return arg.arg, value.value, i - skip
     for arg, value in zip(a.kwonlyargs, a.kw_defaults, strict=True):
+        if arg.arg in FLAG_NAMES and value is None:
+            return arg.arg, True, None
         if (
             arg.arg in FLAG_NAMES
             and isinstance(value, ast.Constant)

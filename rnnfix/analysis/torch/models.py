@@ -370,10 +370,11 @@ _FILLS = frozenset({"append", "insert"})
 def model_containers(
     tree: ast.Module, imports: ImportMap, classes: ModuleClasses
 ) -> dict[str, tuple[str, bool]]:
-    """Containers filled at run time whose every element is built from a
-    module class (issue 36.1): ``self.nets = {}`` then ``self.nets[name] =
-    Net(name)`` in a loop, ``models = [Net() for _ in range(k)]``,
-    ``models.append(Net())``. Path -> whether an element holds an RNN.
+    """Containers whose every element is built from a module class (issue
+    36.1): ``self.nets = {}`` then ``self.nets[name] = Net(name)`` in a loop,
+    ``models = [Net() for _ in range(k)]``, ``models.append(Net())``, a
+    literal ``nets = {"G": G(), "D": D()}`` or ``[Encoder(), Decoder()]``.
+    Path -> whether an element holds an RNN.
 
     The path is bound exactly once (to an empty ``{}``/``[]``/``dict()``/
     ``list()`` or to a comprehension whose element builds a module), and
@@ -431,6 +432,10 @@ def model_containers(
         start: list[ast.expr] = []
         if isinstance(value, (ast.ListComp, ast.DictComp)):
             start = [value.elt if isinstance(value, ast.ListComp) else value.value]
+        elif isinstance(value, ast.Dict) and value.keys and None not in value.keys:
+            start = list(value.values)  # ``nets = {"G": G(), "D": D()}``
+        elif isinstance(value, ast.List) and value.elts:
+            start = list(value.elts)  # ``models = [Encoder(), Decoder()]``
         elif not _empty_container(value):
             continue
         put = start + fills.get(text, [])
