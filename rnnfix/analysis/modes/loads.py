@@ -37,6 +37,7 @@ from rnnfix.analysis.syntax.scopes import FileIndex, FuncNode
 from rnnfix.analysis.syntax.walks import FUNCTIONS, nodes_of, walk_local, walk_tree
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.classfacts import weight_loaders
+from rnnfix.analysis.torch.library import torchvision_builder
 from rnnfix.analysis.torch.models import ModuleClasses, built_class, unwrap_built
 
 if TYPE_CHECKING:
@@ -179,6 +180,37 @@ def returns_loaded_model(
     return MODULE_LOADER if texts <= built else LOADER
 
 
+def pretrained_build(value: ast.AST, qualname: Qualname) -> str | None:
+    """A library builder called for trained weights, which returns the model
+    in train mode: ``torchvision.models.resnet50(weights=...)`` (or
+    ``pretrained=True``), ``timm.create_model(name, pretrained=True)``,
+    ``torch.hub.load(repo, entry, ...)`` (a hub entry point serves trained
+    weights unless told ``pretrained=False``). The message's name for it;
+    None for any other call, and for one that asks for no weights."""
+    if not isinstance(value, ast.Call):
+        return None
+    qual = qualname(value.func) or ""
+    keywords = {k.arg: k.value for k in value.keywords if k.arg is not None}
+    pretrained = keywords.get("pretrained")
+    if qual == "torch.hub.load":
+        off = isinstance(pretrained, ast.Constant) and pretrained.value in (False, None)
+        return None if off else "`torch.hub.load`"
+    if qual == "timm.create_model":
+        if pretrained is None and len(value.args) > 1:
+            pretrained = value.args[1]
+        on = isinstance(pretrained, ast.Constant) and pretrained.value is True
+        return "`timm.create_model(pretrained=True)`" if on else None
+    if torchvision_builder(qual):
+        weights = keywords.get("weights")
+        if weights is not None and not (
+            isinstance(weights, ast.Constant) and weights.value is None
+        ):
+            return f"`{qual.rsplit('.', 1)[-1]}(weights=...)`"
+        if isinstance(pretrained, ast.Constant) and pretrained.value is True:
+            return f"`{qual.rsplit('.', 1)[-1]}(pretrained=True)`"
+    return None
+
+
 def loads_into_param(func: ast.AST) -> tuple[int, str] | None:
     """``def load_checkpoint(model, path): model.load_state_dict(torch.load(path)
     ["model"])``: a checkpoint helper that loads weights into one of its
@@ -274,8 +306,12 @@ class LoadFinder:
                 inner, picked = unwrap_value(node.value)
                 if isinstance(inner, ast.Call):
                     text = dotted(inner.func) or ""
-                    if "load" in text.lower() or text.split(".")[0] in run_names:
-                        loaded.add(target)
+                    if (
+                        "load" in text.lower()
+                        or text.split(".")[0] in run_names
+                        or any(k.arg in ("pretrained", "weights") for k in inner.keywords)
+                    ):
+                        loaded.add(target)  # ``models.resnet50(weights=...)`` too
                     elif inner.args and (t := dotted(unwrap_value(inner.args[0])[0])):
                         picks.append((target, t))  # ``model = nn.DataParallel(net)``
                 elif isinstance(inner, ast.Name):
@@ -328,6 +364,7 @@ class LoadFinder:
                 state_dict_receiver(node) is not None
                 or is_torch_load(node, qualname)
                 or is_checkpoint_load(node)
+                or pretrained_build(node, qualname) is not None
             ):
                 return True
             if isinstance(node, ast.Expr) and _method_load_text(node.value) is not None:
@@ -377,6 +414,9 @@ class LoadFinder:
             return Load(target, stmt, scope, "`torch.load`")
         if picked and isinstance(inner, ast.Name) and inner.id in checkpoints:
             return Load(target, stmt, scope, "`torch.load`")
+        built = pretrained_build(inner, self.ctx.facts.imports.qualname) if not picked else None
+        if built is not None:
+            return Load(target, stmt, scope, built)
         if is_checkpoint_load(inner):
             assert isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
             return Load(target, stmt, scope, "`load_from_checkpoint`", inner.func.value)

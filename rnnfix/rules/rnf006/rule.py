@@ -43,7 +43,12 @@ of the run that loads weights into the model it is given and switches no
 mode (`load_checkpoint(model, path)`, `restore(path, net)`), or a method of
 the model's own class named for loading that reads a file, writes the
 model's parameters and switches no mode (`model.load_weights(path)` of a
-Darknet that copies `np.fromfile` weights into its layers). The inference
+Darknet that copies `np.fromfile` weights into its layers), or a library
+builder asked for trained weights, which returns the model in train mode:
+`torchvision.models.resnet50(weights=...)` (or `pretrained=True`; a safe
+fix, torchvision's classes override neither `train` nor `eval`),
+`timm.create_model(name, pretrained=True)` and `torch.hub.load(...)` (their
+classes are not read: the fix is unsafe). The inference
 is the forwards of that model that follow the load in the same function or
 script, also under a name bound to it after the load (`model =
 nn.DataParallel(net)`, `model = net.to(device)`; once, and not a part of it
@@ -292,6 +297,8 @@ def _trains(source: str) -> bool:
 def _loads(source: str) -> bool:
     if "load_state_dict" in source or "load_from_checkpoint" in source or ".load(" in source:
         return True
+    if "pretrained=" in source or "weights=" in source:
+        return True  # ``timm.create_model(n, pretrained=True)``, ``resnet50(weights=...)``
     return "load" in source and _LOADS.search(source) is not None
 
 
