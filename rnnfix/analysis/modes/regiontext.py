@@ -93,6 +93,8 @@ def may_have_regions(source: str) -> bool:
         return True
     if _MODE_READ.search(source) or _EVAL_FLAG_DEFAULT.search(source):
         return True
+    if ("no_grad" in source or "inference_mode" in source) and _FOR.search(source):
+        return True  # the *grad-off* signal: a loop over data under no_grad
     if _STEP_CALL.search(source) and (
         SINK_CALL.search(source) or ("import" in source and _BACKWARD.search(source))
     ):

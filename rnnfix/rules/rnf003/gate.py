@@ -144,7 +144,15 @@ class ModelEvidence:
         self.self_attrs = frozenset(self_attrs)
         for found, value in values:
             # ``a, b = Net(), net``: element-wise, loosely (any target, any value).
-            elts = value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]
+            # ``nets = {"G": G(), "D": D()}``: a container of models
+            # (``models.model_containers``), as loosely.
+            elts = (
+                value.elts
+                if isinstance(value, (ast.Tuple, ast.List))
+                else [v for v in value.values if v is not None]
+                if isinstance(value, ast.Dict)
+                else [value]
+            )
             for v in elts:
                 # ``self.net = net.cuda()`` holds what ``net`` holds.
                 text = dotted(strip_self_returning(v))
@@ -433,6 +441,8 @@ class ModelEvidence:
             return [owner] if owner is not None else []
         text = dotted(func)
         if text is None:
+            if isinstance(func, ast.Subscript) and (held := dotted(func.value)) is not None:
+                return [held]  # ``MODELS[name](x)``: an element of a container
             return []
         owner, _, attr = text.rpartition(".")
         if attr in library.RUNNER_NAMES and call.args:
