@@ -269,6 +269,14 @@ def find_regions(ctx: FileContext) -> list[EvalRegion]:
     taken = loops | {id(r.node) for r in after}
     after += _after_training(ctx, taken, {r.node for r in regions if r.is_function})
     if after:
+        # A loop inside an after-training loop is part of it, as a loop inside
+        # another loop region is: one ``eval()`` for both, not one each.
+        outer = {id(r.node) for r in after if not r.is_function}
+        regions = [
+            r
+            for r in regions
+            if r.is_function or not any(id(a) in outer for a in ctx.facts.ancestors(r.node))
+        ]
         regions = sorted([*regions, *after], key=lambda r: (r.node.lineno, r.node.col_offset))
     return regions
 
@@ -847,11 +855,14 @@ def grad_off_evaluation(ctx: FileContext, loop: ast.stmt) -> bool:
     no training call, and some value the loop computes is kept (accumulated,
     appended, printed, returned): the author turned grad off because nothing
     here learns, so it evaluates, whatever the function and the data are
-    called (``getloss(model, head, data)``). Not a module's own method, a
-    test, a Lightning hook, nor a function named for what train mode is kept
-    on purpose for (``mc_predict``, ``update_bn``, ``init_actnorm``,
-    ``sample``, ``rollout``), and not a loop whose forwards repeat on one
-    input (``for _ in range(n): model(x)``)."""
+    called (``getloss(model, head, data)``). Only in a file that trains (one
+    that trains nothing is inference code, RNF006's). Not a module's own
+    method, a test, a Lightning hook, nor a function (or a method of a
+    class) named for what train mode is kept on purpose for (``mc_predict``,
+    ``update_bn``, ``init_actnorm``, ``sample``, ``rollout``,
+    ``MCDropoutModel``), nor one that calls a helper named for setting modes
+    (``_enable_only_dropout_layers(model)``), nor one that repeats forwards on
+    the same data (a ``for _ in range(n):`` anywhere in it: Monte Carlo)."""
     if not isinstance(loop, ast.For) or not _iterates_data(loop.iter):
         return False
     parents = ctx.facts.parents
@@ -860,21 +871,49 @@ def grad_off_evaluation(ctx: FileContext, loop: ast.stmt) -> bool:
         return False
     if any(w in _TRAIN_MODE_WORDS or w in _TRAINING_WORDS for w in words(func.name)):
         return False
+    owner = parents.get(func)
+    if isinstance(owner, ast.ClassDef) and set(words(owner.name)) & _TRAIN_MODE_WORDS:
+        return False  # ``GenericMCDropoutModel.__call__``
     if not _grad_off_body(ctx, loop):
         return False
     if _module_method(ctx, func) or _in_lightning_class(ctx, func):
         return False
     for n in walk_local(func):
-        if isinstance(n, ast.Call) and (
-            module_mode_switch(n) is not None or called_name(n) in _TRAINING_CALLS
-        ):
-            return False
-        if isinstance(n, ast.For) and n is not loop and is_below_node(parents, n, loop):
-            if isinstance(n.iter, ast.Call) and dotted(n.iter.func) == "range":
-                return False  # forwards repeated on one input: Monte Carlo
+        if isinstance(n, ast.Call):
+            if module_mode_switch(n) is not None or called_name(n) in _TRAINING_CALLS:
+                return False
+            if set(words(called_name(n) or "")) & _MODE_HELPER_WORDS:
+                return False  # ``_enable_only_dropout_layers(model, p)``: a mode of its own
+        if isinstance(n, ast.For) and n is not loop and _repeats(n):
+            return False  # forwards repeated on the same data: Monte Carlo, timing
     if any(True for _ in training_steps(ctx, func)):
         return False
+    if not ctx.facts.modes.training_steps:
+        return False  # a file that trains nothing: inference code, RNF006's
     return _keeps_values(loop)
+
+
+# Words of a helper's name that say it sets modes (of layers) itself.
+_MODE_HELPER_WORDS = frozenset(
+    {"dropout", "dropouts", "mc", "enable", "disable", "train", "training", "eval", "mode",
+     "bn", "batchnorm", "norm", "freeze", "unfreeze", "stochastic"}
+)  # fmt: skip
+
+
+def _repeats(loop: ast.For) -> bool:
+    """``for _ in range(n):`` (or over ``range`` through ``tqdm``/``trange``)."""
+    it = loop.iter
+    while isinstance(it, ast.Call) and (dotted(it.func) or "").rsplit(".", 1)[-1] in (
+        "tqdm",
+        "enumerate",
+    ):
+        if not it.args:
+            return False
+        it = it.args[0]
+    return isinstance(it, ast.Call) and (dotted(it.func) or "").rsplit(".", 1)[-1] in (
+        "range",
+        "trange",
+    )
 
 
 def _iterates_data(iterable: ast.expr) -> bool:
