@@ -78,11 +78,14 @@ A region is evaluation by intent when it is
   data's, that makes no training call and no mode call and keeps what it
   computes (adds it up, appends it, prints it): the author turned grad off
   because nothing there learns (gradient blending's `getloss(model, data)`
-  over the training and validation sets). Not one whose forwards keep
-  nothing (BatchNorm statistics recomputed), repeat on one input (`for _
-  in range(n)`: Monte Carlo), or sit in a function named for a train-mode
-  technique or a rollout (`mc_predict`, `update_bn`, `init_actnorm`,
-  `sample`, `rollout`); not a module's own method;
+  over the training and validation sets), in a file that trains (one that
+  trains nothing is inference code: RNF006). Not one whose forwards keep
+  nothing (BatchNorm statistics recomputed), repeat on the same data (a
+  `for _ in range(n):` anywhere in the function: Monte Carlo), or sit in a
+  function or class named for a train-mode technique or a rollout
+  (`mc_predict`, `update_bn`, `init_actnorm`, `sample`, `rollout`,
+  `MCDropoutModel`) or beside a helper named for setting modes
+  (`_enable_only_dropout_layers(model)`); not a module's own method;
 - the body of a function, whatever its name (`get_scores`, `sample_text`),
   that switches a model to eval itself among its own statements and then
   runs it, and runs no training step; what it computes must not be kept
