@@ -123,3 +123,12 @@ def test_wrap_takes_the_enclosing_block_indent_step() -> None:
         "if x:\n\tpass\ndef f():\n    with torch.no_grad():\n        for x in val:\n"
         "            f(x)\n"
     )
+
+
+def test_a_first_import_is_set_apart_from_the_code_after_it() -> None:
+    """A file with no import gets its first one followed by the blank lines
+    a formatter would put there: two before a definition, one before code."""
+    src = "def evaluate(model, loader):\n    pass\n"
+    out = apply_edits(src, [AddDecorator(Pos(1, 0), "torch.no_grad()"), AddImport("torch")])
+    assert out == "import torch\n\n\n@torch.no_grad()\ndef evaluate(model, loader):\n    pass\n"
+    assert apply_edits("x = 1\n", [AddImport("torch")]) == "import torch\n\nx = 1\n"

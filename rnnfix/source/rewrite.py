@@ -102,8 +102,23 @@ def _add_imports(module: cst.Module, imports: Sequence[AddImport]) -> cst.Module
             at = 0
             while at < len(body) and (_is_docstring(body[at]) or _is_future(body[at])):
                 at += 1
+            if at < len(body):
+                # The file's first import: set the code after it apart as a
+                # formatter would (two blank lines before a def or a class).
+                body[at] = _set_apart(body[at])
         body.insert(at, stmt)
     return module.with_changes(body=body)
+
+
+def _set_apart(
+    stmt: cst.SimpleStatementLine | cst.BaseCompoundStatement,
+) -> cst.SimpleStatementLine | cst.BaseCompoundStatement:
+    """``stmt`` with the blank lines PEP 8 puts after an import block (two
+    before a definition, one before other code) when it has none."""
+    if stmt.leading_lines:
+        return stmt
+    lines = 2 if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else 1
+    return stmt.with_changes(leading_lines=[cst.EmptyLine()] * lines)
 
 
 def _import_nodes(stmt: cst.CSTNode) -> list[cst.Import | cst.ImportFrom]:
