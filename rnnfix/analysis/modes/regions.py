@@ -84,7 +84,7 @@ from rnnfix.analysis.syntax.walks import (
     words,
 )
 from rnnfix.analysis.torch import library
-from rnnfix.analysis.torch.api import module_mode_switch
+from rnnfix.analysis.torch.api import MODULE_METHODS, module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.source.files import is_test_source
 
@@ -410,7 +410,7 @@ def _scan(
     if trainers:
         for call in nodes_of(ctx.tree, ast.Call):
             assert isinstance(call, ast.Call)
-            if isinstance(call.func, ast.Name) and call.func.id in trainers:
+            if _calls_trainer(call, trainers):
                 scopes.setdefault(scope_of(parents, call), [])
                 starts.append(_end(call))
     local = {f.name: f for f in ctx.tree.body if isinstance(f, ast.FunctionDef)}
@@ -422,9 +422,7 @@ def _scan(
     calls_of: dict[ast.AST, list[ast.Call]] = {}
     for call in nodes_of(ctx.tree, ast.Call):
         assert isinstance(call, ast.Call)
-        if (call.lineno, call.col_offset) >= first or (
-            isinstance(call.func, ast.Name) and call.func.id in trainers
-        ):
+        if (call.lineno, call.col_offset) >= first or _calls_trainer(call, trainers):
             found_scope = scope_of(parents, call)
             if found_scope in scopes:
                 calls_of.setdefault(found_scope, []).append(call)
@@ -438,11 +436,7 @@ def _scan(
             else {}
         )
         steps: list[ast.AST] = [*calls]
-        steps += [
-            c
-            for c in calls_of.get(scope, ())
-            if isinstance(c.func, ast.Name) and c.func.id in trainers
-        ]
+        steps += [c for c in calls_of.get(scope, ()) if _calls_trainer(c, trainers)]
         if not steps:
             continue
         bound = (max if resolved is not None else min)(_end(s) for s in steps)
@@ -495,6 +489,23 @@ def _scan(
     return found
 
 
+def _calls_trainer(call: ast.Call, trainers: set[str]) -> bool:
+    """A call of a training function of the file (``train(model, loader)``),
+    or of a training method of one of its classes on an object
+    (``clf.fit(X, y)``; not on ``self``: a method's own helpers are its
+    steps' business)."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id in trainers
+    return (
+        isinstance(func, ast.Attribute)
+        and "." + func.attr in trainers
+        and func.attr not in MODULE_METHODS  # ``model.train()`` switches a mode
+        and isinstance(func.value, ast.Name)
+        and func.value.id not in ("self", "cls")
+    )
+
+
 def _trained_at(
     ctx: FileContext,
     stmt: ast.stmt,
@@ -521,13 +532,24 @@ def _end(node: ast.AST) -> tuple[int, int]:
 
 def _training_functions(ctx: FileContext, scope_steps: dict[ast.AST, list[ast.Call]]) -> set[str]:
     """Module-level functions that run a training step (``scope_steps``:
-    each scope's steps)."""
+    each scope's steps), and, as ``.<name>``, methods of the file's classes
+    that do (a Keras-like ``clf.fit(X, y)`` of an ``nn.Module``)."""
     top = {id(f) for f in ctx.tree.body if isinstance(f, ast.FunctionDef)}
-    return {
-        f.name
-        for f, steps in scope_steps.items()
-        if isinstance(f, ast.FunctionDef) and steps and id(f) in top
+    methods = {
+        id(f)
+        for c in ctx.tree.body
+        if isinstance(c, ast.ClassDef)
+        for f in c.body
+        if isinstance(f, ast.FunctionDef)
     }
+    out: set[str] = set()
+    for f, steps in scope_steps.items():
+        if isinstance(f, ast.FunctionDef) and steps:
+            if id(f) in top:
+                out.add(f.name)
+            elif id(f) in methods:
+                out.add("." + f.name)
+    return out
 
 
 def _aliases(scope: ast.AST) -> dict[str, set[str]]:
@@ -691,7 +713,15 @@ def _trained_by(call: ast.Call, trainers: set[str], imported: dict[str, str]) ->
     if text is None:
         return set()
     root = text.split(".")[0]
-    return {text} if root not in imported and root not in BUILTINS else set()
+    if root in imported or root in BUILTINS:
+        return set()
+    if isinstance(call.func, ast.Attribute) and "." + call.func.attr in trainers:
+        # ``clf.fit(X, y)``: a method of the file's classes that trains;
+        # ``clf`` (an ``nn.Module`` training itself) and what it is handed.
+        owner = dotted(call.func.value)
+        handed = {t for a in call.args if (t := dotted(a))}
+        return {text, *handed, *([owner] if owner is not None else [])}
+    return {text}
 
 
 def _runs_trained(
