@@ -56,7 +56,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from rnnfix.analysis.grads.gradctx import training_steps
+from rnnfix.analysis.grads.gradctx import GradContexts, classify_context, training_steps
 from rnnfix.analysis.modes.flagparams import FlagParam, mode_flag
 from rnnfix.analysis.modes.flagparams import flag_parameter as _flag_parameter
 from rnnfix.analysis.modes.outputs import feeds_output
@@ -951,17 +951,14 @@ def _iterates_data(iterable: ast.expr) -> bool:
     ``enumerate``/``tqdm``/``zip``; not ``range`` or a literal."""
     while isinstance(iterable, ast.Call) and iterable.args:
         name = dotted(iterable.func) or ""
-        if name.rsplit(".", 1)[-1] not in ("enumerate", "tqdm", "zip", "iter", "trange"):
-            return False
-        if name.endswith("trange"):
-            return False
+        if name.rsplit(".", 1)[-1] not in ("enumerate", "tqdm", "zip", "iter"):
+            return False  # ``range(n)``, ``trange(n)``, any other call
         iterable = iterable.args[0]
     return isinstance(iterable, (ast.Name, ast.Attribute, ast.Subscript))
 
 
 def _grad_off_body(ctx: FileContext, loop: ast.For) -> bool:
-    from rnnfix.analysis.grads.gradctx import GradContexts, classify_context
-
+    """Grad is off for the whole loop: around it, or as its body's one ``with``."""
     if GradContexts(ctx).in_function(loop) == "off":
         return True
     body = loop.body

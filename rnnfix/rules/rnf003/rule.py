@@ -52,9 +52,10 @@ A region is evaluation by intent when it is
 - a plain statement or a loop after the code that trains a model (a loop
   running its training steps, a call of a function of the file that runs
   them, or a call of a method of the file's classes that does, on an
-  object: a Keras-like module's `clf.fit(X, y)`), where every training step of its function (or of the module)
-  comes before it, that runs that model and whose results are printed,
-  logged, written, saved or plotted: nanoGPT's lecture script ends with
+  object: a Keras-like module's `clf.fit(X, y)`), where every training
+  step of its function (or of the module) comes before it, that runs that
+  model and whose results are printed, logged, written, saved or plotted:
+  nanoGPT's lecture script ends with
   `print(decode(m.generate(context, max_new_tokens=500)[0].tolist()))` after
   its training loop; a char-RNN samples and prints text after each epoch's
   batch loop. Also a call that hands the trained model to a function, of
