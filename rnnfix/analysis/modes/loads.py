@@ -183,18 +183,15 @@ def returns_loaded_model(
 def pretrained_build(value: ast.AST, qualname: Qualname) -> str | None:
     """A library builder called for trained weights, which returns the model
     in train mode: ``torchvision.models.resnet50(weights=...)`` (or
-    ``pretrained=True``), ``timm.create_model(name, pretrained=True)``,
-    ``torch.hub.load(repo, entry, ...)`` (a hub entry point serves trained
-    weights unless told ``pretrained=False``). The message's name for it;
-    None for any other call, and for one that asks for no weights."""
+    ``pretrained=True``), ``timm.create_model(name, pretrained=True)``. The
+    message's name for it; None for any other call, and for one that asks for
+    no weights. Not ``torch.hub.load``: what an entry point returns is its
+    own (YOLOv5's comes in eval mode, behind its own ``no_grad``)."""
     if not isinstance(value, ast.Call):
         return None
     qual = qualname(value.func) or ""
     keywords = {k.arg: k.value for k in value.keywords if k.arg is not None}
     pretrained = keywords.get("pretrained")
-    if qual == "torch.hub.load":
-        off = isinstance(pretrained, ast.Constant) and pretrained.value in (False, None)
-        return None if off else "`torch.hub.load`"
     if qual == "timm.create_model":
         if pretrained is None and len(value.args) > 1:
             pretrained = value.args[1]

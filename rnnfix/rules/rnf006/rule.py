@@ -47,8 +47,9 @@ Darknet that copies `np.fromfile` weights into its layers), or a library
 builder asked for trained weights, which returns the model in train mode:
 `torchvision.models.resnet50(weights=...)` (or `pretrained=True`; a safe
 fix, torchvision's classes override neither `train` nor `eval`),
-`timm.create_model(name, pretrained=True)` and `torch.hub.load(...)` (their
-classes are not read: the fix is unsafe). The inference
+`timm.create_model(name, pretrained=True)` (its classes are not read: the
+fix is unsafe); not `torch.hub.load(...)`, whose entry point decides the
+mode (YOLOv5's returns an eval model). The inference
 is the forwards of that model that follow the load in the same function or
 script, also under a name bound to it after the load (`model =
 nn.DataParallel(net)`, `model = net.to(device)`; once, and not a part of it
