@@ -149,6 +149,12 @@ class RegionJudge:
             and not self._unproven_load(m)
         }
         calls = self._without_fixed_helpers(calls)
+        # Forwards after an unconditional ``return``/``raise`` never run (an
+        # evaluation the author switched off with ``return`` at its head): an
+        # ``eval()`` before them would run, and outlive the call.
+        calls = {
+            m: live for m, cs in calls.items() if (live := [c for c in cs if not self._dead(c)])
+        }
         for param in self._caller_params(node, calls):
             sites = parameter_forwards(body, param)
             if sites:
@@ -428,6 +434,19 @@ class RegionJudge:
                 return True
             if self._callers_train(caller) or self._callers_pass_on(caller, depth + 1):
                 return True
+        return False
+
+    def _dead(self, node: ast.AST) -> bool:
+        """``node`` comes after a ``return``/``raise`` of a block that holds it
+        (up to its function): it never runs."""
+        cur: ast.AST = node
+        while not isinstance(cur, FUNCTIONS) and cur in self.parents:
+            found = block_of(self.parents, cur) if isinstance(cur, ast.stmt) else None
+            if found is not None:
+                block, index = found
+                if any(isinstance(s, (ast.Return, ast.Raise)) for s in block[:index]):
+                    return True
+            cur = self.parents[cur]
         return False
 
     # --- when to leave a region alone -----------------------------------
