@@ -545,9 +545,7 @@ class ModeFlow:
             return True
         cls = self.index.classes.get(info.class_name) if info.class_name else None
         if cls is not None:
-            if cls not in self._class_forwards:
-                self._class_forwards[cls] = forward_methods(cls, self.submodules(cls))
-            return method in self._class_forwards[cls]
+            return method in self.class_forward_methods(cls)
         found = self._project_class(info.built_at) if info.built_at is not None else None
         return found is not None and method in found.forward_methods
 
@@ -560,6 +558,13 @@ class ModeFlow:
             found = self.project.lookup_class(call.func) if isinstance(call, ast.Call) else None
             self._built_classes[built] = found if found is not None and found.is_module else None
         return self._built_classes[built]
+
+    def class_forward_methods(self, cls: ast.ClassDef) -> frozenset[str]:
+        """``forwards.forward_methods`` of a class of this file, once per class."""
+        found = self._class_forwards.get(cls)
+        if found is None:
+            found = self._class_forwards[cls] = forward_methods(cls, self.submodules(cls))
+        return found
 
     def submodules(self, cls: ast.ClassDef) -> frozenset[str]:
         """The attributes a class of this file assigns a module to."""

@@ -23,7 +23,6 @@ from rnnfix.analysis.syntax.scopes import Resolved, names_bound
 from rnnfix.analysis.syntax.walks import FUNCTIONS, nodes_of, scope_of, walk_local, walk_tree
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.classfacts import module_functions, returned_class
-from rnnfix.analysis.torch.forwards import forward_methods
 from rnnfix.analysis.torch.models import ModelInfo, built_class, unwrap_built
 
 if TYPE_CHECKING:
@@ -485,16 +484,8 @@ class ModelIndex:
         return {}
 
     def _forward_methods(self, cls: ast.ClassDef) -> frozenset[str]:
-        """``forwards.forward_methods`` of a class of this file, once per class."""
-        found = self._class_forwards.get(cls)
-        if found is None:
-            found = forward_methods(cls, self.ctx.facts.modes.submodules(cls))
-            self._class_forwards[cls] = found
-        return found
-
-    @functools.cached_property
-    def _class_forwards(self) -> dict[ast.ClassDef, frozenset[str]]:
-        return {}
+        """``forwards.forward_methods`` of a class of this file (the mode flow's, cached)."""
+        return self.ctx.facts.modes.class_forward_methods(cls)
 
     def _factory_class(self, call: ast.Call, name: str) -> ast.ClassDef | None:
         """The module class of this file that ``name`` (a local of the
