@@ -51,6 +51,7 @@ and says whether a statement runs in the same iteration as a training step.
 from __future__ import annotations
 
 import ast
+import re
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -218,6 +219,8 @@ def _pytest_context(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionD
     # test_seg``): a pytest test is run by pytest, never called by the code.
     if not func.name.startswith("test_") or not isinstance(parent, ast.Module):
         return False
+    if len(re.findall(rf"\b{re.escape(func.name)}\s*\(", ctx.source)) > 1:
+        return False  # called by this file's code too (its ``def`` is one match)
     view = ctx.facts.project
     return view is None or not view.called_elsewhere(func.name, not ctx.settings.isolated)
 
@@ -230,7 +233,36 @@ def _is_test(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef) -> 
     if _pytest_context(ctx, func):
         return True
     parent = ctx.facts.parents.get(func)
-    return func.name.startswith("test_") and isinstance(parent, ast.ClassDef)
+    return (
+        func.name.startswith("test_")
+        and isinstance(parent, ast.ClassDef)
+        and _may_be_test_case(ctx, parent, 0)
+    )
+
+
+def _may_be_test_case(ctx: FileContext, cls: ast.ClassDef, depth: int) -> bool:
+    """unittest collects ``test_*`` methods only from ``TestCase`` subclasses:
+    a class with no base (``class Processor:``), or whose bases are
+    ``object``, torch's or the file's own classes that are not test cases,
+    runs its ``test_epoch`` from the code (SR-LSTM's trainer). Any other
+    base may be a ``TestCase``."""
+    if depth > 8:
+        return True
+    local = {n.name: n for n in ctx.tree.body if isinstance(n, ast.ClassDef) and n is not cls}
+    for base in cls.bases:
+        name = dotted(base)
+        if name is None:
+            return True
+        if name == "object":
+            continue
+        if name in local:
+            if _may_be_test_case(ctx, local[name], depth + 1):
+                return True
+            continue
+        qualname = ctx.facts.imports.qualname(base) or name
+        if not qualname.startswith("torch."):
+            return True
+    return False
 
 
 def _module_method(ctx: FileContext, func: ast.FunctionDef) -> bool:
@@ -846,6 +878,8 @@ def _loop_signal(ctx: FileContext, loop: ast.stmt) -> Signal | None:
     if grad_off_evaluation(ctx, loop):
         return "grad-off"
     if isinstance(loop, (ast.For, ast.AsyncFor)) and phase_names(loop) is not None:
+        if _phases_grad_off(ctx, loop):
+            return None  # its inner loops are judged: ``for split in ("train", "val"):``
         return "phase"
     found = block_of(ctx.facts.parents, loop)
     if found is None:
@@ -864,6 +898,16 @@ def _loop_signal(ctx: FileContext, loop: ast.stmt) -> Signal | None:
     if evaluated and _calls_any(loop, evaluated):
         return "after-eval"
     return None
+
+
+def _phases_grad_off(ctx: FileContext, loop: ast.For | ast.AsyncFor) -> bool:
+    """A loop over split names (``for split in ("train", "val"):``) that
+    trains in no phase, around a grad-off evaluation loop: it measures each
+    split (nanoGPT's ``estimate_loss``), and the inner loop is the region."""
+    return any(
+        isinstance(n, ast.For) and n is not loop and grad_off_evaluation(ctx, n)
+        for n in walk_local(loop)
+    )
 
 
 # Names of functions whose forwards under ``no_grad`` may run in train mode
@@ -893,7 +937,9 @@ def grad_off_evaluation(ctx: FileContext, loop: ast.stmt) -> bool:
     ``MCDropoutModel``), nor one that calls a helper named for setting modes
     (``_enable_only_dropout_layers(model)``), nor one that repeats forwards on
     the same data (a ``for _ in range(n):`` anywhere in it: Monte Carlo)."""
-    if not isinstance(loop, ast.For) or not _iterates_data(loop.iter):
+    if not isinstance(loop, ast.For):
+        return False
+    if not _iterates_data(loop.iter) and not (_repeats(loop) and _draws_batches(loop)):
         return False
     parents = ctx.facts.parents
     func = scope_of(parents, loop)
@@ -914,7 +960,7 @@ def grad_off_evaluation(ctx: FileContext, loop: ast.stmt) -> bool:
                 return False
             if set(words(called_name(n) or "")) & _MODE_HELPER_WORDS:
                 return False  # ``_enable_only_dropout_layers(model, p)``: a mode of its own
-        if isinstance(n, ast.For) and n is not loop and _repeats(n):
+        if isinstance(n, ast.For) and n is not loop and _repeats(n) and not _draws_batches(n):
             return False  # forwards repeated on the same data: Monte Carlo, timing
     if any(True for _ in training_steps(ctx, func)):
         return False
@@ -944,6 +990,26 @@ def _repeats(loop: ast.For) -> bool:
         "range",
         "trange",
     )
+
+
+# Words of a call that draws a fresh batch (``get_batch(split)``, ``next(it)``).
+_BATCH_DRAW_WORDS = frozenset({"batch", "batches", "next"})
+
+
+def _draws_batches(loop: ast.For) -> bool:
+    """A ``for k in range(n):`` loop whose body draws a fresh batch at each
+    turn, a statement of its own body binding names from a call named for
+    it (``X, Y = get_batch(split)``, ``x, y = next(it)``): a loop over data
+    counted in steps (nanoGPT's ``estimate_loss``), not forwards repeated on
+    the same input (Monte Carlo draws nothing)."""
+    for stmt in loop.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and isinstance(stmt.value, ast.Call)
+            and set(words(called_name(stmt.value) or "")) & _BATCH_DRAW_WORDS
+        ):
+            return True
+    return False
 
 
 def _iterates_data(iterable: ast.expr) -> bool:
@@ -992,6 +1058,8 @@ def _keeps_values(loop: ast.For) -> bool:
     for _ in range(2):  # a value carried to the next statement of the loop body
         for n in nodes:
             if isinstance(n, ast.Assign) and reads(n.value):
+                if any(isinstance(t, ast.Subscript) for t in n.targets):
+                    return True  # ``losses[k] = loss.item()``: stored in a table
                 tainted.update(
                     t.id for tgt in n.targets for t in ast.walk(tgt) if isinstance(t, ast.Name)
                 )
