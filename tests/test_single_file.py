@@ -249,3 +249,72 @@ def test_subprocess_single_file_from_its_folder(project: Path) -> None:
         )
         assert proc.returncode == 1, proc.stderr
         assert "train.py:13:9: RNF001" in proc.stdout
+
+
+_NAMESPACE_TRAINER = """\
+import torch
+
+from utils import validate
+
+
+def fit(model, loader, val_loader, epochs):
+    optimizer = torch.optim.Adam(model.parameters())
+    model.train()
+    for epoch in range(epochs):
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        print(epoch, validate(model, val_loader))
+"""
+
+_ROOT_EVALUATOR = """\
+import torch
+
+
+def validate(model, loader):
+    model.eval()
+    with torch.no_grad():
+        return sum((model(x).argmax(-1) == y).sum().item() for x, y in loader)
+"""
+
+
+def _namespace_repo(tmp_path: Path) -> Path:
+    """A repository without a marker (a downloaded archive): ``optim/`` has no
+    ``__init__.py`` and imports the root's ``utils`` package, as ``python
+    main.py`` at the root lets it."""
+    root = tmp_path / "repo"
+    (root / "optim").mkdir(parents=True)
+    (root / "utils").mkdir()
+    (root / "optim" / "trainer.py").write_text(_NAMESPACE_TRAINER)
+    (root / "utils" / "__init__.py").write_text("from .evaluation import validate\n")
+    (root / "utils" / "evaluation.py").write_text(_ROOT_EVALUATOR)
+    (root / "main.py").write_text("from optim.trainer import fit\n")
+    return root
+
+
+def test_namespace_folder_file_sees_the_working_folders_packages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _namespace_repo(tmp_path)
+    monkeypatch.chdir(root)
+    [result] = process_files([Path("optim/trainer.py")], Settings(), write=False)
+    assert _codes(result) == [("RNF001", 13)]
+    assert "validate(model, val_loader)" in result.initial[0].message
+    out = CliRunner().invoke(cli, ["check", "--no-cache", "optim/trainer.py"])
+    assert out.exit_code == 1, out.output
+    assert "optim/trainer.py:13:" in out.output
+
+
+def test_namespace_folder_file_run_from_elsewhere_stays_unknown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run from a folder above the repository, ``utils`` is not on the path
+    Python would have: the helper stays unknown and nothing is claimed."""
+    root = _namespace_repo(tmp_path)
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    monkeypatch.chdir(other)
+    [result] = process_files([root / "optim" / "trainer.py"], Settings(), write=False)
+    assert _codes(result) == []

@@ -164,6 +164,12 @@ class ClassTable:
             builder = self._builder(made) if made is not None else None
             if builder is not None:
                 return ClassRef(builder, True, True)  # ``models.resnet50(...)``, adapted
+            if made is not None and made != func.id and self.lookup is not None:
+                # A class the file imports from another file of the run.
+                expr = _dotted_expr(made)
+                found = self.lookup(expr) if expr is not None else None
+                if found is not None and found.is_module:
+                    return ClassRef(found.name, True, found.holds_state, found.mode_overrides)
             return _UNKNOWN
         if isinstance(func, ast.Name) and func.id in self.classes:
             name = func.id
@@ -810,6 +816,14 @@ def _pairs(target: ast.expr, value: ast.expr) -> list[tuple[ast.expr, ast.expr]]
     ):
         return list(zip(target.elts, value.elts, strict=True))
     return [(target, value)]
+
+
+def _dotted_expr(text: str) -> ast.expr | None:
+    """The expression a dotted name as written (``nets.Tagger``) parses to."""
+    try:
+        return ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
 
 
 def _lookup(ctx: ReceiverSource) -> Callable[[ast.expr], ClassSummary | None] | None:

@@ -39,9 +39,9 @@ from pathlib import Path
 from rnnfix.analysis.project.bindings import Binding, import_bindings, stars
 from rnnfix.analysis.project.index import normalise
 from rnnfix.analysis.project.tree import (
+    clear_caches,
     import_roots,
     project_root,
-    python_files_under,
     third_party,
 )
 
@@ -58,8 +58,8 @@ def imported_files(paths: Iterable[Path]) -> list[str]:
     of ``paths`` import (and the re-exports they go through), sorted."""
     run = {normalise(p) for p in paths}
     # The file system answers afresh each run (files come and go between runs).
-    for memo in (import_roots, project_root, _is_file, third_party, python_files_under):
-        memo.cache_clear()
+    clear_caches()
+    _is_file.cache_clear()
     finder = _Finder(run)
     for path in sorted(run):
         finder.scan(path)

@@ -143,6 +143,11 @@ class ModuleSummary:
     # (``classfacts.returned_class``): name -> that class's summary, so a
     # caller's ``model = create_model(cfg)`` is known as that class.
     factories: dict[str, ClassSummary] = field(default_factory=dict)
+    # Module-level factories of a class the file imports (``from nets import
+    # Tagger``; ``def load_model(path): model = Tagger(); ...; return model``):
+    # name -> the class's dotted name as written, resolved from this file by
+    # ``ProjectView.factory_class``.
+    factory_refs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # Module-level functions that show what a model they are given computes
     # (``modes.shows``: print, log, write, save or plot it, and train
     # nothing): name -> which parameters (``regions``' *after-training* signal).

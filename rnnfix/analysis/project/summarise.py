@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.modes.outputs import SINK_CALL
-from rnnfix.analysis.project.bindings import import_bindings, statements
+from rnnfix.analysis.project.bindings import Binding, import_bindings, statements
 from rnnfix.analysis.project.summaries import (
     HANDLER_TOKENS,
     LOAD_TOKENS,
@@ -219,6 +219,7 @@ def _summarise(
                 else frozenset()
             )
     factories = _factories(tree, classes, rebound)
+    factory_refs = _factory_refs(tree, classes, imports, rebound, factories)
     loaders = _loaders(tree) if load_code else {}
     loads_into = _loads_into(tree) if load_code else {}
     shows = _shows(tree, rebound) if show_code else {}
@@ -227,6 +228,7 @@ def _summarise(
         functions
         or classes
         or factories
+        or factory_refs
         or handles
         or loaders
         or loads_into
@@ -239,7 +241,16 @@ def _summarise(
     defined = {n.name for n in statements(tree.body) if isinstance(n, _FUNCS)}
     called = frozenset(_CALLED_NAME.findall(source)) - defined
     return ModuleSummary(
-        functions, classes, imports, handlers, called, loaders, loads_into, factories, shows
+        functions,
+        classes,
+        imports,
+        handlers,
+        called,
+        loaders,
+        loads_into,
+        factories,
+        factory_refs=factory_refs,
+        shows=shows,
     )
 
 
@@ -282,6 +293,31 @@ def _factories(
                 found = _torchvision_built(tree, name)
             if found is not None and found.is_module:
                 out[stmt.name] = found
+    return out
+
+
+def _factory_refs(
+    tree: ast.Module,
+    classes: dict[str, ClassSummary],
+    imports: dict[str, Binding],
+    rebound: frozenset[str],
+    factories: dict[str, ClassSummary],
+) -> dict[str, tuple[str, ...]]:
+    """``ModuleSummary.factory_refs``: factories (``returned_class``) of a
+    class the file imports rather than defines; whether it is a module class
+    is read where it is asked, from the file that defines it."""
+    from rnnfix.analysis.torch.classfacts import returned_class
+
+    out: dict[str, tuple[str, ...]] = {}
+    for stmt in tree.body:
+        if not isinstance(stmt, _FUNCS) or stmt.name in rebound or stmt.name in factories:
+            continue
+        name = returned_class(stmt)
+        if name is None or name in classes or name in rebound:
+            continue
+        parts = tuple(name.split("."))
+        if parts[0] in imports and parts[0] not in rebound:
+            out[stmt.name] = parts
     return out
 
 

@@ -16,10 +16,40 @@ _THIRD_PARTY_DIRS = frozenset({"site-packages", "dist-packages"})
 MAX_PROJECT_FILES = 2000
 
 
-@lru_cache(maxsize=4096)
+def clear_caches() -> None:
+    """Forget what the file system answered (files come and go between runs)."""
+    for memo in (_import_roots, project_root, third_party, python_files_under):
+        memo.cache_clear()
+
+
 def import_roots(folder: str) -> tuple[str, ...]:
     """Where an absolute import of a file in ``folder`` is looked up, nearest
-    first: the folder, the folder above its package root, the project root."""
+    first: the folder, the folder above its package root, the project root,
+    and the working folder when ``folder`` is inside it (a script run from
+    the repository's root has it on ``sys.path``: ``optim/trainer.py``, in a
+    folder without ``__init__.py``, imports the root's ``utils`` package
+    when ``main.py`` imports it; a tree without a ``.git`` has no other
+    marker of that root)."""
+    roots = _import_roots(folder)
+    cwd = _working_folder()
+    if cwd is not None and cwd not in roots and _inside(folder, cwd):
+        roots = (*roots, cwd)
+    return roots
+
+
+def _working_folder() -> str | None:
+    try:
+        return os.path.abspath(os.getcwd())
+    except OSError:
+        return None  # the working folder was removed
+
+
+def _inside(folder: str, root: str) -> bool:
+    return folder == root or folder.startswith(root.rstrip(os.sep) + os.sep)
+
+
+@lru_cache(maxsize=4096)
+def _import_roots(folder: str) -> tuple[str, ...]:
     top = folder
     while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
         top = os.path.dirname(top)

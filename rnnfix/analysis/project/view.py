@@ -202,7 +202,17 @@ class ProjectView:
         """The module class a factory function of another file of the run
         (``create_model``) builds and returns on every path
         (``ModuleSummary.factories``); None when ``expr`` names no such function."""
-        return self._module_fact(expr, lambda module: module.factories)
+        found = self._module_fact(expr, lambda module: module.factories)
+        if found is not None:
+            return found
+        # A factory of a class its own file imports (``utils.load_model``
+        # returning ``nets.Tagger``): the class read where it is defined.
+        text = dotted(expr)
+        located = self._fact_file(text, lambda m: m.factory_refs) if text else None
+        if located is None:
+            return None
+        home = self._class_at(located[0], located[1], 1)
+        return home[1] if home is not None and home[1].is_module else None
 
     def handler(self, expr: ast.AST) -> frozenset[str] | None:
         """What the imported decorator or context manager ``expr`` does to grad
@@ -330,6 +340,13 @@ class ProjectView:
         self, text: str, facts: Callable[[ModuleSummary], Mapping[str, _Fact]]
     ) -> _Fact | None:
         """``_module_fact`` of the dotted name ``text``."""
+        located = self._fact_file(text, facts)
+        return located[1] if located is not None else None
+
+    def _fact_file(
+        self, text: str, facts: Callable[[ModuleSummary], Mapping[str, _Fact]]
+    ) -> tuple[str, _Fact] | None:
+        """``_fact_of``, with the file whose summary records the fact."""
         target = self._target(text)
         for _ in range(MAX_REEXPORTS + 1):
             if target is None or len(target[1]) != 1:
@@ -340,7 +357,7 @@ class ProjectView:
             name = target[1][0]
             found = facts(module)
             if name in found:
-                return found[name]
+                return target[0], found[name]
             binding = module.imports.get(name)
             if binding is None:
                 return None
