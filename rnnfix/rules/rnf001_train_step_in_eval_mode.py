@@ -9,7 +9,7 @@ from functools import partial
 
 from rnnfix.analysis.modes.condowner import owned_only_when
 from rnnfix.analysis.modes.elements import Elements, loop_spelling
-from rnnfix.analysis.modes.flagpaths import reaching_through_flag
+from rnnfix.analysis.modes.flagpaths import reaching_through_flag, set_only_when_asked
 from rnnfix.analysis.modes.modeapi import has_mode_setter, setter_call
 from rnnfix.analysis.modes.modeflow import Mode, ModeFact, ModeFlow
 from rnnfix.analysis.modes.placement import anchor_for, container
@@ -221,7 +221,9 @@ class TrainStepInEvalMode(Rule):
                 facts = [
                     f
                     for f in state.facts
-                    if f.mode is Mode.EVAL and not flow.deliberate_eval(f, step.node, model)
+                    if f.mode is Mode.EVAL
+                    and not flow.deliberate_eval(f, step.node, model)
+                    and not set_only_when_asked(flow, f)
                 ]
                 if facts:
                     # ``test(): model.eval(); iteration(train=False)``: the
@@ -594,7 +596,21 @@ def _choose_anchor(
         return None
     # The latest candidate is the closest to the step; the re-check after
     # fixing completes the rare case where it does not cover every origin.
-    return max(anchors, key=lambda s: (s.lineno, s.col_offset))
+    chosen = max(anchors, key=lambda s: (s.lineno, s.col_offset))
+    if step.kind != "call" and not isinstance(chosen, _COMPOUND) and _holds(chosen, step.node):
+        # Right before ``loss.backward()``/``optimizer.step()`` itself: the
+        # forward ran already (inside a call rnnfix does not read as one,
+        # ``self.predict(x, training=True)``), so a ``train()`` there is too
+        # late to change what the graph recorded; reported without a fix.
+        return None
+    return chosen
+
+
+_COMPOUND = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)
+
+
+def _holds(stmt: ast.stmt, node: ast.AST) -> bool:
+    return any(n is node for n in ast.walk(stmt))
 
 
 def _evaluation_helper(ctx: FileContext, via: ast.AST | None) -> bool:

@@ -623,3 +623,66 @@ def _called_name(call: ast.Call) -> str | None:
     if isinstance(func, ast.Attribute):
         return func.attr
     return None
+
+
+def switched_off_by_argument(
+    call: ast.Call, callee: ast.FunctionDef, mode_calls: list[ast.Call]
+) -> bool:
+    """``call`` of ``callee`` runs none of ``mode_calls`` (the mode switches
+    of ``callee`` the caller's fact comes from): each sits in the true branch
+    of an ``if`` on a boolean parameter (``if not training:``, ``if eval_mode:``)
+    that the call's constant argument, or the default it leaves, makes false
+    (FlexTENet's ``self.predict(x, training=True)`` around ``if not training:
+    self.model.eval()``)."""
+    if not mode_calls:
+        return False
+    parents = {c: p for p in walk_local(callee) for c in ast.iter_child_nodes(p)}
+    for switch in mode_calls:
+        guard = _bool_guard(parents, switch, callee)
+        if guard is None:
+            return False
+        name, wanted = guard
+        value = _constant_argument(call, callee, name)
+        if value is None or value is wanted:
+            return False
+    return True
+
+
+def _bool_guard(
+    parents: Mapping[ast.AST, ast.AST], node: ast.AST, func: ast.FunctionDef
+) -> tuple[str, bool] | None:
+    """(parameter, the value it must have) of the innermost ``if param:`` /
+    ``if not param:`` whose true branch holds ``node``."""
+    params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
+    child: ast.AST = node
+    cur = parents.get(node)
+    while cur is not None and cur is not func:
+        if isinstance(cur, ast.If) and any(child is s for s in cur.body):
+            test = cur.test
+            if isinstance(test, ast.Name) and test.id in params:
+                return test.id, True
+            if (
+                isinstance(test, ast.UnaryOp)
+                and isinstance(test.op, ast.Not)
+                and isinstance(test.operand, ast.Name)
+                and test.operand.id in params
+            ):
+                return test.operand.id, False
+            return None
+        if isinstance(cur, ast.If):
+            return None  # in an ``else`` branch: not read
+        child, cur = cur, parents.get(cur)
+    return None
+
+
+def _constant_argument(call: ast.Call, func: ast.FunctionDef, name: str) -> bool | None:
+    """The boolean constant ``call`` passes for ``name`` (or the boolean
+    default it leaves); None when it is anything else."""
+    arg = _argument(call, name, _position(func, name))
+    if arg is _UNKNOWN:
+        return None
+    if arg is None:
+        arg = _default(func, name)
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, bool):
+        return arg.value
+    return None

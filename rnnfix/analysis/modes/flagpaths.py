@@ -30,11 +30,13 @@ from rnnfix.analysis.modes.flagparams import (
     passes_false,
     passes_true,
     string_guard,
+    switched_off_by_argument,
     turns_off,
 )
 from rnnfix.analysis.modes.modeflow import ModeFact, ModeFlow
 from rnnfix.analysis.modes.records import TrainingStep
-from rnnfix.analysis.syntax.walks import FUNCTIONS
+from rnnfix.analysis.syntax.walks import FUNCTIONS, scope_of, walk_local
+from rnnfix.analysis.torch.api import module_mode_switch
 
 
 def reaching_through_flag(
@@ -118,3 +120,29 @@ def _true_test(test: ast.expr, name: str) -> bool:
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return any(_true_test(v, name) for v in test.values)
     return False
+
+
+def set_only_when_asked(flow: ModeFlow, fact: ModeFact) -> bool:
+    """The mode of ``fact`` comes from a call of a function of this file
+    (``self.predict(x, training=True)``) whose every mode switch sits under an
+    ``if`` on a boolean parameter that the call's argument turns off (``if
+    not training: self.model.eval()``): that call switches nothing. Only
+    when the function switches modes itself, calling no other function of
+    the file (what those would do is not read per call)."""
+    call = fact.origin
+    if not isinstance(call, ast.Call):
+        return False
+    scope = scope_of(flow.parents, call)
+    res = flow.resolve(call, scope if isinstance(scope, FUNCTIONS) else None)
+    callee = res.callee.node if res is not None else None
+    if not isinstance(callee, ast.FunctionDef):
+        return False
+    switches: list[ast.Call] = []
+    for node in walk_local(callee):
+        if not isinstance(node, ast.Call):
+            continue
+        if module_mode_switch(node) is not None:
+            switches.append(node)
+        elif flow.resolve(node, callee) is not None:
+            return False
+    return switched_off_by_argument(call, callee, switches)
