@@ -67,7 +67,9 @@ from rnnfix.rules.rnf003.modes import (
     leftover_train,
     names_train_mode_technique,
     phase_loop_finding,
+    repeated_forward,
     steps_run_self,
+    train_set_by_loader,
     trains_itself,
 )
 from rnnfix.rules.rnf003.restore import restore_edits
@@ -667,6 +669,18 @@ class RegionJudge:
             if chosen_train(self.ctx, node, model, calls[model]):
                 need.eval_models.remove(model)  # the author's own train(), on purpose
                 continue
+            loader_train = train_set_by_loader(self.ctx, node, model, calls[model])
+            if loader_train is not None:
+                if any(repeated_forward(self.ctx, site, node) for site in calls[model]):
+                    # Several passes over the same input, after a train() the
+                    # author asked for: stochastic sampling, on purpose.
+                    need.eval_models.remove(model)
+                    continue
+                need.no_fix = (
+                    f"the function that builds `{model}` for it puts it in train mode "
+                    f"explicitly (`{self.ctx.segment(loader_train)}` on line "
+                    f"{loader_train.lineno}), which may be chosen on purpose"
+                )
             leftover = self._leftover(region, body, model)
             if leftover == DELIBERATE:
                 need.eval_models.remove(model)  # Monte Carlo dropout and the like

@@ -243,7 +243,7 @@ def leftover_train(
         call = found.setdefault(id(where), trains[id(where)])
         deliberate = (
             deliberate
-            or _repeated_forward(ctx, site, node)
+            or repeated_forward(ctx, site, node)
             or intent_comment(ctx.lines, call, TRAIN_INTENTS) is not None
         )
     if len(found) > 1 and any(set_by(ctx, site, model) is not None for site in sites):
@@ -314,7 +314,7 @@ def chosen_train(ctx: FileContext, node: ast.stmt, model: str, sites: list[ast.C
         return False
     if intent_comment(ctx.lines, found, TRAIN_INTENTS) is not None:
         return True
-    return any(_repeated_forward(ctx, site, node) for site in sites)
+    return any(repeated_forward(ctx, site, node) for site in sites)
 
 
 def evaluation_evals_before(
@@ -359,7 +359,7 @@ def _plain_train(ctx: FileContext, call: ast.Call, model: str) -> bool:
     )
 
 
-def _repeated_forward(ctx: FileContext, site: ast.AST, region: ast.stmt) -> bool:
+def repeated_forward(ctx: FileContext, site: ast.AST, region: ast.stmt) -> bool:
     """A forward in a ``for _ in range(n)`` loop inside the region: several
     stochastic passes over the same input (Monte Carlo dropout)."""
     parents = ctx.facts.parents
@@ -632,3 +632,60 @@ def constructor_evals(ctx: FileContext, func: ast.AST, model: str) -> bool:
         elif call.mode is not Mode.EVAL and (call.model == attr or call.model.endswith("." + attr)):
             return False  # switched back somewhere: the held mode is not settled
     return evals
+
+
+def train_set_by_loader(
+    ctx: FileContext, node: ast.stmt, model: str, sites: list[ast.Call]
+) -> ast.Call | None:
+    """The plain ``train()`` a loader of the file puts the model in before
+    returning it, when that is where its mode at every forward of the region
+    comes from (sgan's ``get_generator(checkpoint)``: ``generator.train();
+    return generator``, then ``evaluate(args, loader, generator, n)``): the
+    author asked for train mode in the code that builds the model for this
+    evaluation. None when any forward's mode may come from elsewhere."""
+    flow = ctx.facts.modes
+    found: ast.Call | None = None
+    for site in sites:
+        facts = flow.mode_before(site, model).facts
+        if not facts:
+            return None
+        for fact in facts:
+            where = fact.cause if isinstance(fact.origin, FUNCTIONS) else fact.origin
+            train = _loader_train(ctx, where)
+            if train is None or (found is not None and train is not found):
+                return None
+            found = train
+    return found
+
+
+def _loader_train(ctx: FileContext, stmt: ast.AST | None) -> ast.Call | None:
+    """``name = loader(...)`` where ``loader`` is a function of the file whose
+    every ``return`` gives back a local it switched with a plain, unconditional
+    ``train()`` (a statement of the function's own body) and never to eval."""
+    if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call):
+        return None
+    flow = ctx.facts.modes
+    scope = scope_of(ctx.facts.parents, stmt)
+    res = flow.resolve(stmt.value, scope if isinstance(scope, FUNCTIONS) else None)
+    callee = res.callee.node if res is not None else None
+    if not isinstance(callee, FUNCTIONS):
+        return None
+    returned = {
+        r.value.id
+        for r in ast.walk(callee)
+        if isinstance(r, ast.Return) and isinstance(r.value, ast.Name)
+    }
+    if len(returned) != 1 or any(
+        isinstance(r, ast.Return) and not isinstance(r.value, ast.Name) for r in ast.walk(callee)
+    ):
+        return None
+    name = next(iter(returned))
+    train: ast.Call | None = None
+    for s in callee.body:
+        if isinstance(s, ast.Expr) and (switch := module_mode_switch(s.value)) is not None:
+            if switch.target != name:
+                continue
+            if switch.mode is not Mode.TRAIN or not isinstance(s.value, ast.Call):
+                return None
+            train = s.value if _plain_train(ctx, s.value, name) else None
+    return train
