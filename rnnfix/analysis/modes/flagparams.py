@@ -133,6 +133,7 @@ def flag_parameter(ctx: FileContext, func: ast.AST) -> FlagParam | None:
     evaluates = _eval_parameter(func)
     if (
         _bool_parameter(func) is None
+        and not _none_parameters(func)
         and evaluates is None
         and func not in _marked_scopes(ctx).train_values
     ):
@@ -188,6 +189,54 @@ def _eval_parameter(func: ast.FunctionDef) -> str | None:
         ):
             return arg.arg
     return None
+
+
+def _none_parameters(func: ast.FunctionDef) -> list[str]:
+    """Parameters with a ``None`` default (``optimizer=None``): a flag when
+    every training step runs only if one is given (``_only_when_given``)."""
+    a = func.args
+    positional = [*a.posonlyargs, *a.args]
+    pairs = [
+        *zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True),
+        *((arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None),
+    ]
+    return [
+        arg.arg for arg, d in pairs if isinstance(d, ast.Constant) and d.value is None
+    ]
+
+
+def _only_when_given(
+    parents: Mapping[ast.AST, ast.AST], node: ast.AST, func: ast.AST, name: str
+) -> bool:
+    """``node`` runs only when the parameter ``name`` is given: in the body of
+    ``if name:`` or ``if name is not None:`` (or an ``and`` with one)
+    (SimCLR's ``run_epoch(model, loader, epoch, optimizer=None)``: the step
+    under ``if optimizer:``)."""
+    child: ast.AST = node
+    cur = parents.get(node)
+    while cur is not None and cur is not func:
+        if isinstance(cur, ast.If) and child in cur.body:
+            test = cur.test
+            operands = (
+                test.values
+                if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)
+                else [test]
+            )
+            for t in operands:
+                if isinstance(t, ast.Name) and t.id == name:
+                    return True
+                if (
+                    isinstance(t, ast.Compare)
+                    and isinstance(t.left, ast.Name)
+                    and t.left.id == name
+                    and len(t.ops) == 1
+                    and isinstance(t.ops[0], ast.IsNot)
+                    and isinstance(t.comparators[0], ast.Constant)
+                    and t.comparators[0].value is None
+                ):
+                    return True
+        child, cur = cur, parents.get(cur)
+    return False
 
 
 def _only_when_false(
@@ -413,6 +462,9 @@ def _flag_of(
         guarded_by_name(ctx.facts.parents, s, func, flag[0]) for s in steps
     ):
         return flag[0], flag[0]
+    for name in _none_parameters(func):
+        if all(_only_when_given(ctx.facts.parents, s, func, name) for s in steps):
+            return name, f"{name} is not None"
     found: tuple[str, str] | None = None
     params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
     for step in steps:
@@ -515,8 +567,8 @@ def _turns_off(
 
 
 def _off(value: object) -> bool:
-    if value is False:
-        return True
+    if value is False or value is None:
+        return True  # ``None``: no optimizer given, no mode string (``_none_parameters``)
     return (
         isinstance(value, str)
         and bool(value)

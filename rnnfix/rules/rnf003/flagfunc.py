@@ -97,6 +97,8 @@ def flag_function_finding(
         called = f"called with `{flag.name}=True`"
     elif expr == flag.name:
         called = f"called with `{expr}=False`"
+    elif expr == f"{flag.name} is not None":
+        called = f"called without `{flag.name}`"
     else:
         called = f"called with another `{flag.name}`"
     torch = ctx.facts.torch_name()
