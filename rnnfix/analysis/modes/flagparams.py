@@ -200,9 +200,7 @@ def _none_parameters(func: ast.FunctionDef) -> list[str]:
         *zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True),
         *((arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None),
     ]
-    return [
-        arg.arg for arg, d in pairs if isinstance(d, ast.Constant) and d.value is None
-    ]
+    return [arg.arg for arg, d in pairs if isinstance(d, ast.Constant) and d.value is None]
 
 
 def _only_when_given(
