@@ -10,6 +10,7 @@ from functools import partial
 from rnnfix.analysis.modes.condowner import owned_only_when
 from rnnfix.analysis.modes.elements import Elements, loop_spelling
 from rnnfix.analysis.modes.flagpaths import reaching_through_flag, set_only_when_asked
+from rnnfix.analysis.modes.loadermode import returned_modes
 from rnnfix.analysis.modes.modeapi import has_mode_setter, setter_call
 from rnnfix.analysis.modes.modeflow import Mode, ModeFact, ModeFlow
 from rnnfix.analysis.modes.placement import anchor_for, container
@@ -21,7 +22,7 @@ from rnnfix.analysis.project.summaries import FunctionSummary
 from rnnfix.analysis.ruletext import STEP_REACH, call_facts
 from rnnfix.analysis.syntax.names import parent_path
 from rnnfix.analysis.syntax.scopes import LOOPS
-from rnnfix.analysis.syntax.walks import scope_of
+from rnnfix.analysis.syntax.walks import FUNCTIONS, scope_of
 from rnnfix.analysis.torch.api import mode_switch
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
 from rnnfix.source.edits import InsertStatements, Pos, RemoveStatement
@@ -237,7 +238,9 @@ class TrainStepInEvalMode(Rule):
                     if step.kind == "backward" and _trains_before_stepping(flow, step, model):
                         continue
                     safe = True
-                    intent = _partial_modes(ctx, flow, step, model, facts)
+                    intent = _partial_modes(ctx, flow, step, model, facts) or _loader_eval(
+                        ctx, flow, facts
+                    )
                 elif state.may_eval:
                     continue
                 elif step.kind == "backward" and (late := _late_train(flow, step, model)):
@@ -275,6 +278,31 @@ class TrainStepInEvalMode(Rule):
                 _add(groups, ctx, anchor, step, model, facts, safe, blocked, condition)
         for group in groups.values():
             yield _finding(ctx, flow, group)
+
+
+def _loader_eval(ctx: FileContext, flow: ModeFlow, facts: list[ModeFact]) -> str | None:
+    """Every eval fact comes from a loader of the file that returns the
+    model in eval mode (``model = load_test_model(path)``, ``loadermode``):
+    training it is a bug, unless what it was loaded for is frozen BatchNorm
+    fine-tuning; a person decides, so the finding says so and is not fixed."""
+    loaders: list[ast.Assign] = []
+    for fact in facts:
+        origin = fact.origin
+        if not (isinstance(origin, ast.Assign) and isinstance(origin.value, ast.Call)):
+            return None
+        scope = scope_of(flow.parents, origin)
+        res = flow.resolve(origin.value, scope if isinstance(scope, FUNCTIONS) else None)
+        if res is None or not returned_modes(res.callee.node):
+            return None
+        loaders.append(origin)
+    if not loaders:
+        return None
+    first = loaders[0]
+    return (
+        f"`{ctx.segment(first.value)}` on line {first.lineno} hands it back in eval mode, "
+        "which may be what it was loaded for (frozen BatchNorm); add the `train()` "
+        "where it should train"
+    )
 
 
 def _called_elsewhere(ctx: FileContext, step: TrainingStep) -> bool:

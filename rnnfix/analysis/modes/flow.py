@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.modes.elements import Elements
+from rnnfix.analysis.modes.loadermode import returned_modes
 from rnnfix.analysis.modes.mayalias import Alias, module_plain_names, plain_names
 from rnnfix.analysis.modes.pretrained import transformers_load
 from rnnfix.analysis.modes.records import Effect, Summary
@@ -350,8 +351,9 @@ class ScopeRun:
                     self._assign_model(key, value, s, f)
                 elif passed_back(value, key, self.key, (elts, elt)):
                     continue  # ``model, opt = accelerator.prepare(model, opt)``: as it was
-                else:  # unpacked from something we do not follow
-                    f.set(key, frozenset({ModeFact(Mode.UNKNOWN, s)}))
+                else:  # unpacked: a loader's tuple (``_returned_mode``), or unknown
+                    mode = self._returned_mode(value, elts.index(elt))
+                    f.set(key, frozenset({ModeFact(mode or Mode.UNKNOWN, s)}))
         return f
 
     def _bind_alias(self, s: ast.Assign | ast.AnnAssign | ast.AugAssign, f: Frame) -> None:
@@ -410,7 +412,21 @@ class ScopeRun:
             # (``Module.eval()`` returns the module it switched).
             f.set(key, frozenset({ModeFact(chained, s)}))
             return
+        returned = self._returned_mode(value, None)
+        if returned is not None:
+            # ``model = load_model(path)``, whose loader ends ``model.eval();
+            # return model``: the mode it hands back.
+            f.set(key, frozenset({ModeFact(returned, s)}))
+            return
         f.set(key, frozenset({ModeFact(Mode.UNKNOWN, s)}))  # loaded, returned by a call...
+
+    def _returned_mode(self, value: ast.expr, position: int | None) -> Mode | None:
+        """The mode a loader of this file returns its model in, whole or at
+        ``position`` of the tuple it returns (``loadermode``)."""
+        if not isinstance(value, ast.Call):
+            return None
+        res = self.flow.resolve(value, self.scope)
+        return returned_modes(res.callee.node).get(position) if res is not None else None
 
     # --- expressions -------------------------------------------------------
     def exprs(self, node: ast.AST | None, f: Frame, ctor_target: str | None = None) -> Frame:
