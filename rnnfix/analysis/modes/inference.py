@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from rnnfix.analysis.grads.gradcode import AUTOGRAD_GRAD, captum_method
 from rnnfix.analysis.grads.gradctx import Handlers, gradient_uses
 from rnnfix.analysis.modes.flow import chained_mode
-from rnnfix.analysis.modes.loads import Load, LoadFinder, unwrap_value
+from rnnfix.analysis.modes.loads import Load, LoadFinder, cut_from, unwrap_value
 from rnnfix.analysis.modes.modeluse import ModelUses, mentions
 from rnnfix.analysis.modes.regions import probes_shapes
 from rnnfix.analysis.syntax.names import dotted, strip_self_returning
@@ -258,6 +258,8 @@ class InferenceAnalysis:
         if picked:
             return False
         if dotted(inner) == model:
+            return True
+        if cut_from(inner, self.ctx.facts.imports.qualname) == model:
             return True
         if not (
             isinstance(inner, ast.Call)

@@ -311,6 +311,8 @@ class LoadFinder:
                         loaded.add(target)  # ``models.resnet50(weights=...)`` too
                     elif inner.args and (t := dotted(unwrap_value(inner.args[0])[0])):
                         picks.append((target, t))  # ``model = nn.DataParallel(net)``
+                    elif (t := cut_from(inner, self.ctx.facts.imports.qualname)) is not None:
+                        picks.append((target, t))  # ``nn.Sequential(*list(net.children())[:-1])``
                 elif isinstance(inner, ast.Name):
                     # ``model = ckpt["model"]``; ``model = net.to(device)``
                     picks.append((target, inner.id))
@@ -567,3 +569,36 @@ def _module_method(classes: ModuleClasses, ctx: FileContext, fn: FuncNode) -> bo
 
 def _text(expr: ast.AST) -> str:
     return dotted(expr) or "..."
+
+
+def cut_from(value: ast.AST, qualname: Callable[[ast.expr], str | None]) -> str | None:
+    """The model ``nn.Sequential(*list(model.children())[:-1])`` is cut from:
+    a feature extractor made of the model's own layer objects (the mode
+    ``eval()`` gives the model is theirs), so its forwards are the model's."""
+    if not (
+        isinstance(value, ast.Call)
+        and len(value.args) == 1
+        and not value.keywords
+        and isinstance(value.args[0], ast.Starred)
+        and qualname(value.func) == "torch.nn.Sequential"
+    ):
+        return None
+    listed = value.args[0].value
+    if isinstance(listed, ast.Subscript):
+        listed = listed.value
+    if not (
+        isinstance(listed, ast.Call)
+        and isinstance(listed.func, ast.Name)
+        and listed.func.id == "list"
+        and len(listed.args) == 1
+    ):
+        return None
+    children = listed.args[0]
+    if (
+        isinstance(children, ast.Call)
+        and isinstance(children.func, ast.Attribute)
+        and children.func.attr == "children"
+        and not children.args
+    ):
+        return dotted(children.func.value)
+    return None
