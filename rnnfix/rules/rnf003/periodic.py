@@ -19,8 +19,10 @@ this block is judged on evidence of its own, all of it required:
   loop, ``return``, ``break``, ``continue``, ``yield`` or nested function in it;
 - it runs a model of the file on evaluation data: an argument of the forward
   reads a name like ``test_x``/``val_batch``, or a name the block binds from
-  ``next(...)`` of such data;
-- it reports what it computes (``print``, a logger, a summary writer);
+  a batch drawn from such data (``next(iter(test_loader))``,
+  ``sample_random_batch(test_dset, 8)``) or from such a name;
+- it reports what it computes (``print``, a logger, a summary writer, an
+  image saved);
 - it calls no method of a model other than its forward (``learner.adapt``,
   ``maml.clone()``: code that may differentiate);
 - it runs no training step and no gradient code, stores nothing on an
@@ -28,14 +30,16 @@ this block is judged on evidence of its own, all of it required:
   later in its scope or leaves its function.
 
 The fix: ``with torch.no_grad():`` around the statements of the block that
-run the models (from the first to the last) when grad is on there. A model
-the file shows to hold Dropout or BatchNorm (``effects.train_mode_effects``),
-in train mode (and only train mode) before the block, whose mode the block
-does not set, is reported as running in train mode too, with the fix it
-needs (``model.eval()`` at the block's start, ``model.train()`` at its end)
-but without it: no real training script with that bug was found to write
-and check the fix against (issue 24.3; the correct shape, MorvanZhou's
-``503_dropout.py``, is a no-op fixture).
+run the models (from the first to the last) when grad is on there and the
+author set no grad mode there. A model that holds Dropout or BatchNorm (the
+file shows it, ``effects.train_mode_effects``, or its class in another file
+of the run builds one), in train mode (and only train mode) before the
+block, whose mode the block does not set, gets ``model.eval()`` before
+those statements and ``model.train()`` after them: the mode it had, so the
+training after the block is unchanged. GLCIC-PyTorch's upstream fix
+(4b28f35) is exactly that, around its periodic ``with torch.no_grad():``
+snapshot; MorvanZhou's ``503_dropout.py``, which switches the modes
+itself, is a no-op fixture.
 """
 
 from __future__ import annotations
@@ -62,11 +66,12 @@ from rnnfix.analysis.torch.mode import Mode
 from rnnfix.rules.base import FileContext, Finding, Fix
 from rnnfix.rules.rnf003.effects import train_mode_effects
 from rnnfix.rules.rnf003.models import ModelIndex
-from rnnfix.source.edits import AddImport, Edit, WrapInWith
+from rnnfix.source.edits import AddImport, Edit, InsertStatements, WrapInWith
 
 _REPORTS = frozenset(
     {"print", "info", "debug", "warning", "log", "add_scalar", "add_scalars", "log_metrics",
-     "set_postfix", "set_description", "write"}
+     "set_postfix", "set_description", "write", "save_image", "add_image", "add_images",
+     "imsave", "imwrite", "make_grid"}
 )  # fmt: skip
 _EXITS = (ast.Return, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom, ast.Await)
 
@@ -141,9 +146,10 @@ def _judge(
     grad = GradContexts(ctx)
     flow = ctx.facts.modes
     sites = [c for cs in calls.values() for c in cs]
-    if any(grad.in_function(c) is not None for c in sites):
-        return None  # the author set the grad mode here
-    need_grad = all(flow.grad_enabled(c) is not False for c in sites)
+    # Where the author set the grad mode (``with torch.no_grad():`` around
+    # the snapshot), only the mode can be missing.
+    set_grad = any(grad.in_function(c) is not None for c in sites)
+    need_grad = not set_grad and all(flow.grad_enabled(c) is not False for c in sites)
     evals = [m for m in calls if _needs_eval(ctx, index, block, m)]
     if not need_grad and not evals:
         return None
@@ -156,11 +162,15 @@ def _every_n(test: ast.expr) -> bool:
 
 def _on_eval_data(block: ast.If, calls: dict[str, list[ast.Call]]) -> bool:
     """A forward's arguments read evaluation data: a name like ``test_x``, or
-    a name bound in the block from ``next(...)`` of evaluation data."""
+    a name the block binds from a batch drawn from evaluation data
+    (``_draws_eval``), or from such a name (``x_mask = x - x * mask``)."""
     drawn: set[str] = set()
-    for s in block.body:
-        if isinstance(s, ast.Assign) and _draws_eval(s.value):
-            drawn |= {n.id for t in s.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    assigns = [n for s in block.body for n in ast.walk(s) if isinstance(n, ast.Assign)]
+    assigns.sort(key=lambda a: (a.lineno, a.col_offset))
+    for a in assigns:
+        reads_drawn = any(isinstance(n, ast.Name) and n.id in drawn for n in ast.walk(a.value))
+        if reads_drawn or _draws_eval(a.value):
+            drawn |= {n.id for t in a.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
     for sites in calls.values():
         for call in sites:
             for arg in [*call.args, *(k.value for k in call.keywords)]:
@@ -173,17 +183,28 @@ def _on_eval_data(block: ast.If, calls: dict[str, list[ast.Call]]) -> bool:
 
 
 def _draws_eval(value: ast.expr) -> bool:
-    """``next(iter(test_loader))``, ``next(test_iter)``."""
-    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+    """A batch drawn from evaluation data: ``next(iter(test_loader))``,
+    ``next(test_iter)``, ``sample_random_batch(test_dset, 8)`` (GLCIC),
+    ``val_set.sample(8)``: a call (moved at most: ``.to(gpu)``) whose
+    arguments or receiver name evaluation data."""
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in ("to", "cuda", "cpu", "float")
+    ):
+        value = value.func.value
+    if not isinstance(value, ast.Call):
         return False
-    if value.func.id != "next" or not value.args:
-        return False
+    read: list[ast.AST] = [*value.args, *(k.value for k in value.keywords)]
+    if isinstance(value.func, ast.Attribute):
+        read.append(value.func.value)
     return any(
         isinstance(n, ast.Name)
         and is_eval_name(n.id)
         or isinstance(n, ast.Attribute)
         and is_eval_name(n.attr)
-        for n in ast.walk(value.args[0])
+        for r in read
+        for n in ast.walk(r)
     )
 
 
@@ -233,7 +254,8 @@ def _needs_eval(ctx: FileContext, index: ModelIndex, block: ast.If, model: str) 
     before the block, takes a mode call, and the block sets no mode of it."""
     if not index.is_known_module(model):
         return False
-    if not train_mode_effects(ctx, [model]).startswith(("dropout", "BatchNorm")):
+    shown = train_mode_effects(ctx, [model]).startswith(("dropout", "BatchNorm"))
+    if not shown and not _class_of_run_has_mode_layers(ctx, model):
         return False  # no mode-dependent layer shown: eval() might change nothing
     if not ctx.facts.receivers.check(model, "eval", at=block).provable:
         return False
@@ -259,34 +281,62 @@ def _finding(
     t = torch or "torch"
     names = ", ".join(f"`{m}`" for m in calls)
     where = f"Periodic evaluation inside the training loop (line {block.lineno})"
-    missing = ""
-    if evals:
-        listed = ", ".join(f"`{m}.eval()`" for m in evals)
-        missing = (
-            f"; it also runs {', '.join(f'`{m}`' for m in evals)} in train mode "
-            f"({train_mode_effects(ctx, evals)}): {listed} at its start and `train()` at its "
-            "end would fix that, not added (a switch inside the step loop is left to you)"
-        )
-    if not need_grad:
-        listed = ", ".join(f"`{m}`" for m in evals)
-        message = (
-            f"{where} runs {listed} on evaluation data in train mode "
-            f"({train_mode_effects(ctx, evals)}); call "
-            + ", ".join(f"`{m}.eval()`" for m in evals)
-            + " at its start and `train()` again at its end (not fixed: a mode switch inside "
-            "the step loop is left to you)"
-        )
-        return ctx.finding("RNF003", block, message)
-    # Around the statements that run the models, as in the flag fix: what
-    # follows reads outputs that no longer carry a graph.
+    # The statements that run the models, from the first to the last: the
+    # no_grad goes around them, the eval()/train() pair before and after.
     sites = {id(c) for cs in calls.values() for c in cs}
     running = [s for s in block.body if any(id(n) in sites for n in ast.walk(s))]
-    edits: list[Edit] = [WrapInWith(ctx.pos(running[0]), ctx.pos(running[-1]), f"{t}.no_grad()")]
-    if torch is None:
-        edits.append(AddImport("torch"))
-    message = (
-        f"{where} runs {names} on evaluation data with grad enabled, building graphs it "
-        f"never uses; run it under `{t}.no_grad()`{missing}"
+    edits: list[Edit] = []
+    parts: list[str] = []
+    if evals:
+        listed = ", ".join(f"`{m}`" for m in evals)
+        parts.append(
+            f"runs {listed} on evaluation data in train mode ({train_mode_effects(ctx, evals)})"
+        )
+        edits.append(InsertStatements(ctx.pos(running[0]), tuple(f"{m}.eval()" for m in evals)))
+        edits.append(
+            InsertStatements(ctx.pos(running[-1]), tuple(f"{m}.train()" for m in evals), "after")
+        )
+    if need_grad:
+        parts.append(
+            f"runs {names} on evaluation data with grad enabled, building graphs it never uses"
+        )
+        edits.append(WrapInWith(ctx.pos(running[0]), ctx.pos(running[-1]), f"{t}.no_grad()"))
+        if torch is None:
+            edits.append(AddImport("torch"))
+    if evals and need_grad:
+        listed = ", ".join(f"`{m}`" for m in evals)
+        message = (
+            f"{where} runs {names} on evaluation data with grad enabled, building graphs it "
+            f"never uses, and runs {listed} in train mode ({train_mode_effects(ctx, evals)}); "
+            f"call {_switches(evals)}, and run it under `{t}.no_grad()`"
+        )
+    elif evals:
+        message = f"{where} " + parts[0] + f"; call {_switches(evals)}"
+    else:
+        message = f"{where} " + parts[0] + f"; run it under `{t}.no_grad()`"
+    description = " and ".join(
+        ([f"switch {', '.join(evals)} to eval around it"] if evals else [])
+        + ([f"wrap the forward in `with {t}.no_grad():`"] if need_grad else [])
     )
-    fix = Fix(tuple(edits), safe=True, description=f"wrap the forward in `with {t}.no_grad():`")
+    fix = Fix(tuple(edits), safe=True, description=description)
     return ctx.finding("RNF003", block, message, fix)
+
+
+def _switches(evals: list[str]) -> str:
+    return (
+        ", ".join(f"`{m}.eval()`" for m in evals)
+        + " before it and `train()` after it (the mode it had: training goes on)"
+    )
+
+
+def _class_of_run_has_mode_layers(ctx: FileContext, model: str) -> bool:
+    """``model`` is built from a module class of another file of the run
+    that builds a Dropout or BatchNorm layer, or reads ``self.training``
+    (``ClassSummary.mode_layers``: GLCIC's ``CompletionNetwork`` of
+    ``models.py``)."""
+    view = ctx.facts.project
+    info = ctx.facts.modes.models.get(model)
+    if view is None or info is None or not isinstance(info.built_at, ast.Call):
+        return False
+    found = view.lookup_class(info.built_at.func)
+    return found is not None and found.is_module and found.mode_layers

@@ -138,15 +138,19 @@ put back to the caller's mode before it returns (reported, not fixed, when a
 `return` computes its value after that point).
 
 A test batch run every N steps inside the training loop (`if step % 50 ==
-0:` whose forward reads evaluation data such as `test_x` or `next(iter(
-val_loader))`, and that prints or logs what it computes) is evaluation too,
-though it runs in the iteration of a training step: its forward gets
-`with torch.no_grad():` when grad is on there, nothing it computes is stored
+0:` whose forward reads evaluation data such as `test_x`, a batch drawn from
+it, `next(iter(val_loader))` or `sample_random_batch(test_dset, 8)`, or what
+is computed from those, and that prints, logs or saves as images what it
+computes) is evaluation too, though it runs in the iteration of a training
+step: its forward gets `with torch.no_grad():` when grad is on there (and
+the author has not set the grad mode there), nothing it computes is stored
 on an attribute or in a subscript, returned, or used by a gradient later, and
-it calls no training step. A model there that the file shows to hold Dropout
-or BatchNorm, in train mode before the block, is reported as running in
-train mode (`model.eval()` at the block's start and `model.train()` at its
-end would fix it), without a fix.
+it calls no training step. A model there that holds Dropout or BatchNorm (the
+file shows it, or its class in another file of the run builds one), in train
+mode (only) before the block, whose mode the block does not set, gets
+`model.eval()` before the statements that run it and `model.train()` after
+them: the mode it had, so the training after the block is unchanged (the
+fix upstream made to GLCIC-PyTorch's `train.py`).
 
 A function shared by training and evaluation through a flag (`def
 iteration(self, epoch, loader, train=True)`, or `def run_epoch(model,
