@@ -49,6 +49,7 @@ from collections.abc import Callable, Iterator
 
 from rnnfix.analysis.grads.gradctx import GradContexts, LocalFunctions, gradient_uses
 from rnnfix.analysis.grads.valueflow import ValueFlow, written
+from rnnfix.analysis.modes.comments import TRAIN_INTENTS, intent_comment
 from rnnfix.analysis.modes.regions import in_training_iteration, is_eval_name
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted
@@ -259,6 +260,8 @@ def _needs_eval(ctx: FileContext, index: ModelIndex, block: ast.If, model: str) 
         return False  # no mode-dependent layer shown: eval() might change nothing
     if not ctx.facts.receivers.check(model, "eval", at=block).provable:
         return False
+    if intent_comment(ctx.lines, block, TRAIN_INTENTS) is not None:
+        return False  # ``# keep BatchNorm batch statistics``: train mode on purpose
     flow = ctx.facts.modes
     for s in block.body:
         for n in walk_local(s):
