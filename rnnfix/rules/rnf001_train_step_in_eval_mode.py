@@ -83,6 +83,11 @@ used only under `torch.no_grad()` (a target network) get none. A plain `model.tr
 right before the loop whose head gets the same call is moved there, not copied (it
 would be redundant); one with a comment on its line stays where it is.
 
+A method's mode switch that the call's boolean argument turns off does not
+reach the step: `self.predict(x, training=True)` around `if not training:
+self.model.eval()` switches nothing (an estimator's `fit` running its forward
+through its own `predict`).
+
 The eval mode may come through objects and other files: a helper of another file that
 calls a method, as a statement, on the object it is given (`encode_data(model, loader)`
 running `model.val_start()`) switches what that method of the object's class switches,
@@ -154,9 +159,14 @@ followed by `train()` on parts of it (`model.module.layer4.train()`: a freezing
 scheme); a model that is `None` on some path (`text_encoder = None`: the call
 would raise); the author's own `train()` of the model under a condition (`if
 args.train_text_encoder: text_encoder.train()`: an unconditional one would undo the
-choice); a `train()` that would land right after the `eval()` it undoes; and a
+choice); a `train()` that would land right after the `eval()` it undoes; a
 helper whose training step runs only under a flag of its own (`if train:
-loss.backward()`): its callers evaluate through it too. Under `--strict` these get
+loss.backward()`): its callers evaluate through it too; a model that a loader of
+the file hands back in eval mode (`model = load_test_model(path)`, whose body ends
+`model.eval(); return model`): eval may be what it was loaded for; and a step whose
+forward runs inside a call that switched the model to eval first
+(`self.predict(x)` with `if not training: self.model.eval()`): a `train()` right
+before `loss.backward()` would come after that forward, too late. Under `--strict` these get
 no finding, and neither does a model whose class has its own mode setter
 (`def train(self, training=True)`). The message says what rnnfix saw.
 

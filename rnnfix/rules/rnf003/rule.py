@@ -74,11 +74,14 @@ A region is evaluation by intent when it is
   back to train mode, nor a generator sampled from noise (made up in the
   helper, by its caller, or held on the trainer: `self.fixed_z =
   torch.randn(...)`), whose mode and grad are the author's;
-- a loop over data (`for x, y in data:`, not `range`) under `no_grad`
+- a loop over data (`for x, y in data:`, or a counted loop that draws a
+  fresh batch at each turn: `for k in range(n): X, Y = get_batch(split)`,
+  `x, y = next(it)`) under `no_grad`
   (a `with torch.no_grad():` around it or around its whole body, or a
   `@torch.no_grad()` function) in a function, whatever its name and the
   data's, that makes no training call and no mode call and keeps what it
-  computes (adds it up, appends it, prints it): the author turned grad off
+  computes (adds it up, appends it, stores it in a table, prints it): the
+  author turned grad off
   because nothing there learns (gradient blending's `getloss(model, data)`
   over the training and validation sets), in a file that trains (one that
   trains nothing is inference code: RNF006). Not one whose forwards keep
@@ -172,7 +175,10 @@ statement of the function, not under an `if` or a loop), that call takes
 the flag: `model.train(mode == "train")`. A flag named for evaluation
 counts too (`def _run_one_epoch(self, epoch, cross_valid=False)` with the
 step under `if not cross_valid:`, turned off by a call passing `True`): the
-fix uses `not cross_valid`. So does the model's own mode (`if
+fix uses `not cross_valid`. So does an optional argument the step needs
+(`def run_epoch(model, loader, epoch, optimizer=None)` with the step under
+`if optimizer:` or `if optimizer is not None:`, called without it for the
+test pass): the fix uses `optimizer is not None`. So does the model's own mode (`if
 model.training:` around every training step, and code of the function that
 runs only in eval mode: `"Train" if model.training else "Valid"`): the
 caller's `eval()` picks the evaluation path, so only
@@ -279,8 +285,11 @@ Left alone: regions already under `eval()` and `no_grad`/`inference_mode`
 (`torch.autograd.grad`, `requires_grad_()`, `backward()` inside), sampling loops
 that run in the same iteration as a training step, code whose results flow
 into a later `backward()`, functions called from inside a training step,
-pytest tests, Lightning modules (the framework sets the mode), and code that
-is evaluation by no signal above. Also left alone:
+pytest tests (a `test_*` method counts as one only in a class that may be a
+unittest `TestCase`, and a module-level `test_*` function only when no code
+of the file or of another file of the run calls it: `Processor.test_epoch`
+of a trainer class is an evaluation), Lightning modules (the framework sets
+the mode), and code that is evaluation by no signal above. Also left alone:
 
 - code under a decorator or context manager that already does the job, read
   from its definition in the file or in another file of the run: a
@@ -325,7 +334,11 @@ is evaluation by no signal above. Also left alone:
   above it that says why (`# MC dropout`, `# use batch statistics`, `#
   test-time adaptation`); this holds for a `train()` inside the region and
   for the author's `train()` before it that the region's forwards run in
-  (a loaded model put in train mode on purpose). An evaluation function
+  (a loaded model put in train mode on purpose). A model that a loader of
+  the file puts in train mode explicitly before returning it (sgan's
+  `get_generator`: `generator.train(); return generator`) is reported, not
+  switched, and left alone when the evaluation samples the same input
+  several times. An evaluation function
   named for a train-mode technique (`mc_predict`, `bayesian_eval`,
   `adapt_bn`, `swa_evaluate`) keeps its mode whatever its callers do: only
   `no_grad` is judged;

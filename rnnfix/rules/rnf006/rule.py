@@ -52,8 +52,9 @@ fix is unsafe); not `torch.hub.load(...)`, whose entry point decides the
 mode (YOLOv5's returns an eval model). The inference
 is the forwards of that model that follow the load in the same function or
 script, also under a name bound to it after the load (`model =
-nn.DataParallel(net)`, `model = net.to(device)`; once, and not a part of it
-such as `net.encoder`): direct calls, `model.forward(x)`, a method of its class or a helper
+nn.DataParallel(net)`, `model = net.to(device)`, or a feature extractor cut
+from it, `nn.Sequential(*list(net.children())[:-1])`, made of its own layers;
+once, and not a part of it such as `net.encoder`): direct calls, `model.forward(x)`, a method of its class or a helper
 of the file that runs it (`predict(model, x)`; also through a method of the
 model's class that reaches its forward, the class of the file or of another
 file of the run: `extract(loader, model)` running `model.encode(img)`), a function of another file
@@ -202,8 +203,9 @@ fix.
 The class is read from this file or from another file of the run (a
 `models.py` of module classes is read for this even when it has no mode
 call); a factory function of either (`create_model(cfg)`, whose every
-`return` builds one module class of its file and which switches no mode)
-counts as that class, and a class builds a Dropout or BatchNorm also
+`return` builds one module class of its file, or of a file of the run it
+imports the class from, and which switches no mode: `load_model(path)`
+building `nets.Tagger`) counts as that class, and a class builds a Dropout or BatchNorm also
 through a function of its file (`self.norm = select_norm(norm, dim)`). The
 fix is unsafe (applied with `--unsafe-fixes`) when rnnfix cannot read
 the class of the loaded object (a whole module from `torch.load`, a class
