@@ -20,7 +20,7 @@ loss.detach().cpu()`` then ``total += loss``).
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from rnnfix.analysis.syntax.names import dotted
@@ -65,15 +65,39 @@ def escapes(
     is_forward: Callable[[ast.Call], bool],
     is_model: Callable[[str], bool],
     qualname: Callable[[ast.expr], str | None],
+    helpers: Mapping[str, ast.FunctionDef] | None = None,
 ) -> list[Escape]:
     """Where a value computed by a forward in ``region`` (statements of
     ``scope``) leaves ``scope``. Nothing leaves module-level code: a script's
-    globals are the script's."""
+    globals are the script's. ``helpers``: the module-level functions of the
+    file, by name: a call of one whose every ``return`` drops the graph of
+    whatever it is given (``score(y, out)`` returning an ``.item()`` count
+    over ``len(y)``) carries nothing."""
     if not isinstance(scope, FUNCTIONS):
         return []
-    taint = _Taint(scope, region, is_forward, is_model, qualname)
+    taint = _Taint(scope, region, is_forward, is_model, qualname, helpers or {})
     taint.run()
     return list(taint.exits())
+
+
+def returns_detached(
+    func: ast.FunctionDef,
+    qualname: Callable[[ast.expr], str | None],
+    helpers: Mapping[str, ast.FunctionDef],
+    depth: int = 0,
+) -> bool:
+    """Every ``return`` of ``func`` gives back a value without a graph, whatever
+    its parameters carry: its parameters are tainted and no return value
+    carries (``escape``'s taint), and it stores nothing outside itself."""
+    if depth > 2 or any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in walk_local(func)):
+        return False
+    returns = [n for n in walk_local(func) if isinstance(n, ast.Return)]
+    if not returns or any(r.value is None for r in returns):
+        return False
+    taint = _Taint(func, [], lambda _c: False, lambda _n: False, qualname, helpers, depth + 1)
+    taint.tainted = set(taint.params)
+    taint.run()
+    return not any(taint.carries(r.value) for r in returns)
 
 
 class _Taint:
@@ -84,8 +108,13 @@ class _Taint:
         is_forward: Callable[[ast.Call], bool],
         is_model: Callable[[str], bool],
         qualname: Callable[[ast.expr], str | None],
+        helpers: Mapping[str, ast.FunctionDef] | None = None,
+        depth: int = 0,
     ) -> None:
         self.scope = scope
+        self.helpers = helpers or {}
+        self.depth = depth
+        self._detached: dict[str, bool] = {}
         self.is_forward = is_forward
         self.is_model = is_model
         self.qualname = qualname
@@ -169,6 +198,8 @@ class _Taint:
             return False
         if self.qualname(func) in _DETACHING_TORCH:
             return False
+        if isinstance(func, ast.Name) and self._detaching_helper(func.id):
+            return False
         if id(call) in self.seeds and self.is_forward(call):
             return True
         args = [*call.args, *(k.value for k in call.keywords)]
@@ -178,6 +209,18 @@ class _Taint:
             return True  # the model handed to a helper that presumably runs it
         receiver = func.value if isinstance(func, ast.Attribute) else None
         return any(self.carries(a) for a in args) or self.carries(receiver)
+
+    def _detaching_helper(self, name: str) -> bool:
+        """``name`` is a module-level function of the file (not one this
+        function binds) whose returns carry no graph (``returns_detached``)."""
+        if name in self.locals or name not in self.helpers:
+            return False
+        if name not in self._detached:
+            self._detached[name] = False  # recursion: carries
+            self._detached[name] = returns_detached(
+                self.helpers[name], self.qualname, self.helpers, self.depth
+            )
+        return self._detached[name]
 
     def _runs_model(self, fn: ast.AST) -> bool:
         return any(

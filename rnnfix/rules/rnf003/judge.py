@@ -518,6 +518,20 @@ class RegionJudge:
             return False
         return not self._escapes(node, body)
 
+    @functools.cached_property
+    def _helpers(self) -> dict[str, ast.FunctionDef]:
+        """The file's module-level functions, by name, each bound once at
+        module level (a name defined twice, or rebound, is not read)."""
+        bound: dict[str, int] = {}
+        for stmt in self.ctx.tree.body:
+            for name in _module_bindings(stmt):
+                bound[name] = bound.get(name, 0) + 1
+        return {
+            stmt.name: stmt
+            for stmt in self.ctx.tree.body
+            if isinstance(stmt, ast.FunctionDef) and bound.get(stmt.name) == 1
+        }
+
     def _escapes(self, func: Func, body: list[ast.stmt]) -> list[Escape]:
         """How what ``body`` (statements of ``func``) computes through a model
         leaves ``func`` (``escape.escapes``)."""
@@ -527,6 +541,7 @@ class RegionJudge:
             self._is_forward,
             self.index.models.__contains__,
             self.ctx.facts.imports.qualname,
+            self._helpers,
         )
 
     def _callers_train(self, func: Func) -> bool:
@@ -981,6 +996,7 @@ class RegionJudge:
             self._is_forward,
             self.index.models.__contains__,
             self.ctx.facts.imports.qualname,
+            self._helpers,
         )
         if any(e.node not in inside for e in found):
             return f"{why}; decorating the function instead would detach what else it hands out"
@@ -1201,4 +1217,16 @@ def _wrapper_exprs(node: ast.AST) -> list[ast.expr]:
         return [i.context_expr for i in node.items]
     if isinstance(node, FUNCTIONS):
         return list(node.decorator_list)
+    return []
+
+
+def _module_bindings(stmt: ast.stmt) -> list[str]:
+    """Names a module-level statement binds (definitions, assignments, imports)."""
+    if isinstance(stmt, (*FUNCTIONS, ast.ClassDef)):
+        return [stmt.name]
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in stmt.names]
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
     return []

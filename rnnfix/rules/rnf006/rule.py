@@ -54,13 +54,14 @@ is the forwards of that model that follow the load in the same function or
 script, also under a name bound to it after the load (`model =
 nn.DataParallel(net)`, `model = net.to(device)`, or a feature extractor cut
 from it, `nn.Sequential(*list(net.children())[:-1])`, made of its own layers;
-once, and not a part of it such as `net.encoder`): direct calls, `model.forward(x)`, a method of its class or a helper
-of the file that runs it (`predict(model, x)`; also through a method of the
-model's class that reaches its forward, the class of the file or of another
-file of the run: `extract(loader, model)` running `model.encode(img)`), a function of another file
-of the run that runs it; for a model a script loads at module level, also
-the forwards of the module-level functions that read it as a global
-(`def evaluate(line): return rnn(line)`).
+once, and not a part of it such as `net.encoder`): direct calls,
+`model.forward(x)`, a method of its class or a helper of the file that runs it
+(`predict(model, x)`; also through a method of the model's class that reaches
+its forward, the class of the file or of another file of the run:
+`extract(loader, model)` running `model.encode(img)`), a function of another
+file of the run that runs it; for a model a script loads at module level, also
+the forwards of the module-level functions that read it as a global (`def
+evaluate(line): return rnn(line)`).
 
 It acts only in files that train nothing: no `backward()`, no optimizer, no
 gradient use (`autograd.grad`, `requires_grad_()`), no `train()` anywhere in
