@@ -149,11 +149,14 @@ class Span:
 
 def spans(case: Case, source: str) -> list[Span]:
     """The lines an edit or finding must fall in to belong to the case."""
-    if case.lines is not None:
-        return [Span(case.lines[0], case.lines[1], -1)]
     tree = ast.parse(source)
     out = []
-    for name in (case.function, *case.also):
+    names: tuple[str, ...] = (case.function, *case.also)
+    if case.lines is not None:
+        # A module range, and the functions where an edit also counts.
+        out.append(Span(case.lines[0], case.lines[1], -1))
+        names = case.also
+    for name in names:
         node = find_def(tree, name)
         if node is None:
             raise RuntimeError(f"{case.path} has no {name} at {case.commit[:10]}")
