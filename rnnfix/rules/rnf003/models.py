@@ -20,7 +20,14 @@ from rnnfix.analysis.grads.gradctx import Handlers, LocalFunctions, gradient_use
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import BUILTINS, dotted, parent_path, strip_self_returning
 from rnnfix.analysis.syntax.scopes import Resolved, names_bound
-from rnnfix.analysis.syntax.walks import FUNCTIONS, nodes_of, scope_of, walk_local, walk_tree
+from rnnfix.analysis.syntax.walks import (
+    FUNCTIONS,
+    nodes_of,
+    parameters,
+    scope_of,
+    walk_local,
+    walk_tree,
+)
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.classfacts import module_functions, returned_class
 from rnnfix.analysis.torch.models import ModelInfo, built_class, unwrap_built
@@ -207,6 +214,9 @@ class ModelIndex:
         ``model.decoder(x)`` (a known submodule) -> "model" (the longest model
         prefix); None for a plain method (``model.make_mask(x)``)."""
         flow = self.ctx.facts.modes
+        alias = self._bound_alias(call)
+        if alias is not None:
+            return alias
         text = flow.forward_path(call, self.models.__contains__)
         if text is None:
             return None
@@ -218,6 +228,32 @@ class ModelIndex:
             if prefix in self.models:
                 return prefix
         return None
+
+    def _bound_alias(self, call: ast.Call) -> str | None:
+        """``forward = self.net.forward`` (or ``net = self.net``), then
+        ``forward(x)``: a plain name its function binds once, to a model or
+        its ``forward``, and binds no other way (SR-LSTM's ``val_epoch``)."""
+        func = call.func
+        if not isinstance(func, ast.Name):
+            return None
+        scope = scope_of(self.ctx.facts.parents, call)
+        if not isinstance(scope, FUNCTIONS) or func.id in parameters(scope):
+            return None
+        values: list[ast.expr] = []
+        for n in walk_local(scope):
+            if isinstance(n, ast.Name) and n.id == func.id and not isinstance(n.ctx, ast.Load):
+                parent = self.ctx.facts.parents.get(n)
+                if not (isinstance(parent, ast.Assign) and parent.targets == [n]):
+                    return None  # bound by a ``for``, a tuple, an augmented assignment
+                values.append(parent.value)
+        if len(values) != 1:
+            return None
+        text = dotted(values[0])
+        if text is None:
+            return None
+        if text.endswith(".forward"):
+            text = text[: -len(".forward")]
+        return text if text in self.models and text != func.id else None
 
     def model_calls(self, roots: list[ast.stmt]) -> dict[str, list[ast.Call]]:
         out: dict[str, list[ast.Call]] = {}
