@@ -269,8 +269,21 @@ class LoadFinder:
         view = self.ctx.facts.project
         run_names = frozenset(view.bindings) if view is not None else frozenset()
         nodes = walk_tree(self.ctx.tree)
-        # Functions a model may be handed to and run by: the file's own, the run's.
+        # Functions a model may be handed to and run by: the file's own, the
+        # run's, and the methods of objects built from the file's or the run's
+        # classes (``predictor = WordPredictor(); predictor.output_batch(model)``).
+        classes = {n.name for n in nodes if isinstance(n, ast.ClassDef)}
         helpers = {n.name for n in nodes if isinstance(n, FUNCTIONS)} | run_names
+        helpers |= {
+            t.id
+            for n in nodes
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and isinstance(n.value.func, ast.Name)
+            and (n.value.func.id in run_names or n.value.func.id in classes)
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
         loaded: set[str] = set()
         picks: list[tuple[str, str]] = []  # ``model = ckpt["model"]``: (model, ckpt)
         used: set[str] = set()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.modes.flow import ScopeRun
@@ -233,8 +234,43 @@ class Summaries:
                     mine = mapper(key)
                     if mine is not None:
                         found.append((end, mine))
+            for summary, mapper in self._override_summaries(node, info):
+                for key in summary.forwards:
+                    mine = mapper(key)
+                    if mine is not None:
+                        found.append((end, mine))
         found.sort(key=lambda item: item[0])  # inner calls end first: evaluation order
         return tuple(dict.fromkeys(key for _, key in found))
+
+    def _override_summaries(
+        self, call: ast.Call, info: FunctionInfo
+    ) -> list[tuple[Summary, Callable[[str], str | None]]]:
+        """``self.apply_model(model, x)`` in a method of a base class: the
+        same-parameter overrides of ``apply_model`` in the file's subclasses
+        may run instead (a template method whose base body returns None:
+        LM-LSTM-CRF's ``predict.output_batch``). Their forwards count, when
+        none of them switches a mode or trains (which one runs is not known)."""
+        if not info.is_method:
+            return []
+        res = self.flow.index.resolve(call, info.node)
+        if res is None or res.receiver != info.params[0]:
+            return []
+        base = res.callee
+        if base.cls is None:
+            return []
+        out: list[tuple[Summary, Callable[[str], str | None]]] = []
+        for sub in self.flow.index.subclasses(base.cls):
+            for stmt in sub.body:
+                if not (isinstance(stmt, ast.FunctionDef) and stmt.name == base.node.name):
+                    continue
+                over = self.flow.index.functions.get(stmt)
+                if over is None or over.params != base.params or over is info:
+                    continue
+                summary = self.flow.summary(over)
+                if summary.effects or summary.optimizer_step:
+                    return []  # one sets a mode or trains: which runs matters, and is unknown
+                out.append((summary, replace(res, callee=over).caller_key))
+        return out
 
     def _object_calls(self, info: FunctionInfo) -> tuple[ObjectCall, ...]:
         """Methods ``info`` calls as statements (for their effect; itself or

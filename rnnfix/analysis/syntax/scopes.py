@@ -167,6 +167,15 @@ class FileIndex:
                     if name:
                         self.instance_types[text] = name
 
+    def subclasses(self, cls: ast.ClassDef) -> list[ast.ClassDef]:
+        """The module-level classes of the file that name ``cls`` as a base
+        (directly, by its plain name)."""
+        return [
+            c
+            for c in self.classes.values()
+            if c is not cls and any(isinstance(b, ast.Name) and b.id == cls.name for b in c.bases)
+        ]
+
     def scope_nodes(self, scope: FuncNode | None) -> list[ast.AST]:
         """``_scope_list`` of a function's body (the module's for None),
         computed once (do not modify the list)."""
