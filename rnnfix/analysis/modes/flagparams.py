@@ -210,31 +210,20 @@ def _only_when_given(
     ``if name:`` or ``if name is not None:`` (or an ``and`` with one)
     (SimCLR's ``run_epoch(model, loader, epoch, optimizer=None)``: the step
     under ``if optimizer:``)."""
-    child: ast.AST = node
-    cur = parents.get(node)
-    while cur is not None and cur is not func:
-        if isinstance(cur, ast.If) and child in cur.body:
-            test = cur.test
-            operands = (
-                test.values
-                if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)
-                else [test]
-            )
-            for t in operands:
-                if isinstance(t, ast.Name) and t.id == name:
-                    return True
-                if (
-                    isinstance(t, ast.Compare)
-                    and isinstance(t.left, ast.Name)
-                    and t.left.id == name
-                    and len(t.ops) == 1
-                    and isinstance(t.ops[0], ast.IsNot)
-                    and isinstance(t.comparators[0], ast.Constant)
-                    and t.comparators[0].value is None
-                ):
-                    return True
-        child, cur = cur, parents.get(cur)
-    return False
+    return _only_when_true(parents, node, func, name, not_none=True)
+
+
+def _is_not_none(test: ast.expr, name: str) -> bool:
+    """``name is not None``."""
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == name
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.IsNot)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    )
 
 
 def _only_when_false(
@@ -382,9 +371,14 @@ def only_when_training(
 
 
 def _only_when_true(
-    parents: Mapping[ast.AST, ast.AST], node: ast.AST, func: ast.AST, name: str
+    parents: Mapping[ast.AST, ast.AST],
+    node: ast.AST,
+    func: ast.AST,
+    name: str,
+    not_none: bool = False,
 ) -> bool:
-    """``node`` is in the body of ``if name:`` (or an ``and`` with ``name``)."""
+    """``node`` is in the body of ``if name:`` (or an ``and`` with ``name``);
+    with ``not_none``, of ``if name is not None:`` too."""
     child: ast.AST = node
     cur = parents.get(node)
     while cur is not None and cur is not func:
@@ -395,7 +389,10 @@ def _only_when_true(
                 if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)
                 else [test]
             )
-            if any(isinstance(t, ast.Name) and t.id == name for t in operands):
+            if any(
+                (isinstance(t, ast.Name) and t.id == name) or (not_none and _is_not_none(t, name))
+                for t in operands
+            ):
                 return True
         child, cur = cur, parents.get(cur)
     return False
