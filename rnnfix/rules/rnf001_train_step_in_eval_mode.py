@@ -635,11 +635,17 @@ def _choose_anchor(
     # The latest candidate is the closest to the step; the re-check after
     # fixing completes the rare case where it does not cover every origin.
     chosen = max(anchors, key=lambda s: (s.lineno, s.col_offset))
-    if step.kind != "call" and not isinstance(chosen, _COMPOUND) and _holds(chosen, step.node):
-        # Right before ``loss.backward()``/``optimizer.step()`` itself: the
-        # forward ran already (inside a call rnnfix does not read as one,
-        # ``self.predict(x, training=True)``), so a ``train()`` there is too
-        # late to change what the graph recorded; reported without a fix.
+    if (
+        step.kind != "call"
+        and not isinstance(chosen, _COMPOUND)
+        and _holds(chosen, step.node)
+        and not any(_holds(chosen, f) for f in forwards)
+    ):
+        # Right before ``loss.backward()``/``optimizer.step()`` itself, with no
+        # forward of the model in that statement: the forward ran already
+        # (inside a call rnnfix does not read as one, ``self.predict(x)``),
+        # so a ``train()`` there is too late to change what the graph
+        # recorded; reported without a fix.
         return None
     return chosen
 
