@@ -93,7 +93,9 @@ def project_python_files(folder: str) -> tuple[str, ...] | None:
     run alone): under the project root, or, without one, the folder above
     the package root ``folder`` is in; no hidden folder, virtual environment
     or ``site-packages``. None when there are more than ``MAX_PROJECT_FILES``."""
-    root = project_root(folder) or import_roots(folder)[-1]
+    # Not the working folder ``import_roots`` may add: a language server
+    # started in ``/`` or a home folder would walk all of it.
+    root = project_root(folder) or _import_roots(folder)[-1]
     return python_files_under(root)
 
 
