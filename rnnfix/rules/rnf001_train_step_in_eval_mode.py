@@ -10,7 +10,7 @@ from functools import partial
 from rnnfix.analysis.modes.condowner import owned_only_when
 from rnnfix.analysis.modes.elements import Elements, loop_spelling
 from rnnfix.analysis.modes.flagpaths import reaching_through_flag, set_only_when_asked
-from rnnfix.analysis.modes.loadermode import returned_modes
+from rnnfix.analysis.modes.loadermode import loader_switches
 from rnnfix.analysis.modes.modeapi import has_mode_setter, setter_call
 from rnnfix.analysis.modes.modeflow import Mode, ModeFact, ModeFlow
 from rnnfix.analysis.modes.placement import anchor_for, container
@@ -22,7 +22,7 @@ from rnnfix.analysis.project.summaries import FunctionSummary
 from rnnfix.analysis.ruletext import STEP_REACH, call_facts
 from rnnfix.analysis.syntax.names import parent_path
 from rnnfix.analysis.syntax.scopes import LOOPS
-from rnnfix.analysis.syntax.walks import FUNCTIONS, scope_of
+from rnnfix.analysis.syntax.walks import scope_of
 from rnnfix.analysis.torch.api import mode_switch
 from rnnfix.rules.base import FileContext, Finding, Fix, Rule
 from rnnfix.source.edits import InsertStatements, Pos, RemoveStatement
@@ -298,11 +298,7 @@ def _loader_eval(ctx: FileContext, flow: ModeFlow, facts: list[ModeFact]) -> str
     loaders: list[ast.Assign] = []
     for fact in facts:
         origin = fact.origin
-        if not (isinstance(origin, ast.Assign) and isinstance(origin.value, ast.Call)):
-            return None
-        scope = scope_of(flow.parents, origin)
-        res = flow.resolve(origin.value, scope if isinstance(scope, FUNCTIONS) else None)
-        if res is None or not returned_modes(res.callee.node):
+        if not isinstance(origin, ast.Assign) or not loader_switches(flow, origin.value):
             return None
         loaders.append(origin)
     if not loaders:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.modes.elements import Elements
-from rnnfix.analysis.modes.loadermode import returned_modes
+from rnnfix.analysis.modes.loadermode import returned_switches, switch_mode
 from rnnfix.analysis.modes.mayalias import Alias, module_plain_names, plain_names
 from rnnfix.analysis.modes.pretrained import transformers_load
 from rnnfix.analysis.modes.records import Effect, Summary
@@ -426,7 +426,8 @@ class ScopeRun:
         if not isinstance(value, ast.Call):
             return None
         res = self.flow.resolve(value, self.scope)
-        return returned_modes(res.callee.node).get(position) if res is not None else None
+        switch = returned_switches(res.callee.node).get(position) if res is not None else None
+        return switch_mode(switch) if switch is not None else None
 
     # --- expressions -------------------------------------------------------
     def exprs(self, node: ast.AST | None, f: Frame, ctor_target: str | None = None) -> Frame:

@@ -17,28 +17,48 @@ from __future__ import annotations
 
 import ast
 import weakref
+from typing import TYPE_CHECKING
 
-from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_local
+from rnnfix.analysis.syntax.walks import FUNCTIONS, scope_of, walk_local
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.mode import Mode
 
+if TYPE_CHECKING:
+    from rnnfix.analysis.modes.flowview import FlowView
+
 Func = ast.FunctionDef | ast.AsyncFunctionDef
-# Position in a returned tuple (None: the value returned whole) -> mode.
-ReturnedModes = dict[int | None, Mode]
+# Position in a returned tuple (None: the value returned whole) -> the
+# switch that sets the mode it is returned in.
+ReturnedSwitches = dict[int | None, ast.Call]
 
-_CACHE: weakref.WeakKeyDictionary[ast.AST, ReturnedModes] = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[ast.AST, ReturnedSwitches] = weakref.WeakKeyDictionary()
 
 
-def returned_modes(func: ast.AST) -> ReturnedModes:
+def returned_switches(func: ast.AST) -> ReturnedSwitches:
     if not isinstance(func, FUNCTIONS):
         return {}
     found = _CACHE.get(func)
     if found is None:
-        found = _CACHE[func] = _returned_modes(func)
+        found = _CACHE[func] = _returned_switches(func)
     return found
 
 
-def _returned_modes(func: Func) -> ReturnedModes:
+def loader_switches(flow: FlowView, value: ast.AST) -> ReturnedSwitches:
+    """``returned_switches`` of the loader of this file that ``value`` calls
+    (empty when it calls none)."""
+    if not isinstance(value, ast.Call):
+        return {}
+    scope = scope_of(flow.parents, value)
+    res = flow.resolve(value, scope if isinstance(scope, FUNCTIONS) else None)
+    return returned_switches(res.callee.node) if res is not None else {}
+
+
+def switch_mode(call: ast.Call) -> Mode | None:
+    switch = module_mode_switch(call)
+    return switch.mode if switch is not None else None
+
+
+def _returned_switches(func: Func) -> ReturnedSwitches:
     shapes: set[tuple[str | None, ...]] = set()
     for node in walk_local(func):
         if isinstance(node, (ast.Yield, ast.YieldFrom)):
@@ -58,13 +78,13 @@ def _returned_modes(func: Func) -> ReturnedModes:
         return {}
     shape = shapes.pop()
     whole = len(shape) == 1 and not _returns_tuple(func)
-    out: ReturnedModes = {}
+    out: ReturnedSwitches = {}
     for position, name in enumerate(shape):
         if name is None:
             continue
-        mode = _own_mode(func, name)
-        if mode is not None:
-            out[None if whole else position] = mode
+        switch = _own_switch(func, name)
+        if switch is not None:
+            out[None if whole else position] = switch
     return out
 
 
@@ -74,15 +94,14 @@ def _returns_tuple(func: Func) -> bool:
     )
 
 
-def _own_mode(func: Func, name: str) -> Mode | None:
-    """The mode of the last plain ``name.train()``/``name.eval()`` statement
-    of ``func``'s own body; None when there is none, or when ``name`` is
+def _own_switch(func: Func, name: str) -> ast.Call | None:
+    """The last plain ``name.train()``/``name.eval()`` statement of
+    ``func``'s own body; None when there is none, or when ``name`` is
     switched anywhere else in the function (a branch, a loop, a chain)."""
     top: list[ast.Call] = []
     for s in func.body:
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
             top.append(s.value)
-    mode: Mode | None = None
     for n in walk_local(func):
         if not isinstance(n, ast.Call):
             continue
@@ -100,8 +119,9 @@ def _own_mode(func: Func, name: str) -> Mode | None:
                 and not n.keywords
             ):
                 return None
+    last: ast.Call | None = None
     for call in top:
         switch = module_mode_switch(call)
         if switch is not None and switch.target == name:
-            mode = switch.mode
-    return mode
+            last = call
+    return last

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from rnnfix.analysis.grads.gradctx import GradContexts, training_steps
 from rnnfix.analysis.modes.comments import TRAIN_INTENTS, intent_comment
+from rnnfix.analysis.modes.loadermode import loader_switches, switch_mode
 from rnnfix.analysis.modes.regions import phase_names
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted
@@ -659,33 +660,12 @@ def train_set_by_loader(
 
 
 def _loader_train(ctx: FileContext, stmt: ast.AST | None) -> ast.Call | None:
-    """``name = loader(...)`` where ``loader`` is a function of the file whose
-    every ``return`` gives back a local it switched with a plain, unconditional
-    ``train()`` (a statement of the function's own body) and never to eval."""
-    if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call):
+    """``name = loader(...)`` where ``loader`` is a function of the file that
+    hands the model back after a plain ``train()`` (``loadermode``)."""
+    if not isinstance(stmt, ast.Assign):
         return None
-    flow = ctx.facts.modes
-    scope = scope_of(ctx.facts.parents, stmt)
-    res = flow.resolve(stmt.value, scope if isinstance(scope, FUNCTIONS) else None)
-    callee = res.callee.node if res is not None else None
-    if not isinstance(callee, FUNCTIONS):
+    switch = loader_switches(ctx.facts.modes, stmt.value).get(None)
+    if switch is None or switch_mode(switch) is not Mode.TRAIN:
         return None
-    returned = {
-        r.value.id
-        for r in ast.walk(callee)
-        if isinstance(r, ast.Return) and isinstance(r.value, ast.Name)
-    }
-    if len(returned) != 1 or any(
-        isinstance(r, ast.Return) and not isinstance(r.value, ast.Name) for r in ast.walk(callee)
-    ):
-        return None
-    name = next(iter(returned))
-    train: ast.Call | None = None
-    for s in callee.body:
-        if isinstance(s, ast.Expr) and (switch := module_mode_switch(s.value)) is not None:
-            if switch.target != name:
-                continue
-            if switch.mode is not Mode.TRAIN or not isinstance(s.value, ast.Call):
-                return None
-            train = s.value if _plain_train(ctx, s.value, name) else None
-    return train
+    name = dotted(switch.func.value) if isinstance(switch.func, ast.Attribute) else None
+    return switch if name is not None and _plain_train(ctx, switch, name) else None
