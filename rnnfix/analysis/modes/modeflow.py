@@ -563,8 +563,20 @@ class ModeFlow:
         """``forwards.forward_methods`` of a class of this file, once per class."""
         found = self._class_forwards.get(cls)
         if found is None:
-            found = self._class_forwards[cls] = forward_methods(cls, self.submodules(cls))
+            self._class_forwards[cls] = frozenset()  # bases that cycle
+            inherited = frozenset().union(*(self._base_forwards(b) for b in cls.bases))
+            found = forward_methods(cls, self.submodules(cls), inherited)
+            self._class_forwards[cls] = found
         return found
+
+    def _base_forwards(self, base: ast.expr) -> frozenset[str]:
+        """The forward methods of a base class, of this file or of another
+        file of the run."""
+        local = self.index.classes.get(base.id) if isinstance(base, ast.Name) else None
+        if local is not None:
+            return self.class_forward_methods(local)
+        found = self.project.lookup_class(base) if self.project is not None else None
+        return found.forward_methods if found is not None and found.is_module else frozenset()
 
     def submodules(self, cls: ast.ClassDef) -> frozenset[str]:
         """The attributes a class of this file assigns a module to."""

@@ -10,7 +10,7 @@ import ast
 import copy
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -102,7 +102,6 @@ def _summarise(
     from rnnfix.analysis.syntax.imports import ImportMap
     from rnnfix.analysis.syntax.scopes import FileIndex
     from rnnfix.analysis.torch.classfacts import module_functions, weight_loaders
-    from rnnfix.analysis.torch.forwards import forward_methods
     from rnnfix.analysis.torch.models import ModuleClasses, module_attributes
     from rnnfix.analysis.torch.rnns import RnnIndex
 
@@ -135,6 +134,13 @@ def _summarise(
                 fs = _function(flow, info) if info.node in kept else None
                 if fs is not None:
                     functions[name] = fs
+        known_forwards: dict[str, frozenset[str]] = {}
+
+        def submodules_of(name: str) -> frozenset[str]:
+            if flow is not None:
+                return flow.submodules(defs[name])
+            return module_attributes(defs[name], index, ctx.facts.imports, module_classes, {})
+
         for name in index.classes:
             methods: dict[str, FunctionSummary] = {}
             if flow is not None:
@@ -153,17 +159,7 @@ def _summarise(
             grads = ctor_gradients(ctor, methods) if ctor is not None else {}
             if methods or specs or is_module:
                 overrides = table.overrides(name) if is_module else {}
-                submodules = (
-                    (
-                        flow.submodules(defs[name])
-                        if flow is not None
-                        else module_attributes(
-                            defs[name], index, ctx.facts.imports, module_classes, {}
-                        )
-                    )
-                    if is_module and name in defs
-                    else frozenset()
-                )
+                submodules = submodules_of(name) if is_module and name in defs else frozenset()
                 state = table.holds_state(name) if is_module else True
                 classes[name] = ClassSummary(
                     name,
@@ -179,7 +175,9 @@ def _summarise(
                     ),
                     ctor_grads=grads,
                     forward_methods=(
-                        forward_methods(defs[name], submodules)
+                        _forwards_with_bases(
+                            name, defs, module_classes.modules, submodules_of, known_forwards
+                        )
                         if is_module and name in defs
                         else frozenset()
                     ),
@@ -574,3 +572,31 @@ def _method_names(classes: dict[str, ast.ClassDef], name: str) -> list[str]:
 
 def _sorted(names: frozenset[str] | None) -> tuple[str, ...] | None:
     return tuple(sorted(names)) if names is not None else None
+
+
+def _forwards_with_bases(
+    name: str,
+    defs: dict[str, ast.ClassDef],
+    modules: Collection[str],
+    submodules_of: Callable[[str], frozenset[str]],
+    known: dict[str, frozenset[str]],
+) -> frozenset[str]:
+    """``forwards.forward_methods`` of the file's class ``name``, its bases of
+    the file counted (a base of another file is not read here). A module
+    function, not a closure: a closure that calls itself is a reference
+    cycle, and would keep the file's tree alive after its summary."""
+    from rnnfix.analysis.torch.forwards import forward_methods
+
+    found = known.get(name)
+    if found is None:
+        known[name] = frozenset()  # bases that cycle
+        cls = defs[name]
+        inherited = frozenset().union(
+            *(
+                _forwards_with_bases(b.id, defs, modules, submodules_of, known)
+                for b in cls.bases
+                if isinstance(b, ast.Name) and b.id in defs and b.id in modules
+            )
+        )
+        found = known[name] = forward_methods(cls, submodules_of(name), inherited)
+    return found

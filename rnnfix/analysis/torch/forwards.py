@@ -16,6 +16,14 @@ A method runs the forward when its body
 - or calls (``self.<m>(...)``) another method of the class that does
   (``predict`` -> ``self.scores(x)`` -> ``self(x)``), to any depth.
 
+Bases count (``inherited``: the forward methods of the class's bases, which
+the caller computes the same way): a base's forward method the class does not
+override runs the class's own forward (``self.forward`` is the subclass's);
+an override that hands the call to the same method of the module its own
+forward runs (torchmil's ``MILModelWrapper.compute_loss`` ->
+``self.model.compute_loss(...)``, its ``forward`` -> ``self.model(...)``)
+keeps the base's meaning: a wrapper of a model of the same interface.
+
 Only plain forwards count: a method that switches a mode, opens a grad
 context (``with torch.no_grad():``), trains (``backward``, ``step``,
 ``zero_grad``) or is decorated (``@torch.no_grad()``, ``@staticmethod``)
@@ -45,12 +53,19 @@ class _Body:
     runs_self: bool = False  # ``self(...)``, ``self.forward(...)``
     methods: set[str] = field(default_factory=set)  # ``self.<m>(...)``
     attributes: set[str] = field(default_factory=set)  # ``self.<a>(...)``, ``self.<a>[i](...)``
+    # ``self.<a>.<m>(...)``: (attribute, method) pairs
+    delegated: set[tuple[str, str]] = field(default_factory=set)
 
 
-def forward_methods(cls: ast.ClassDef, submodules: frozenset[str] = frozenset()) -> frozenset[str]:
-    """The methods of ``cls`` (its own body) that run its forward, ``forward``
-    itself excluded. ``submodules``: the attributes the class assigns a
-    module to (``models.module_attributes``)."""
+def forward_methods(
+    cls: ast.ClassDef,
+    submodules: frozenset[str] = frozenset(),
+    inherited: frozenset[str] = frozenset(),
+) -> frozenset[str]:
+    """The methods of ``cls`` that run its forward, ``forward`` itself
+    excluded. ``submodules``: the attributes the class assigns a module to
+    (``models.module_attributes``); ``inherited``: its bases' forward
+    methods."""
     # Attributes the class assigns itself (``self.encoder = encoder``): an
     # inherited method (``self.parameters()``) is none.
     assigned = {attr for attr, _value, _fn in self_assignments(cls)}
@@ -68,13 +83,20 @@ def forward_methods(cls: ast.ClassDef, submodules: frozenset[str] = frozenset())
         if found is not None:
             bodies[name] = found
     reached = _reached_from_forward(bodies)
-    out: set[str] = set()
+    # A base's forward method the class leaves alone (or does not define at
+    # all: ``s.name`` of a decorated or dunder override stays out).
+    own = {s.name for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    out: set[str] = set(inherited - own)
+    forward = bodies.get("forward")
+    runs = forward.attributes if forward is not None else set()
     for name, body in bodies.items():
         if name == "forward":
             continue
         if body.runs_self or body.attributes & submodules:
             out.add(name)
         elif name in reached and body.attributes & assigned:
+            out.add(name)
+        elif name in inherited and any(m == name and a in runs for a, m in body.delegated):
             out.add(name)
     changed = True
     while changed:
@@ -124,6 +146,12 @@ def _read(fn: ast.FunctionDef) -> _Body | None:
             continue
         if dotted(func) == "self":
             body.runs_self = True
+        elif (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Attribute)
+            and dotted(func.value.value) == "self"
+        ):
+            body.delegated.add((func.value.attr, func.attr))
         elif isinstance(func, ast.Attribute) and dotted(func.value) == "self":
             if func.attr == "forward":
                 body.runs_self = True

@@ -154,8 +154,12 @@ class ModelEvidence:
                 else [value]
             )
             for v in elts:
-                # ``self.net = net.cuda()`` holds what ``net`` holds.
+                # ``self.net = net.cuda()`` holds what ``net`` holds, and
+                # ``forward = self.net.forward`` runs what ``self.net`` runs
+                # (``ModelIndex._bound_alias``).
                 text = dotted(strip_self_returning(v))
+                if text is not None and text.endswith(".forward"):
+                    text = text[: -len(".forward")]
                 if text is not None:
                     for t in found:  # ``self.net = net``
                         self.sources.setdefault(t, set()).add(text)
