@@ -272,6 +272,29 @@ class ClassTable:
         memo[name] = found
         return found
 
+    def transductive_norm(self, name: str) -> bool | None:
+        """``classfacts.transductive_norm`` of the file's class ``name``, its
+        bases and the classes of the file it builds read the same way; None
+        for a name that is no class of the file, or builds no such layer."""
+        memo = self.__dict__.setdefault("_transductive", {})
+        if name in memo:
+            return memo[name]  # type: ignore[no-any-return]
+        cls = self.classes.get(name)
+        memo[name] = None  # a cycle of local classes proves nothing
+        if cls is None:
+            return None
+        found: bool | None = None
+        for base in cls.bases:
+            inner = self.transductive_norm(base.id) if isinstance(base, ast.Name) else None
+            if inner is False:
+                memo[name] = False
+                return False
+            found = found or inner
+        own = classfacts.transductive_norm(cls, self.imports.qualname, self.transductive_norm)
+        result = False if own is False else (found or own)
+        memo[name] = result
+        return result
+
     def holds_state(self, name: str) -> bool:
         """Whether an instance of local module class ``name`` may hold
         parameters, submodules or mode-dependent code (True unless proven not)."""

@@ -322,3 +322,50 @@ def builds_mode_layers(
             if isinstance(node.func, ast.Name) and node.func.id != cls.name and local(node.func.id):
                 return True
     return False
+
+
+def _keeps_batch_statistics(call: ast.Call) -> bool:
+    """``nn.BatchNorm2d(c, momentum=1)`` (its running statistics are the last
+    batch's) or ``track_running_stats=False`` (it keeps none): a layer built
+    to normalise with each batch's own statistics."""
+    for k in call.keywords:
+        value = k.value
+        if not isinstance(value, ast.Constant):
+            continue
+        if k.arg == "momentum" and value.value in (1, 1.0) and value.value is not True:
+            return True
+        if k.arg == "track_running_stats" and value.value is False:
+            return True
+    return False
+
+
+def transductive_norm(
+    cls: ast.ClassDef,
+    qualname: Callable[[ast.AST], str | None],
+    local: Callable[[str], bool | None],
+) -> bool | None:
+    """Whether the class's only mode-dependent layers are BatchNorm layers
+    that keep no statistics of their own to evaluate with (``momentum=1``,
+    ``track_running_stats=False``): True when it builds at least one, None
+    when it builds no mode-dependent layer at all, False otherwise (a
+    Dropout, a BatchNorm with running statistics, ``self.training`` read).
+    ``local(name)`` answers the same for a class of the file it builds.
+    Few-shot learners (Relation Networks, MAML ports) are written this way to
+    evaluate in train mode, with each episode's own statistics, on purpose."""
+    found: bool | None = None
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Attribute) and node.attr == "training":
+            return False
+        if not isinstance(node, ast.Call):
+            continue
+        q = qualname(node.func)
+        if library.mode_layer(q):
+            if "BatchNorm" not in (q or "") or not _keeps_batch_statistics(node):
+                return False
+            found = True
+        elif isinstance(node.func, ast.Name) and node.func.id != cls.name:
+            inner = local(node.func.id)
+            if inner is False:
+                return False
+            found = found or inner
+    return found

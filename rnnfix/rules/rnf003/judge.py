@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from rnnfix.analysis.grads.gradctx import GradContexts, Handlers, LocalFunctions, gradient_uses
 from rnnfix.analysis.grads.valueflow import ValueFlow, written
+from rnnfix.analysis.modes.intent import evaluates_with_batch_statistics
 from rnnfix.analysis.modes.modeapi import function_parameters, has_mode_setter
 from rnnfix.analysis.modes.regions import (
     EvalRegion,
@@ -626,6 +627,8 @@ class RegionJudge:
                 continue  # no parameters, submodules or mode: ``eval()`` changes nothing
             if is_mode_free(self.ctx, model):
                 continue  # Linear/ReLU layers only: ``eval()`` changes nothing
+            if evaluates_with_batch_statistics(self.ctx, model):
+                continue  # BatchNorm(momentum=1): train-mode evaluation is the method
             if own_method and model.split(".")[0] in ("self", "cls"):
                 if not (model == "self" and self._self_trainer(node)):
                     continue

@@ -17,6 +17,7 @@ from typing import Literal
 from rnnfix.analysis.grads.gradctx import LocalFunctions
 from rnnfix.analysis.modes.comments import TRAIN_INTENTS, intent_comment
 from rnnfix.analysis.modes.inference import GLOBAL, Inference
+from rnnfix.analysis.modes.intent import evaluates_with_batch_statistics
 from rnnfix.analysis.project.index import called_from_other_files
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.walks import FUNCTIONS, block_of, suspends
@@ -65,6 +66,10 @@ def scope_finding(ctx: FileContext, group: list[Inference]) -> Finding:
             break
         if not (check.provable or inf.load.built_module or _module_class(ctx, inf)):
             safe = False  # a loaded object of a class rnnfix cannot read
+        elif evaluates_with_batch_statistics(ctx, model):
+            # BatchNorm(momentum=1) only: evaluating in train mode, with each
+            # batch's own statistics, is how such a model is meant to run.
+            safe = False
         elif not _mode_layers_seen(ctx, inf):
             # A readable class with no dropout or BatchNorm found in it
             # (stylegan2-pytorch's Generator): ``eval()`` may change nothing,
