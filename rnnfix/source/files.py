@@ -74,7 +74,9 @@ def is_test_source(path: str, text: str) -> bool:
     name = os.path.basename(path)
     if not is_test_name(name):
         return False
-    return not name.endswith("_test.py") or name.startswith("test_") or holds_test_code(text)
+    if name.endswith("_test.py") and not name.startswith("test_") and not holds_test_code(text):
+        return False
+    return name == "conftest.py" or not imported_by_code([Path(path)])
 
 
 def _script_named_like_a_test(name: str, path: Path | None) -> bool:
@@ -357,6 +359,7 @@ def _walk(
     # of a warm run). ``rel``: the folder's path below ``root``, "/"-joined.
     ignores = _GitIgnores(root, problems.warnings)
     stack: list[tuple[str, str]] = [(os.fspath(root), "")]
+    named_like_tests: list[Path] = []  # test-named files, unless the code imports them
     while stack:
         folder, rel = stack.pop()
         try:
@@ -404,12 +407,67 @@ def _walk(
                 _remove_leftover(Path(entry.path))
             elif name.endswith(SOURCE_SUFFIXES) and is_file:
                 p = Path(entry.path)
-                if not include_tests and is_test_file(name, p):
-                    continue
                 if ignores.ignored(entry_rel, is_dir=False) or _matches(excluded, root, p, False):
+                    continue
+                if not include_tests and is_test_file(name, p):
+                    if name.endswith(".py") and name != "conftest.py":
+                        named_like_tests.append(p)
                     continue
                 yield p
         stack.extend(reversed(subdirs))
+    yield from imported_by_code(named_like_tests, root)
+
+
+def imported_by_code(candidates: Sequence[Path], root: Path | None = None) -> list[Path]:
+    """The test-named files (``batch_test.py``, ``test_utils.py``) that a
+    non-test ``.py`` file of their own folder or of the folder above imports
+    (``from utility.batch_test import *`` in NGCF's ``main.py``): a module
+    the program itself imports is its code, whatever it is called; pytest's
+    test modules are imported by nothing but pytest. Only the two folders
+    are read (the folder above only inside ``root``, the folder walked, when
+    given), so that a tree with test-named files costs a few reads, not a
+    scan of every file."""
+    if not candidates:
+        return []
+    found: list[Path] = []
+    texts: dict[Path, str] = {}
+    for candidate in candidates:
+        stem = re.escape(candidate.stem)
+        pattern = re.compile(
+            rf"^[ \t]*(?:from[ \t]+[\w.]*\b{stem}[ \t]+import"
+            rf"|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t][^\n#]*\b{stem}\b)",
+            re.MULTILINE,
+        )
+        folders = [candidate.parent]
+        if root is None or (candidate.parent != root and root in candidate.parent.parents):
+            folders.append(candidate.parent.parent)
+        if any(pattern.search(_text(f, texts)) for f in _code_files(folders)):
+            found.append(candidate)
+    return found
+
+
+def _code_files(folders: Sequence[Path]) -> Iterator[Path]:
+    for folder in folders:
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".py") and not is_test_name(name):
+                yield folder / name
+
+
+def _text(path: Path, texts: dict[Path, str]) -> str:
+    if path not in texts:
+        try:
+            texts[path] = path.read_bytes()[:_IMPORT_BYTES].decode("utf-8", errors="replace")
+        except OSError:
+            texts[path] = ""
+    return texts[path]
+
+
+# How much of a file is searched for the imports of a test-named module.
+_IMPORT_BYTES = 64 * 1024
 
 
 def _name(entry: os.DirEntry[str]) -> str:

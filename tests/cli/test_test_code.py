@@ -200,3 +200,30 @@ def test_script_named_like_a_test(
         if (tmp_path / rel).read_text() == FIXED + tail
     }
     assert fixed == scripts
+
+
+# NGCF's utility/batch_test.py: a test-named module that the training script
+# imports (`from utility.batch_test import *`) and whose `def test(model, ...)`
+# it calls is the program's evaluation code, asserts and all. A test-named
+# module nothing of its folder or the folder above imports stays test code.
+@pytest.mark.parametrize(
+    ("importer", "imported"),
+    [
+        ("from utility.batch_test import *\n", True),
+        ("import utility.batch_test as bt\n", True),
+        ("from utility import batch_test\n", True),
+        ("# from utility.batch_test import *\nimport utility.other\n", False),
+        ("", False),
+    ],
+)
+def test_test_named_module_imported_by_code(
+    run, tmp_path: Path, chdir: Path, importer: str, imported: bool
+) -> None:
+    (tmp_path / "utility").mkdir()
+    (tmp_path / "main.py").write_text(importer + "print('train')\n")
+    (tmp_path / "utility" / "batch_test.py").write_text(BUGGY + TEST_TAIL)
+    (tmp_path / "utility" / "test_shapes.py").write_text(BUGGY + TEST_TAIL)
+    result = run(str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert _changed(tmp_path) == ({"utility/batch_test.py"} if imported else set())
+    assert ("2 files checked" if imported else "1 file checked") in result.output
