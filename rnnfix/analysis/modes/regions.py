@@ -298,7 +298,12 @@ def find_regions(ctx: FileContext) -> list[EvalRegion]:
     _visit(ctx, ctx.tree, regions, inside=False)
     loops = {id(r.node) for r in regions if not r.is_function}
     after = _after_step_statements(ctx, loops)
-    taken = loops | {id(r.node) for r in after}
+    # A loop after ``model.eval()`` (the *after-eval* signal) that also comes
+    # after every training step of its function is an *after-training* one
+    # too (SR-GNN's ``train_test``: the epoch, then the test loop): that
+    # stronger signal takes it, with what it knows of the steps before.
+    after_eval = {id(r.node) for r in regions if r.signal == "after-eval"}
+    taken = (loops - after_eval) | {id(r.node) for r in after}
     after += _after_training(ctx, taken, {r.node for r in regions if r.is_function})
     if after:
         # A loop inside an after-training loop is part of it, as a loop inside
@@ -307,7 +312,8 @@ def find_regions(ctx: FileContext) -> list[EvalRegion]:
         regions = [
             r
             for r in regions
-            if r.is_function or not any(id(a) in outer for a in ctx.facts.ancestors(r.node))
+            if r.is_function
+            or not (id(r.node) in outer or any(id(a) in outer for a in ctx.facts.ancestors(r.node)))
         ]
         regions = sorted([*regions, *after], key=lambda r: (r.node.lineno, r.node.col_offset))
     return regions
@@ -895,9 +901,24 @@ def _loop_signal(ctx: FileContext, loop: ast.stmt) -> Signal | None:
                     evaluated.add(switch.target)
                 else:
                     evaluated.discard(switch.target)
-    if evaluated and _calls_any(loop, evaluated):
+    if evaluated and (_calls_any(loop, evaluated) or _hands_to_helper(ctx, loop, evaluated)):
         return "after-eval"
     return None
+
+
+def _hands_to_helper(ctx: FileContext, loop: ast.stmt, models: set[str]) -> bool:
+    """A call in ``loop`` of a function of the file that is given one of
+    ``models`` (SR-GNN's ``forward(model, i, test_data)``): the judge reads
+    what the helper runs (``ModelIndex.helper_models``)."""
+    local = {
+        f.name for f in ctx.tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    for n in ast.walk(loop):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in local:
+            args = [*n.args, *(k.value for k in n.keywords)]
+            if any(dotted(a) in models for a in args):
+                return True
+    return False
 
 
 def _phases_grad_off(ctx: FileContext, loop: ast.For | ast.AsyncFor) -> bool:

@@ -11,7 +11,8 @@ is built from: its name says "evaluate", its results say "training".
 
 The taint is flow-insensitive and errs towards "carries a gradient": only
 operations that certainly drop the graph (``.item()``, ``.detach()``,
-``argmax``, comparisons, ``float(...)``, ``x.shape``) stop it; so does
+``argmax``, comparisons, ``float(...)``, ``x.shape``, any ``numpy`` function)
+stop it; so does
 reading a name whose last binding before the read, in the same block and
 with nothing nested between binding it, is such a value (``loss =
 loss.detach().cpu()`` then ``total += loss``).
@@ -196,7 +197,10 @@ class _Taint:
             return False
         if isinstance(func, ast.Name) and func.id in _DETACHING_BUILTINS:
             return False
-        if self.qualname(func) in _DETACHING_TORCH:
+        qual = self.qualname(func) or ""
+        if qual in _DETACHING_TORCH or qual.startswith("numpy."):
+            # numpy turns a tensor into an array through ``__array__``, which
+            # refuses one that requires grad: what it returns holds no graph.
             return False
         if isinstance(func, ast.Name) and self._detaching_helper(func.id):
             return False

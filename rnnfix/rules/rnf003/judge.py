@@ -13,7 +13,13 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from rnnfix.analysis.grads.gradctx import GradContexts, Handlers, LocalFunctions, gradient_uses
+from rnnfix.analysis.grads.gradctx import (
+    GradContexts,
+    Handlers,
+    LocalFunctions,
+    gradient_uses,
+    training_steps,
+)
 from rnnfix.analysis.grads.valueflow import ValueFlow, written
 from rnnfix.analysis.modes.intent import evaluates_with_batch_statistics
 from rnnfix.analysis.modes.modeapi import function_parameters, has_mode_setter
@@ -21,6 +27,7 @@ from rnnfix.analysis.modes.regions import (
     EvalRegion,
     find_regions,
     in_training_iteration,
+    is_below_node,
     is_smoke_test,
     probes_shapes,
 )
@@ -28,6 +35,7 @@ from rnnfix.analysis.modes.state import ModeFact, is_prefix
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.walks import (
     FUNCTIONS,
+    LOOPS,
     block_of,
     body_without_docstring,
     enclosing_stmt,
@@ -458,10 +466,12 @@ class RegionJudge:
         if isinstance(node, FUNCTIONS):
             found = self._from_callers(node)
             return self._callers_train(node) or (found is not None and found.in_training)
-        after_step = region.signal in ("after-step", "after-training")
+        scope = scope_of(self.parents, node)
+        after_step = region.signal in ("after-step", "after-training") or (
+            region.signal == "after-eval" and self._after_own_steps(node, scope)
+        )
         if region.signal != "data" and not after_step and in_training_iteration(self.ctx, node):
             return True  # sampling / generation inside a training step
-        scope = scope_of(self.parents, node)
         seeds = written(body) - set(self.index.models)
         if self.flow.reaches_gradient_use(body, scope, seeds):
             return True
@@ -470,6 +480,10 @@ class RegionJudge:
             # training only through a name a later step reads (above), or by
             # leaving the scope (returned, or kept on an object) for code
             # this function does not show.
+            if region.signal == "after-eval" and isinstance(scope, FUNCTIONS):
+                # The author's ``eval()`` marks it: only a graph that leaves
+                # counts (hit rates of ``.detach().numpy()`` scores do not).
+                return bool(self._escapes(scope, body))
             return any("." in seed for seed in seeds) or self.flow.escapes(body, scope, seeds)
         if region.signal == "after-eval" and isinstance(scope, FUNCTIONS):
             # Only ``eval()`` says this is evaluation, and what the loop computes
@@ -482,6 +496,22 @@ class RegionJudge:
             # callers decide whether that feeds a training step.
             return self._callers_train(scope)
         return False
+
+    def _after_own_steps(self, node: ast.stmt, scope: ast.AST) -> bool:
+        """``node`` (an *after-eval* loop) comes after every training step of
+        its function, and no loop around it holds one (SR-GNN's ``train_test``:
+        the epoch's steps, ``model.eval()``, then the test loop): what it
+        computes feeds a step only as an *after-training* statement's would."""
+        if not isinstance(scope, FUNCTIONS):
+            return False
+        steps = list(training_steps(self.ctx, scope))
+        start = (node.lineno, node.col_offset)
+        if not steps or any(
+            (s.end_lineno or s.lineno, s.end_col_offset or 0) > start for s in steps
+        ):
+            return False
+        around = [a for a in self.ctx.facts.ancestors(node) if isinstance(a, LOOPS)]
+        return not any(is_below_node(self.parents, s, loop) for s in steps for loop in around)
 
     def _evaluates_between_steps(self, region: EvalRegion, sites: list[ast.Call]) -> bool:
         """A function that training code calls in its iteration, which cannot
