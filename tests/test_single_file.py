@@ -318,3 +318,64 @@ def test_namespace_folder_file_run_from_elsewhere_stays_unknown(
     monkeypatch.chdir(other)
     [result] = process_files([root / "optim" / "trainer.py"], Settings(), write=False)
     assert _codes(result) == []
+
+
+def _self_importing_folder(tmp_path: Path) -> Path:
+    """NGCF's layout: ``main.py`` trains and imports ``utility.batch_test``;
+    ``utility/`` has no ``__init__.py`` and its modules import one another as
+    ``utility.<module>``; no ``.git`` or project file anywhere."""
+    root = tmp_path / "NGCF"
+    (root / "utility").mkdir(parents=True)
+    (root / "main.py").write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "from utility.batch_test import test\n"
+        "\n"
+        "model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.1), nn.Linear(8, 1))\n"
+        "optimizer = torch.optim.Adam(model.parameters())\n"
+        "for epoch in range(10):\n"
+        "    for x, y in loader:\n"
+        "        optimizer.zero_grad()\n"
+        "        nn.functional.mse_loss(model(x), y).backward()\n"
+        "        optimizer.step()\n"
+        "    print(test(model, users))\n"
+    )
+    (root / "utility" / "metrics.py").write_text("def recall(r):\n    return float(r)\n")
+    (root / "utility" / "batch_test.py").write_text(
+        "import torch\n"
+        "import utility.metrics as metrics\n"
+        "\n"
+        "\n"
+        "def test(model, users):\n"
+        "    total = 0.0\n"
+        "    for u in users:\n"
+        "        total += metrics.recall(model(u).argmax().item())\n"
+        "    return total / len(users)\n"
+    )
+    return root
+
+
+def test_self_importing_folder_file_sees_its_callers_in_the_folder_above(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run alone, ``utility/batch_test.py``'s ``test`` is found as the
+    evaluation ``main.py`` calls with the model it trains: ``import
+    utility.metrics`` says the folder above ``utility`` is on ``sys.path``."""
+    root = _self_importing_folder(tmp_path)
+    monkeypatch.chdir(root.parent)
+    [result] = process_files([root / "utility" / "batch_test.py"], Settings(), write=False)
+    assert _codes(result) == [("RNF003", 5)]
+
+
+def test_folder_that_does_not_import_itself_keeps_its_callers_unseen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same tree with ``import metrics`` (the folder itself on the path):
+    nothing says where its scripts are, and ``test`` of a model rnnfix cannot
+    see is not a region."""
+    root = _self_importing_folder(tmp_path)
+    path = root / "utility" / "batch_test.py"
+    path.write_text(path.read_text().replace("import utility.metrics as metrics", "import metrics"))
+    monkeypatch.chdir(root.parent)
+    [result] = process_files([path], Settings(), write=False)
+    assert _codes(result) == []

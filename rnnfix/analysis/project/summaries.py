@@ -148,6 +148,11 @@ class ModuleSummary:
     # name -> the class's dotted name as written, resolved from this file by
     # ``ProjectView.factory_class``.
     factory_refs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Module-level functions whose every ``return`` gives back a value
+    # without a graph, whatever they are given (``escape.returns_detached``:
+    # SimGNN's ``calculate_loss`` returning a ``math.log`` difference): name
+    # -> True. A caller's evaluation storing their results keeps no graph.
+    detached: dict[str, bool] = field(default_factory=dict)
     # Module-level functions that show what a model they are given computes
     # (``modes.shows``: print, log, write, save or plot it, and train
     # nothing): name -> which parameters (``regions``' *after-training* signal).

@@ -64,6 +64,9 @@ def summarise(source: str, path: str) -> ModuleSummary | None:
     class_code = class_code or ("torchvision" in source and "return" in source)
     # A function that prints, saves or plots what a model it is given computes.
     show_code = SINK_CALL.search(source) is not None and _may_run_parameter(source)
+    # A function that may give back a value without a graph (``.item()``,
+    # ``math.log``, a numpy call): ``ModuleSummary.detached``.
+    detach_code = "return" in source and _DETACH_TEXT.search(source) is not None
     if not (
         mode_code
         or rnn_code
@@ -73,11 +76,20 @@ def summarise(source: str, path: str) -> ModuleSummary | None:
         or load_code
         or class_code
         or show_code
+        or detach_code
     ):
         return None
     try:
         return _summarise(
-            source, path, mode_code, rnn_code, handler_code, load_code, class_code, show_code
+            source,
+            path,
+            mode_code,
+            rnn_code,
+            handler_code,
+            load_code,
+            class_code,
+            show_code,
+            detach_code,
         )
     except Exception:  # noqa: BLE001 - a file the index cannot read is unknown, not fatal
         return None
@@ -92,6 +104,7 @@ def _summarise(
     load_code: bool = False,
     class_code: bool = False,
     show_code: bool = False,
+    detach_code: bool = False,
 ) -> ModuleSummary | None:
     from rnnfix.analysis.context import FileContext
     from rnnfix.analysis.grads.gradctx import definition_handling
@@ -221,6 +234,7 @@ def _summarise(
     loaders = _loaders(tree) if load_code else {}
     loads_into = _loads_into(tree) if load_code else {}
     shows = _shows(tree, rebound) if show_code else {}
+    detached = _detached(tree, rebound) if detach_code else {}
     handles = any(handlers.values())
     if not (
         functions
@@ -231,6 +245,7 @@ def _summarise(
         or loaders
         or loads_into
         or shows
+        or detached
         or os.path.basename(path) == "__init__.py"
     ):
         return None
@@ -249,7 +264,34 @@ def _summarise(
         factories,
         factory_refs=factory_refs,
         shows=shows,
+        detached=detached,
     )
+
+
+_DETACH_TEXT = re.compile(r"\.(?:item|detach|numpy|tolist)\(|\bmath\.|\bnp\.|\bnumpy\.|\bfloat\(")
+# Functions longer than this are not read for ``ModuleSummary.detached``: a
+# scorer is short, and the taint of a long function costs for nothing.
+_DETACHED_MAX_NODES = 400
+
+
+def _detached(tree: ast.Module, rebound: frozenset[str]) -> dict[str, bool]:
+    """``ModuleSummary.detached``: the module-level functions whose every
+    ``return`` drops the graph of whatever they are given
+    (``escape.returns_detached``)."""
+    from rnnfix.analysis.grads.escape import returns_detached
+    from rnnfix.analysis.syntax.imports import ImportMap
+
+    helpers = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    qualname = ImportMap.build(tree).qualname
+    out: dict[str, bool] = {}
+    for name, fn in helpers.items():
+        if name in rebound or not fn.args.args:
+            continue
+        if sum(1 for _ in ast.walk(fn)) > _DETACHED_MAX_NODES:
+            continue
+        if returns_detached(fn, qualname, helpers):
+            out[name] = True
+    return out
 
 
 def _shows(tree: ast.Module, rebound: frozenset[str]) -> dict[str, Shown]:

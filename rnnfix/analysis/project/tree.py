@@ -7,6 +7,7 @@ a project's files without a circle."""
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
@@ -18,7 +19,7 @@ MAX_PROJECT_FILES = 2000
 
 def clear_caches() -> None:
     """Forget what the file system answered (files come and go between runs)."""
-    for memo in (_import_roots, project_root, third_party, python_files_under):
+    for memo in (_import_roots, _imports_itself, project_root, third_party, python_files_under):
         memo.cache_clear()
 
 
@@ -53,11 +54,45 @@ def _import_roots(folder: str) -> tuple[str, ...]:
     top = folder
     while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
         top = os.path.dirname(top)
+    if top == folder and _imports_itself(folder):
+        # A folder without ``__init__.py`` whose modules import one another
+        # as ``<folder>.<module>`` (NGCF's ``utility/batch_test.py``:
+        # ``import utility.metrics``) is run with the folder above on
+        # ``sys.path``: the scripts that import it live there.
+        top = os.path.dirname(folder)
     out = [folder, top]
     project = project_root(folder)
     if project is not None:
         out.append(project)
     return tuple(dict.fromkeys(out))
+
+
+# ``from utility.metrics import x``, ``import utility.metrics as m``: the
+# first name of an absolute import, the folder's own name, then a dot.
+_SELF_IMPORT = r"^[ \t]*(?:from|import)[ \t]+{name}\."
+
+
+@lru_cache(maxsize=4096)
+def _imports_itself(folder: str) -> bool:
+    """A module of ``folder`` imports a module of ``folder`` through the
+    folder's own name (the first 64 KiB of each of at most 50 files read)."""
+    name = os.path.basename(folder)
+    if not name.isidentifier():
+        return False
+    pattern = re.compile(_SELF_IMPORT.format(name=re.escape(name)), re.MULTILINE)
+    try:
+        files = sorted(f for f in os.listdir(folder) if f.endswith(".py"))[:50]
+    except OSError:
+        return False
+    for f in files:
+        try:
+            with open(os.path.join(folder, f), "rb") as handle:
+                text = handle.read(64 * 1024).decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        if pattern.search(text):
+            return True
+    return False
 
 
 @lru_cache(maxsize=4096)

@@ -214,6 +214,11 @@ class ProjectView:
         home = self._class_at(located[0], located[1], 1)
         return home[1] if home is not None and home[1].is_module else None
 
+    def returns_detached(self, expr: ast.AST) -> bool:
+        """The imported function ``expr`` of another file of the run gives
+        back no graph whatever it is given (``ModuleSummary.detached``)."""
+        return bool(self._module_fact(expr, lambda module: module.detached))
+
     def handler(self, expr: ast.AST) -> frozenset[str] | None:
         """What the imported decorator or context manager ``expr`` does to grad
         and the module mode (``{"grad"}``, ``{"eval"}``), read from its

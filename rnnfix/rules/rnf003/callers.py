@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rnnfix.analysis.context import FileContext
+from rnnfix.analysis.grads.escape import escapes
 from rnnfix.analysis.grads.gradctx import gradient_uses, training_steps
 from rnnfix.analysis.grads.valueflow import ValueFlow, written
 from rnnfix.analysis.modes.regions import in_training_iteration
@@ -46,7 +47,6 @@ from rnnfix.analysis.syntax.walks import (
 )
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.config.settings import Settings
-from rnnfix.rules.rnf003.escape import escapes
 from rnnfix.rules.rnf003.models import ModelIndex
 from rnnfix.rules.rnf003.modes import is_mode_free, is_stateless
 from rnnfix.source.files import FileProblem, read_source

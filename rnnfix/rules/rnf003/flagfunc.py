@@ -33,15 +33,18 @@ from __future__ import annotations
 
 import ast
 
+from rnnfix.analysis.grads.escape import escapes
 from rnnfix.analysis.grads.gradctx import GradContexts, training_steps
+from rnnfix.analysis.grads.valueflow import ValueFlow, written
 from rnnfix.analysis.modes.flagparams import FlagParam, off_calls, only_when_training
-from rnnfix.analysis.modes.regions import flag_parameter
+from rnnfix.analysis.modes.regions import flag_parameter, in_training_iteration
 from rnnfix.analysis.syntax.names import dotted, is_below
 from rnnfix.analysis.syntax.scopes import bind_arguments
 from rnnfix.analysis.syntax.walks import (
     block_of,
     body_without_docstring,
     enclosing_stmt,
+    scope_of,
     suspends,
     walk_local,
     walk_tree,
@@ -51,7 +54,6 @@ from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.models import built_class, mode_receiver
 from rnnfix.rules.base import FileContext, Finding, Fix
 from rnnfix.rules.rnf003.effects import train_mode_effects
-from rnnfix.rules.rnf003.escape import escapes
 from rnnfix.rules.rnf003.models import ModelIndex
 from rnnfix.source.edits import AddImport, Edit, InsertStatements, ReplaceExpression, WrapInWith
 
@@ -135,7 +137,23 @@ def flag_function_finding(
             else f" and `{t}.set_grad_enabled({expr})` around the forward"
         )
     elif flag.sets_modes or callers_set:
-        return None  # the modes are the author's, and grad is set or cannot be set here
+        # The forwards sit in several blocks (one per model family, TranAD's
+        # ``backprop``): no one ``with`` holds them. The file's calls that
+        # turn the flag off can take ``no_grad`` instead, when what they give
+        # back feeds no training step.
+        grad = GradContexts(ctx)
+        set_here = any(grad.in_function(f) is not None for f in forwards)
+        sites = [] if set_here else _off_call_statements(ctx, func, flag)
+        if not sites:
+            return None  # the modes are the author's, and grad is set or cannot be set here
+        for first, last in _runs(ctx, sites):
+            edits.append(WrapInWith(ctx.pos(first), ctx.pos(last), f"{t}.no_grad()"))
+        if torch is None:
+            edits.append(AddImport("torch"))
+        lines = ", ".join(str(stmt.lineno) for stmt in sites)
+        message += (
+            f"; run its calls on line{'s' if len(sites) > 1 else ''} {lines} under `{t}.no_grad()`"
+        )
     fix = Fix(tuple(edits), safe=True, description=f"set the mode from `{expr}`")
     return ctx.finding("RNF003", func, message, fix)
 
@@ -247,6 +265,57 @@ def _grad_span(
     if any(True for s in span for _ in training_steps(ctx, s)):
         return None
     return span[0], span[-1]
+
+
+def _off_call_statements(
+    ctx: FileContext, func: ast.FunctionDef, flag: FlagParam
+) -> list[ast.stmt]:
+    """The statements of the file's calls that turn the flag off, each a
+    plain statement (``loss, y_pred = backprop(..., training=False)``) that
+    runs with grad on, outside any training iteration, whose results reach
+    no gradient use and do not leave a function; [] unless every such call
+    is one (a call rnnfix cannot wrap keeps the finding without this fix)."""
+    grad = GradContexts(ctx)
+    flow = ValueFlow(ctx)
+    parents = ctx.facts.parents
+    out: list[ast.stmt] = []
+    for call in off_calls(ctx, func, flag):
+        if grad.in_function(call) == "off":
+            continue  # already under the caller's ``no_grad``
+        stmt = enclosing_stmt(parents, call)
+        if not isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr)) or stmt in out:
+            return []
+        value = stmt.value
+        if value is not call and not (isinstance(value, ast.Await) and value.value is call):
+            return []  # the call inside a larger expression: wrap by hand
+        if in_training_iteration(ctx, stmt) or block_of(parents, stmt) is None:
+            return []
+        scope = scope_of(parents, stmt)
+        seeds = written([stmt])
+        if flow.reaches_gradient_use([stmt], scope, seeds):
+            return []
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+            isinstance(scope, ast.AsyncFunctionDef) or flow.escapes([stmt], scope, seeds)
+        ):
+            return []
+        out.append(stmt)
+    return out
+
+
+def _runs(ctx: FileContext, stmts: list[ast.stmt]) -> list[tuple[ast.stmt, ast.stmt]]:
+    """``stmts`` as runs of consecutive statements of one block (first, last):
+    one ``with`` for each run."""
+    out: list[tuple[ast.stmt, ast.stmt]] = []
+    last_at: tuple[int, int] | None = None
+    for stmt in sorted(stmts, key=lambda s: (s.lineno, s.col_offset)):
+        found = block_of(ctx.facts.parents, stmt)
+        here = (id(found[0]), found[1]) if found is not None else None
+        if out and here is not None and last_at == (here[0], here[1] - 1):
+            out[-1] = (out[-1][0], stmt)
+        else:
+            out.append((stmt, stmt))
+        last_at = here
+    return out
 
 
 def _off_with_grad(ctx: FileContext, func: ast.FunctionDef, flag: FlagParam) -> bool:

@@ -13,6 +13,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from rnnfix.analysis.grads.escape import Escape, escapes, no_caller_reason
 from rnnfix.analysis.grads.gradctx import (
     GradContexts,
     Handlers,
@@ -59,7 +60,6 @@ from rnnfix.rules.rnf003.callers import (
     parameter_forwards,
 )
 from rnnfix.rules.rnf003.effects import train_mode_effects
-from rnnfix.rules.rnf003.escape import Escape, escapes, no_caller_reason
 from rnnfix.rules.rnf003.flagfunc import flag_function_finding
 from rnnfix.rules.rnf003.handoff import trainer_handoff
 from rnnfix.rules.rnf003.models import ModelIndex
@@ -566,6 +566,7 @@ class RegionJudge:
     def _escapes(self, func: Func, body: list[ast.stmt]) -> list[Escape]:
         """How what ``body`` (statements of ``func``) computes through a model
         leaves ``func`` (``escape.escapes``)."""
+        view = self.ctx.facts.project
         return escapes(
             func,
             body,
@@ -573,6 +574,7 @@ class RegionJudge:
             self.index.models.__contains__,
             self.ctx.facts.imports.qualname,
             self._helpers,
+            view.returns_detached if view is not None else None,
         )
 
     def _callers_train(self, func: Func) -> bool:

@@ -28,11 +28,11 @@ import ast
 from collections.abc import Iterator
 from typing import Protocol
 
+from rnnfix.analysis.grads.escape import escapes
 from rnnfix.analysis.modes.inferclass import ClassInference, InferenceClasses
 from rnnfix.analysis.modes.inference import InferenceAnalysis
 from rnnfix.analysis.syntax.walks import FUNCTIONS
 from rnnfix.rules.base import FileContext, Finding, Fix
-from rnnfix.rules.rnf003.escape import escapes
 from rnnfix.source.edits import AddDecorator, AddImport, Edit, InsertStatements
 
 CODE = "RNF006"

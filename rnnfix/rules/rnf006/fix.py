@@ -5,7 +5,7 @@ is no fix.
 ``no_grad`` follows RNF003's policy: a function gets ``@torch.no_grad()`` (a
 two-line diff that re-indents nothing), module-level code gets ``with
 torch.no_grad():`` around the statements that run the forwards; and, as in
-RNF003 (``rnnfix.rules.rnf003.escape``), a function whose results may leave it with a
+RNF003 (``rnnfix.analysis.grads.escape``), a function whose results may leave it with a
 graph attached, to callers rnnfix does not see, is reported without a fix.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from typing import Literal
 
+from rnnfix.analysis.grads.escape import escapes, no_caller_reason
 from rnnfix.analysis.grads.gradctx import LocalFunctions
 from rnnfix.analysis.modes.comments import TRAIN_INTENTS, intent_comment
 from rnnfix.analysis.modes.inference import GLOBAL, Inference
@@ -25,7 +26,6 @@ from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.classfacts import returned_class
 from rnnfix.analysis.torch.models import unwrap_built
 from rnnfix.rules.base import FileContext, Finding, Fix
-from rnnfix.rules.rnf003.escape import escapes, no_caller_reason
 from rnnfix.rules.rnf003.modes import chosen_train, deliberate_train_name
 from rnnfix.source.edits import AddDecorator, AddImport, Edit, InsertStatements, WrapInWith
 

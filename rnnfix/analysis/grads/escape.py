@@ -1,5 +1,5 @@
-"""RNF003: can what an evaluation region computes reach a backward that
-rnnfix does not see?
+"""Can what an evaluation region computes reach a backward that rnnfix does
+not see? (RNF003's question, RNF006's too.)
 
 ``no_grad`` detaches everything computed under it. Inside one function the
 value flow (``rnnfix.analysis.grads.valueflow``) finds a later ``backward``; this
@@ -67,16 +67,20 @@ def escapes(
     is_model: Callable[[str], bool],
     qualname: Callable[[ast.expr], str | None],
     helpers: Mapping[str, ast.FunctionDef] | None = None,
+    detached: Callable[[ast.expr], bool] | None = None,
 ) -> list[Escape]:
     """Where a value computed by a forward in ``region`` (statements of
     ``scope``) leaves ``scope``. Nothing leaves module-level code: a script's
     globals are the script's. ``helpers``: the module-level functions of the
     file, by name: a call of one whose every ``return`` drops the graph of
     whatever it is given (``score(y, out)`` returning an ``.item()`` count
-    over ``len(y)``) carries nothing."""
+    over ``len(y)``) carries nothing. ``detached``: the same question for a
+    function another file of the run defines (``ProjectView.returns_detached``:
+    SimGNN's ``calculate_loss`` of ``utils.py``, a ``math.log`` of its inputs)."""
     if not isinstance(scope, FUNCTIONS):
         return []
     taint = _Taint(scope, region, is_forward, is_model, qualname, helpers or {})
+    taint.detached = detached
     taint.run()
     return list(taint.exits())
 
@@ -116,6 +120,8 @@ class _Taint:
         self.helpers = helpers or {}
         self.depth = depth
         self._detached: dict[str, bool] = {}
+        # ``escapes``' question for functions of other files (None: not asked).
+        self.detached: Callable[[ast.expr], bool] | None = None
         self.is_forward = is_forward
         self.is_model = is_model
         self.qualname = qualname
@@ -140,7 +146,9 @@ class _Taint:
         self.seeds = {id(n) for n in _walk_with_nested(region) if isinstance(n, ast.Call)}
         self.tainted: set[str] = set()
         self.nodes = list(_walk_with_nested(scope.body))
-        self.parents = {c: n for n in self.nodes for c in ast.iter_child_nodes(n)}
+        # The function itself too: a statement of its own body has it as parent
+        # (``_rebound_clean`` finds the block a read's statement sits in).
+        self.parents = {c: n for n in (scope, *self.nodes) for c in ast.iter_child_nodes(n)}
 
     # --- does an expression carry a graph from the region? -----------------
     def carries(self, expr: ast.AST | None) -> bool:
@@ -179,6 +187,8 @@ class _Taint:
         if block is None:
             return False
         for stmt in reversed(block[: next(i for i, st in enumerate(block) if st is child)]):
+            if _mutates(stmt, name.id):
+                return False  # ``outs = []`` then ``outs.append(model(x))``: it holds them
             if name.id not in _bound_names(stmt):
                 continue
             if (
@@ -198,11 +208,14 @@ class _Taint:
         if isinstance(func, ast.Name) and func.id in _DETACHING_BUILTINS:
             return False
         qual = self.qualname(func) or ""
-        if qual in _DETACHING_TORCH or qual.startswith("numpy."):
+        if qual in _DETACHING_TORCH or qual.startswith(("numpy.", "math.")):
             # numpy turns a tensor into an array through ``__array__``, which
-            # refuses one that requires grad: what it returns holds no graph.
+            # refuses one that requires grad, and ``math`` into a float: what
+            # they return holds no graph.
             return False
         if isinstance(func, ast.Name) and self._detaching_helper(func.id):
+            return False
+        if self.detached is not None and self._imported(func) and self.detached(func):
             return False
         if id(call) in self.seeds and self.is_forward(call):
             return True
@@ -213,6 +226,19 @@ class _Taint:
             return True  # the model handed to a helper that presumably runs it
         receiver = func.value if isinstance(func, ast.Attribute) else None
         return any(self.carries(a) for a in args) or self.carries(receiver)
+
+    def _imported(self, func: ast.expr) -> bool:
+        """``func`` may name a function of another file: a plain or dotted
+        name that this function does not bind and the file does not define."""
+        root = func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return (
+            isinstance(root, ast.Name)
+            and root.id not in self.locals
+            and root.id not in self.helpers
+            and root.id not in ("self", "cls")
+        )
 
     def _detaching_helper(self, name: str) -> bool:
         """``name`` is a module-level function of the file (not one this
@@ -328,6 +354,29 @@ def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
     return [
         b for f in ("body", "orelse", "finalbody") if isinstance(b := getattr(node, f, None), list)
     ]
+
+
+def _mutates(stmt: ast.stmt, name: str) -> bool:
+    """``stmt`` (at any depth, not in nested functions) changes what ``name``
+    holds in place: ``name.append(...)`` (``_MUTATORS``), ``name[k] = ...``,
+    ``name.attr = ...``."""
+    for n in walk_local(stmt):
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in _MUTATORS
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id == name
+        ):
+            return True
+        if (
+            isinstance(n, (ast.Subscript, ast.Attribute))
+            and isinstance(n.ctx, ast.Store)
+            and isinstance(n.value, ast.Name)
+            and n.value.id == name
+        ):
+            return True
+    return False
 
 
 def _bound_names(stmt: ast.stmt) -> set[str]:
