@@ -170,6 +170,11 @@ sets the modes itself from the flag (`if mode == "train": model.train()
 else: model.eval()`), or the file sets the model's mode anywhere else
 (around the calls: that mode is left to the author), only
 `torch.set_grad_enabled(<flag>)` is added, where grad is not set yet.
+When the forwards sit in several blocks (one branch per model family) so
+that no one `with` can hold them, and the file sets the mode around the
+calls, the file's calls that turn the flag off get `torch.no_grad()`
+instead (`loss, y_pred = backprop(..., training=False)`), each a plain
+statement whose results reach no gradient use and leave no function.
 When its own body calls `model.train()` whatever the flag (a plain
 statement of the function, not under an `if` or a loop), that call takes
 the flag: `model.train(mode == "train")`. A flag named for evaluation
@@ -407,6 +412,12 @@ Reported without a fix, and the message says which applies:
 - a shared phase loop runs its training step in every phase (not only
   under an `if` on the phase): it trains on the evaluation data, and
   switching the mode would not make that right.
+
+No `eval()` is added for a model whose only mode-dependent layers are
+BatchNorm layers built with `momentum=1` or `track_running_stats=False`:
+they keep no statistics meant for evaluation, and few-shot learners
+(Relation Networks, MAML ports) evaluate in train mode, with each episode's
+own statistics, on purpose. Only `no_grad` is added there.
 
 Adding `eval()` changes outputs: dropout turns off and BatchNorm uses (and
 stops updating) its running statistics. That is the intended fix for
