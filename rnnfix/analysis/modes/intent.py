@@ -36,7 +36,6 @@ from rnnfix.analysis.torch.models import built_class
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from rnnfix.analysis.context import FileContext
     from rnnfix.analysis.modes.flowview import FlowView
     from rnnfix.analysis.modes.records import Summary
 
@@ -288,14 +287,3 @@ def _related_key(flow: FlowView, call: ast.Call, model: str) -> str | None:
         if text is not None and (is_prefix(text, model) or is_prefix(model, text)):
             return "argument"
     return None
-
-
-def evaluates_with_batch_statistics(ctx: FileContext, model: str) -> bool:
-    """``model``'s class (of this file) has no mode-dependent layer but
-    BatchNorm layers built with ``momentum=1`` or ``track_running_stats=False``
-    (``classfacts.transductive_norm``): running statistics it never meant to
-    evaluate with, so its train mode in an evaluation is the method
-    (LearningToCompare's Relation Network, MAML ports), not a slip."""
-    info = ctx.facts.modes.models.get(model)
-    name = info.class_name if info is not None else None
-    return name is not None and ctx.facts.receivers.table.transductive_norm(name) is True

@@ -22,7 +22,7 @@ from rnnfix.analysis.grads.gradctx import (
     training_steps,
 )
 from rnnfix.analysis.grads.valueflow import ValueFlow, written
-from rnnfix.analysis.modes.intent import evaluates_with_batch_statistics
+from rnnfix.analysis.modes.batchstats import evaluates_with_batch_statistics
 from rnnfix.analysis.modes.modeapi import function_parameters, has_mode_setter
 from rnnfix.analysis.modes.regions import (
     EvalRegion,

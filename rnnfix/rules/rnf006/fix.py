@@ -16,9 +16,9 @@ from typing import Literal
 
 from rnnfix.analysis.grads.escape import escapes, no_caller_reason
 from rnnfix.analysis.grads.gradctx import LocalFunctions
+from rnnfix.analysis.modes.batchstats import evaluates_with_batch_statistics
 from rnnfix.analysis.modes.comments import TRAIN_INTENTS, intent_comment
 from rnnfix.analysis.modes.inference import GLOBAL, Inference
-from rnnfix.analysis.modes.intent import evaluates_with_batch_statistics
 from rnnfix.analysis.project.index import called_from_other_files
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.walks import FUNCTIONS, block_of, suspends
