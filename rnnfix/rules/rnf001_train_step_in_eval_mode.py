@@ -1000,6 +1000,16 @@ def _snippet(ctx: FileContext, node: ast.AST) -> str:
 def _describe(ctx: FileContext, fact: ModeFact) -> str:
     origin = fact.origin
     if isinstance(origin, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        cause = fact.cause
+        if isinstance(cause, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(
+            ctx.facts.parents.get(cause), ast.ClassDef
+        ):
+            # Another method of the class (object state): it leaves the mode
+            # before this one runs (``playtrain`` calling ``val_epoch``).
+            return (
+                f"`{cause.name}` (line {cause.lineno}), a method of the same object, "
+                f"before `{origin.name}` is called"
+            )
         if fact.cause is not None and isinstance(ctx.facts.parents.get(fact.cause), ast.ClassDef):
             # A base class of another file of the run (object state).
             return (
