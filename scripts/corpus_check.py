@@ -84,7 +84,10 @@ class Case:
 
     @property
     def ident(self) -> str:
-        return f"{self.repo}:{self.path}:{self.function}@{self.commit[:8]}"
+        # Module-level cases are line ranges: one file at one commit may hold
+        # several (TranAD's training phase and its testing phase).
+        where = f"<module>:{self.line}" if self.function == "<module>" else self.function
+        return f"{self.repo}:{self.path}:{where}@{self.commit[:8]}"
 
 
 def load_corpus(path: Path, repos: dict[str, Repo]) -> list[Case]:

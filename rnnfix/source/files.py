@@ -459,6 +459,9 @@ def _code_files(folders: Sequence[Path]) -> Iterator[Path]:
 
 def _text(path: Path, texts: dict[Path, str]) -> str:
     if path not in texts:
+        if path.is_symlink() or not path.is_file():
+            texts[path] = ""  # a FIFO would block the read, a link may lead anywhere
+            return ""
         try:
             texts[path] = path.read_bytes()[:_IMPORT_BYTES].decode("utf-8", errors="replace")
         except OSError:

@@ -227,3 +227,21 @@ def test_test_named_module_imported_by_code(
     assert result.exit_code == 0, result.output
     assert _changed(tmp_path) == ({"utility/batch_test.py"} if imported else set())
     assert ("2 files checked" if imported else "1 file checked") in result.output
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_imports_of_a_test_named_module_are_read_from_regular_files_only(
+    run, tmp_path: Path, chdir: Path
+) -> None:
+    """Reading the neighbours of ``utility/batch_test.py`` for its importers
+    never opens a FIFO (the read would block the run)."""
+    (tmp_path / "utility").mkdir()
+    os.mkfifo(tmp_path / "pipe.py")
+    os.mkfifo(tmp_path / "utility" / "pipe.py")
+    (tmp_path / "main.py").write_text("from utility.batch_test import *\n")
+    (tmp_path / "utility" / "batch_test.py").write_text(BUGGY + TEST_TAIL)
+    result = run(str(tmp_path))
+    assert result.exit_code == 0, result.output
+    for fifo in ("pipe.py", "utility/pipe.py"):
+        (tmp_path / fifo).unlink()  # ``_changed`` reads every ``.py`` file
+    assert _changed(tmp_path) == {"utility/batch_test.py"}

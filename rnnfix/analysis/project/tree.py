@@ -85,8 +85,11 @@ def _imports_itself(folder: str) -> bool:
     except OSError:
         return False
     for f in files:
+        path = os.path.join(folder, f)
+        if os.path.islink(path) or not os.path.isfile(path):
+            continue  # a FIFO would block the read, a link may lead anywhere
         try:
-            with open(os.path.join(folder, f), "rb") as handle:
+            with open(path, "rb") as handle:
                 text = handle.read(64 * 1024).decode("utf-8", errors="replace")
         except OSError:
             continue
