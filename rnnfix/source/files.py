@@ -459,18 +459,25 @@ def _code_files(folders: Sequence[Path]) -> Iterator[Path]:
 
 def _text(path: Path, texts: dict[Path, str]) -> str:
     if path not in texts:
-        if path.is_symlink() or not path.is_file():
-            texts[path] = ""  # a FIFO would block the read, a link may lead anywhere
-            return ""
-        try:
-            texts[path] = path.read_bytes()[:_IMPORT_BYTES].decode("utf-8", errors="replace")
-        except OSError:
-            texts[path] = ""
+        texts[path] = read_head(path)
     return texts[path]
 
 
-# How much of a file is searched for the imports of a test-named module.
-_IMPORT_BYTES = 64 * 1024
+# How much of a file is searched for its imports.
+_HEAD_BYTES = 64 * 1024
+
+
+def read_head(path: str | os.PathLike[str]) -> str:
+    """The first 64 KiB of a neighbouring file, where its imports are, as
+    text; "" for one that is not a regular file (a FIFO would block the
+    read), a link (it may lead anywhere) or cannot be read."""
+    if os.path.islink(path) or not os.path.isfile(path):
+        return ""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(_HEAD_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _name(entry: os.DirEntry[str]) -> str:

@@ -80,6 +80,7 @@ from rnnfix.analysis.syntax.walks import (
     innermost_loop,
     nodes_of,
     scope_of,
+    statement_runs,
     walk_all_local,
     walk_local,
     words,
@@ -408,25 +409,10 @@ def _after_training(
 def _runs(parents: dict[ast.AST, ast.AST], stmts: list[ast.stmt]) -> list[EvalRegion]:
     """One region per run of consecutive plain statements of a block (a
     print, then a save: one ``eval()`` and one ``with``), one per loop."""
-    out: list[EvalRegion] = []
-    where: tuple[int, int] | None = None  # the last run's block and index
-    for stmt in sorted(stmts, key=lambda s: (s.lineno, s.col_offset)):
-        found = block_of(parents, stmt)
-        here = (id(found[0]), found[1]) if found is not None else None
-        simple = isinstance(stmt, _SIMPLE)
-        last = out[-1] if out else None
-        if (
-            simple
-            and last is not None
-            and isinstance(last.node, _SIMPLE)
-            and here is not None
-            and where == (here[0], here[1] - 1)
-        ):
-            out[-1] = EvalRegion(last.node, "after-training", stmt)
-        else:
-            out.append(EvalRegion(stmt, "after-training"))
-        where = here if simple else None
-    return out
+    return [
+        EvalRegion(first, "after-training", last if last is not first else None)
+        for first, last in statement_runs(parents, stmts, lambda s: isinstance(s, _SIMPLE))
+    ]
 
 
 def _scan(

@@ -10,6 +10,8 @@ import os
 import re
 from functools import lru_cache
 
+from rnnfix.source.files import read_head
+
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _THIRD_PARTY_DIRS = frozenset({"site-packages", "dist-packages"})
 # More Python files than this under a project root: a tree too large to read
@@ -75,7 +77,7 @@ _SELF_IMPORT = r"^[ \t]*(?:from|import)[ \t]+{name}\."
 @lru_cache(maxsize=4096)
 def _imports_itself(folder: str) -> bool:
     """A module of ``folder`` imports a module of ``folder`` through the
-    folder's own name (the first 64 KiB of each of at most 50 files read)."""
+    folder's own name (the head of each of at most 50 files read)."""
     name = os.path.basename(folder)
     if not name.isidentifier():
         return False
@@ -84,18 +86,7 @@ def _imports_itself(folder: str) -> bool:
         files = sorted(f for f in os.listdir(folder) if f.endswith(".py"))[:50]
     except OSError:
         return False
-    for f in files:
-        path = os.path.join(folder, f)
-        if os.path.islink(path) or not os.path.isfile(path):
-            continue  # a FIFO would block the read, a link may lead anywhere
-        try:
-            with open(path, "rb") as handle:
-                text = handle.read(64 * 1024).decode("utf-8", errors="replace")
-        except OSError:
-            continue
-        if pattern.search(text):
-            return True
-    return False
+    return any(pattern.search(read_head(os.path.join(folder, f))) for f in files)
 
 
 @lru_cache(maxsize=4096)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -329,6 +329,34 @@ def block_of(parents: dict[ast.AST, ast.AST], stmt: ast.AST) -> tuple[list[ast.s
                 if s is stmt:
                     return block, i
     return None
+
+
+def statement_runs(
+    parents: dict[ast.AST, ast.AST],
+    stmts: Iterable[ast.stmt],
+    joins: Callable[[ast.stmt], bool] = lambda _s: True,
+) -> list[tuple[ast.stmt, ast.stmt]]:
+    """``stmts`` in source order as runs of consecutive statements of one
+    block, (first, last): a statement joins the run before it when it comes
+    right after that run's last one and ``joins`` holds for it and for the
+    run's first (one ``with`` or one region for the run)."""
+    out: list[tuple[ast.stmt, ast.stmt]] = []
+    last_at: tuple[int, int] | None = None  # the last run's block and index
+    for stmt in sorted(stmts, key=lambda s: (s.lineno, s.col_offset)):
+        found = block_of(parents, stmt)
+        here = (id(found[0]), found[1]) if found is not None else None
+        if (
+            out
+            and here is not None
+            and last_at == (here[0], here[1] - 1)
+            and joins(stmt)
+            and joins(out[-1][0])
+        ):
+            out[-1] = (out[-1][0], stmt)
+        else:
+            out.append((stmt, stmt))
+        last_at = here
+    return out
 
 
 def enclosing_stmt(parents: dict[ast.AST, ast.AST], node: ast.AST) -> ast.stmt | None:

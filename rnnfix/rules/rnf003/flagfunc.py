@@ -45,6 +45,7 @@ from rnnfix.analysis.syntax.walks import (
     body_without_docstring,
     enclosing_stmt,
     scope_of,
+    statement_runs,
     suspends,
     walk_local,
     walk_tree,
@@ -146,7 +147,7 @@ def flag_function_finding(
         sites = [] if set_here else _off_call_statements(ctx, func, flag)
         if not sites:
             return None  # the modes are the author's, and grad is set or cannot be set here
-        for first, last in _runs(ctx, sites):
+        for first, last in statement_runs(ctx.facts.parents, sites):
             edits.append(WrapInWith(ctx.pos(first), ctx.pos(last), f"{t}.no_grad()"))
         if torch is None:
             edits.append(AddImport("torch"))
@@ -299,22 +300,6 @@ def _off_call_statements(
         ):
             return []
         out.append(stmt)
-    return out
-
-
-def _runs(ctx: FileContext, stmts: list[ast.stmt]) -> list[tuple[ast.stmt, ast.stmt]]:
-    """``stmts`` as runs of consecutive statements of one block (first, last):
-    one ``with`` for each run."""
-    out: list[tuple[ast.stmt, ast.stmt]] = []
-    last_at: tuple[int, int] | None = None
-    for stmt in sorted(stmts, key=lambda s: (s.lineno, s.col_offset)):
-        found = block_of(ctx.facts.parents, stmt)
-        here = (id(found[0]), found[1]) if found is not None else None
-        if out and here is not None and last_at == (here[0], here[1] - 1):
-            out[-1] = (out[-1][0], stmt)
-        else:
-            out.append((stmt, stmt))
-        last_at = here
     return out
 
 
