@@ -168,6 +168,7 @@ def test_stateless_torch_classes() -> None:
     assert is_stateless_torch_module("torch.nn.ReLU")
     assert is_stateless_torch_module("torch.nn.AdaptiveAvgPool2d")
     assert is_stateless_torch_module("torch.nn.BCEWithLogitsLoss")
+    assert is_stateless_torch_module("torch.nn.NLLLoss2d")  # deprecated, in old FCN code
     assert not is_stateless_torch_module("torch.nn.Dropout")
     assert not is_stateless_torch_module("torch.nn.PReLU")  # has a parameter
     assert not is_stateless_torch_module("torch.nn.BatchNorm1d")

@@ -125,7 +125,7 @@ _STATELESS = frozenset(
 )  # fmt: skip
 _STATELESS_FAMILIES = (
     "Pool1d", "Pool2d", "Pool3d", "Unpool1d", "Unpool2d", "Unpool3d",
-    "Pad1d", "Pad2d", "Pad3d", "Loss",
+    "Pad1d", "Pad2d", "Pad3d", "Loss", "Loss2d",  # ``NLLLoss2d``, old segmentation code
 )  # fmt: skip
 
 
