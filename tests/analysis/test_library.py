@@ -260,4 +260,36 @@ def test_forward_methods_include_the_pieces_of_the_forward() -> None:
     # ``mask`` (reached, calls no attribute), ``tokens`` (a plain callable
     # ``forward`` never reaches) and ``size`` (an inherited method) run nothing.
     assert forward_methods(cls, frozenset({"blocks", "head"})) == {"encode", "features", "block"}
-    assert forward_methods(cls) == {"encode"}
+    # Without the caller's submodules: ``encode`` as above, and ``features``,
+    # which calls ``self.head``, an attribute ``forward`` itself runs.
+    assert forward_methods(cls) == {"encode", "features"}
+
+
+_FORWARD_PARTS = """
+class Transformer(nn.Module):
+    def __init__(self, encoder=None, decoder=None):
+        super().__init__()
+        self.encoder = encoder if encoder is not None else Encoder()
+        self.decoder = decoder if decoder is not None else Decoder()
+        self.criterion = nn.CrossEntropyLoss()
+
+    def forward(self, x, lengths, y):
+        enc = self.encoder(x, lengths)
+        return self.criterion(self.decoder(y, enc), y)
+
+    def recognize(self, x, lengths, beam):
+        enc = self.encoder(x.unsqueeze(0), lengths)
+        return self.decoder.recognize_beam(enc[0], beam)
+
+    def loss(self, logits, y):
+        return self.criterion(logits, y)
+"""
+
+
+def test_forward_methods_include_methods_running_the_forwards_parts() -> None:
+    # Speech-Transformer's ``recognize``: the encoder the forward runs, of a
+    # class another file defines (no submodules known). ``loss`` runs only the
+    # stateless criterion the forward runs too: no part of the model.
+    cls = ast.parse(_FORWARD_PARTS).body[0]
+    assert isinstance(cls, ast.ClassDef)
+    assert forward_methods(cls) == {"recognize"}

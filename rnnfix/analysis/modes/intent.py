@@ -29,6 +29,7 @@ from rnnfix.analysis.modes.state import ModeFact, is_prefix
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.scopes import LOOPS, FuncNode
 from rnnfix.analysis.syntax.walks import FUNCTIONS, walk_local
+from rnnfix.analysis.torch import library
 from rnnfix.analysis.torch.api import MODULE_METHODS, mode_switch
 from rnnfix.analysis.torch.mode import Mode
 from rnnfix.analysis.torch.models import built_class
@@ -82,6 +83,11 @@ def _deliberate_entry(
     switch = mode_switch(cause) if isinstance(cause, ast.Call) else None
     if cause is None or switch is None or switch.mode is not Mode.EVAL:
         return False
+    if intent_comment(flow.ctx.lines, cause, EVAL_INTENTS) is not None:
+        # ``# fix the batch normalization ... because batchsize = 1`` above a
+        # module-level ``net.eval()`` (GAIC's answer to its issue #2): the
+        # author says why, whatever runs between it and the step.
+        return True
     info = flow.function_info(scope)
     root = model.split(".")[0]
     passed = info is not None and root in info.params
@@ -265,6 +271,9 @@ def _related_key(flow: FlowView, call: ast.Call, model: str) -> str | None:
     func = call.func
     if isinstance(func, ast.Attribute) and func.attr in MODULE_METHODS:
         return None  # ``net.parameters()``, ``net.to(device)``: no forward
+    found = library.row(flow.imports.qualname(func))
+    if found is not None and found.kind in ("wrapper", "passthrough"):
+        return None  # ``net = DataParallel(net)``: wrapped, not run
     key = flow.forward_path(call, flow.is_model)
     if key is not None and (is_prefix(key, model) or is_prefix(model, key)):
         return "forward"

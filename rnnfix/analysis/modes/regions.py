@@ -37,6 +37,12 @@ Three signals, all syntactic:
   batch loop. Not when the author switches the model to train mode after
   training (a deliberate choice), nor inside a loop that runs a step
   directly (the periodic check's);
+- *eval-object*: a method, whatever its name, of a class that is not a
+  module (a predictor, an embedder: img2vec's ``Img2Vec.get_vec``) whose
+  ``__init__`` puts ``self.<model>`` in eval mode for good (no ``train()`` of
+  it, no training call, no gradient code anywhere in the class), and that
+  runs that model: the object exists to run it for inference. Forward hooks
+  the method registers must keep only detached outputs (``o.data``);
 - *flag*: a function shared by training and evaluation through a boolean
   parameter (``def iteration(self, epoch, loader, train=True)``) whose
   training step runs only under ``if train:``, called in the file with the
@@ -108,6 +114,7 @@ Signal = Literal[
     "flag",
     "self-eval",
     "grad-off",
+    "eval-object",
 ]
 
 _EVAL_DATA_WORDS = frozenset(
@@ -856,6 +863,8 @@ def _visit(ctx: FileContext, node: ast.AST, out: list[EvalRegion], inside: bool)
                 out.append(EvalRegion(child, "flag"))
             elif evaluates_itself(ctx, child):
                 out.append(EvalRegion(child, "self-eval"))
+            elif runs_held_eval_model(ctx, child):
+                out.append(EvalRegion(child, "eval-object"))
         elif isinstance(child, LOOPS) and not inside and not _in_lightning_class(ctx, child):
             signal = _loop_signal(ctx, child)
             if signal is not None:
@@ -1122,6 +1131,129 @@ def evaluates_itself(ctx: FileContext, func: ast.AST) -> bool:
     if any(isinstance(n, ast.Call) and called_name(n) in _TRAINING_CALLS for n in walk_local(func)):
         return False  # ``svi.step(x)``, ``trainer.fit()``: training a library runs
     return not any(True for _ in training_steps(ctx, func))
+
+
+def runs_held_eval_model(ctx: FileContext, func: ast.AST) -> bool:
+    """The *eval-object* signal (see the module's docstring): a method of a
+    class that holds a model in eval mode for good, which runs that model
+    and switches no mode itself."""
+    if not isinstance(func, ast.FunctionDef) or func.name in ("eval", "train", "__init__"):
+        return False
+    if func.name.startswith("__") and func.name != "__call__":
+        return False
+    if any(w in _TRAINING_WORDS for w in words(func.name)):
+        return False
+    cls = ctx.facts.parents.get(func)
+    if not isinstance(cls, ast.ClassDef):
+        return False
+    held = _held_in_eval(ctx, cls)
+    if not held or not any(_calls_any(stmt, set(held)) for stmt in func.body):
+        return False
+    return _hooks_keep_detached(func)
+
+
+# Per class: the ``self.<model>`` its constructor holds in eval mode for good.
+_HELD: weakref.WeakKeyDictionary[ast.ClassDef, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def _held_in_eval(ctx: FileContext, cls: ast.ClassDef) -> frozenset[str]:
+    found = _HELD.get(cls)
+    if found is None:
+        found = _HELD[cls] = frozenset(_find_held_in_eval(ctx, cls))
+    return found
+
+
+def _find_held_in_eval(ctx: FileContext, cls: ast.ClassDef) -> set[str]:
+    """``self.<model>`` switched to eval among ``__init__``'s own statements
+    (not under an ``if``, a loop or a ``try``): ``self.model.eval()``,
+    ``self.model = net.to(device).eval()``. None when the class is a module
+    (a frozen part of a model: its caller owns the grad mode), a Lightning
+    or test class, or when anything in it switches a model to train mode,
+    trains, or takes gradients."""
+    init = next(
+        (s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None
+    )
+    if init is None or cls.name in ctx.facts.modes.classes.modules:
+        return set()
+    if any(isinstance(s, FUNCTIONS) and s.name == "forward" for s in cls.body):
+        return set()
+    if cls.name.startswith("Test") or _in_lightning_class(ctx, init):
+        return set()
+    held: set[str] = set()
+    for stmt in init.body:
+        if isinstance(stmt, ast.Expr):
+            switch = module_mode_switch(stmt.value)
+            if switch is not None and switch.target is not None and switch.mode is Mode.EVAL:
+                if switch.target.startswith("self."):
+                    held.add(switch.target)
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target = dotted(stmt.targets[0])
+            if target and target.startswith("self.") and ends_in_eval(stmt.value):
+                held.add(target)
+    if not held:
+        return held
+    for n in ast.walk(cls):
+        if isinstance(n, ast.Call):
+            name = called_name(n)
+            if name in _TRAINING_CALLS or name in _GRADIENT_CALLS:
+                return set()
+            switch = module_mode_switch(n, lenient=True)
+            if switch is not None and switch.mode is not Mode.EVAL:
+                return set()  # ``self.model.train()`` somewhere: not held for good
+        elif isinstance(n, ast.Attribute) and n.attr in ("requires_grad", "grad"):
+            return set()
+    return held
+
+
+# Gradient code in a class: it wants the graph its model builds.
+_GRADIENT_CALLS = frozenset({"grad", "enable_grad", "set_grad_enabled", "requires_grad_"})
+
+
+def ends_in_eval(value: ast.expr) -> bool:
+    """``net.eval()``, ``net.to(device).eval()``, ``net.eval().cuda()``."""
+    cur: ast.expr = value
+    while isinstance(cur, ast.Call) and isinstance(cur.func, ast.Attribute):
+        if cur.func.attr == "eval" and not cur.args and not cur.keywords:
+            return True
+        cur = cur.func.value
+    return False
+
+
+_HOOKS = frozenset(
+    {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
+     "register_backward_hook", "register_hook"}
+)  # fmt: skip
+
+
+def _hooks_keep_detached(func: ast.FunctionDef) -> bool:
+    """Every hook ``func`` registers is a function it defines whose inputs
+    and outputs are read only as ``x.data`` or ``x.detach()`` (img2vec's
+    ``my_embedding.copy_(o.data)``): an activation kept with its graph could
+    feed a loss later, which ``no_grad`` would break."""
+    local = {s.name: s for s in ast.walk(func) if isinstance(s, ast.FunctionDef)}
+    for n in walk_local(func):
+        if not (isinstance(n, ast.Call) and called_name(n) in _HOOKS):
+            continue
+        hook = local.get(n.args[0].id) if n.args and isinstance(n.args[0], ast.Name) else None
+        if hook is None or not _reads_detached(hook):
+            return False
+    return True
+
+
+def _reads_detached(hook: ast.FunctionDef) -> bool:
+    params = {a.arg for a in hook.args.args[1:]}  # the module itself is not an activation
+    parents = {c: p for p in ast.walk(hook) for c in ast.iter_child_nodes(p)}
+    for n in ast.walk(hook):
+        if isinstance(n, ast.Name) and n.id in params:
+            up = parents.get(n)
+            if isinstance(up, ast.Attribute) and up.attr == "data":
+                continue
+            grand = parents.get(up) if up is not None else None
+            if isinstance(up, ast.Attribute) and up.attr == "detach":
+                if isinstance(grand, ast.Call):
+                    continue
+            return False
+    return True
 
 
 # Calls that train, whoever the receiver: a self-eval function making one is

@@ -13,6 +13,10 @@ A method runs the forward when its body
   ``self.encoder(...)``, an attribute given to ``__init__``): the forward's
   own computation, cut in pieces; a helper ``forward`` calls that calls no
   attribute (``make_mask``) runs nothing of the model;
+- calls an attribute the class's own ``forward`` calls too, assigned
+  something other than a stateless torch module (Speech-Transformer's
+  ``recognize`` -> ``self.encoder(...)``, the encoder ``forward`` runs, of a
+  class another file defines): part of the model's own computation;
 - or calls (``self.<m>(...)``) another method of the class that does
   (``predict`` -> ``self.scores(x)`` -> ``self(x)``), to any depth.
 
@@ -39,7 +43,11 @@ from dataclasses import dataclass, field
 
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.walks import walk_local
-from rnnfix.analysis.torch.api import MODULE_METHODS, module_mode_switch
+from rnnfix.analysis.torch.api import (
+    MODULE_METHODS,
+    is_stateless_torch_module,
+    module_mode_switch,
+)
 from rnnfix.analysis.torch.classfacts import self_assignments
 
 _TRAINING_CALLS = frozenset({"backward", "step", "zero_grad"})
@@ -89,10 +97,12 @@ def forward_methods(
     out: set[str] = set(inherited - own)
     forward = bodies.get("forward")
     runs = forward.attributes if forward is not None else set()
+    # The forward's own parts, a loss or an activation it calls aside.
+    parts = runs & assigned - _stateless_attributes(cls)
     for name, body in bodies.items():
         if name == "forward":
             continue
-        if body.runs_self or body.attributes & submodules:
+        if body.runs_self or body.attributes & submodules or body.attributes & parts:
             out.add(name)
         elif name in reached and body.attributes & assigned:
             out.add(name)
@@ -106,6 +116,19 @@ def forward_methods(
                 out.add(name)
                 changed = True
     return frozenset(out)
+
+
+def _stateless_attributes(cls: ast.ClassDef) -> set[str]:
+    """Attributes assigned, anywhere in the class, a stateless torch module
+    (``self.criterion = nn.CrossEntropyLoss()``, ``self.act = nn.ReLU()``),
+    read by the class's last name as written (the class has no imports)."""
+    out: set[str] = set()
+    for attr, value, _fn in self_assignments(cls):
+        func = value.func if isinstance(value, ast.Call) else None
+        name = dotted(func) if func is not None else None
+        if name is not None and is_stateless_torch_module("torch.nn." + name.rsplit(".", 1)[-1]):
+            out.add(attr)
+    return out
 
 
 def _reached_from_forward(bodies: dict[str, _Body]) -> set[str]:

@@ -41,6 +41,7 @@ from rnnfix.analysis.syntax.walks import (
     body_without_docstring,
     enclosing_stmt,
     nodes_of,
+    parameters,
     scope_of,
     suspends,
     walk_all_local,
@@ -174,6 +175,8 @@ class RegionJudge:
             return Verdict.NOT_A_REGION
         if isinstance(node, FUNCTIONS) and is_smoke_test(node, calls, self.index.builds_module):
             return Verdict.LEFT_ALONE
+        if self._may_adapt_at_test_time(node, calls):
+            return Verdict.LEFT_ALONE
         scope = node if isinstance(node, FUNCTIONS) else scope_of(self.parents, node)
         sites = [site for group in calls.values() for site in group]
         # A forward on made-up tensors: a shape probe, or a generator sampled
@@ -214,8 +217,71 @@ class RegionJudge:
             return Verdict.LEFT_ALONE
         if need.grad:
             need.grad_helper = next(filter(None, map(self.local.gradient_helper, body)), None)
+            if need.grad_helper is not None and self._differentiated_by_helper(body, sites):
+                # ``y = model(x); loss = ...; hvp(loss, params, v)`` (an
+                # influence function's ``s_test``): the graph is what the
+                # helper differentiates, a gradient computation, not waste.
+                return Verdict.LEFT_ALONE
         need.escape = self._escape(region, body)
+        if region.signal == "eval-object" and need.escape is not None:
+            # Only the object's constructor says it infers: a result that
+            # leaves (features for a perceptual loss) may feed training.
+            return Verdict.LEFT_ALONE
         return self._finding(region, body, calls, need)
+
+    def _may_adapt_at_test_time(self, node: ast.AST, calls: dict[str, list[ast.Call]]) -> bool:
+        """The project holds modules that train in their forward (test-time
+        adaptation: ``analysis/project/adapting.py``) and a model the region
+        runs may be one: built from such a class, handed in as a parameter
+        of the region's function, or bound again by a call rnnfix cannot read
+        (``model = registery.init(args.mode, model)``). Its forward needs
+        grad and the mode the method chose: no edit."""
+        names = self._adapting
+        if not names:
+            return False
+        flow = self.ctx.facts.modes
+        func = node if isinstance(node, FUNCTIONS) else scope_of(self.parents, node)
+        params = set(parameters(func)) if isinstance(func, FUNCTIONS) else set()
+        for model in calls:
+            info = flow.model_info(model)
+            if info is not None and (info.class_name or "").rsplit(".", 1)[-1] in names:
+                return True
+            root = model.split(".")[0]
+            if root in params and root not in ("self", "cls"):
+                return True
+            if any(rewraps(n, root) for n in nodes_of(self.ctx.tree, ast.Assign)):
+                return True
+        return False
+
+    @functools.cached_property
+    def _adapting(self) -> frozenset[str]:
+        from rnnfix.analysis.project.adapting import adapting_classes
+
+        ctx = self.ctx
+        return adapting_classes(ctx.path, ctx.source, not ctx.settings.isolated)
+
+    def _differentiated_by_helper(self, body: list[ast.stmt], sites: list[ast.Call]) -> bool:
+        """What a forward of ``body`` computes reaches, through the body's
+        assignments, an argument of a call of a local function that needs
+        gradients."""
+        tainted: set[str] = set()
+        for site in sites:
+            stmt = enclosing_stmt(self.parents, site)
+            if stmt is not None:
+                tainted |= written([stmt])
+        if not tainted:
+            return False
+        nodes = list(walk_all_local(body))
+        for _ in range(3):  # a few rounds of ``loss = f(y)``, in any order
+            for n in nodes:
+                if isinstance(n, (ast.Assign, ast.AugAssign)) and _mentions_any(n.value, tainted):
+                    tainted |= written([n])
+        for n in nodes:
+            if not isinstance(n, ast.Call) or self.local.gradient_helper(n) is None:
+                continue
+            if any(_mentions_any(a, tainted) for a in [*n.args, *(k.value for k in n.keywords)]):
+                return True
+        return False
 
     def _without_fixed_helpers(self, calls: dict[str, list[ast.Call]]) -> dict[str, list[ast.Call]]:
         """``calls`` less the calls of a helper of this file that is an
@@ -378,7 +444,7 @@ class RegionJudge:
             return None
         why = _describe(found)
         kept = [e for e in found if e.how not in ("returned", "yielded")]
-        if region.signal == "self-eval" and kept:
+        if region.signal in ("self-eval", "eval-object") and kept:
             # Only the function's own ``eval()`` says it evaluates: a result
             # kept on an object or handed to a callback may feed a loss
             # anywhere (a policy's ``saved_log_probs``), whatever its callers do.
@@ -1265,3 +1331,7 @@ def _module_bindings(stmt: ast.stmt) -> list[str]:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
     return []
+
+
+def _mentions_any(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))

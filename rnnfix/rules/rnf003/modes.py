@@ -16,7 +16,7 @@ from collections.abc import Callable
 from rnnfix.analysis.grads.gradctx import GradContexts, training_steps
 from rnnfix.analysis.modes.comments import TRAIN_INTENTS, intent_comment
 from rnnfix.analysis.modes.loadermode import loader_switches, switch_mode
-from rnnfix.analysis.modes.regions import phase_names
+from rnnfix.analysis.modes.regions import ends_in_eval, phase_names
 from rnnfix.analysis.modes.state import is_prefix
 from rnnfix.analysis.syntax.names import dotted
 from rnnfix.analysis.syntax.walks import (
@@ -625,7 +625,14 @@ def constructor_evals(ctx: FileContext, func: ast.AST, model: str) -> bool:
     if init is None or init_info is None or not init_info.params:
         return False
     mine = f"{init_info.params[0]}.{attr}"
-    evals = False
+    # ``self.model = net.to(device).eval()``: the eval() of the value it holds.
+    evals = any(
+        isinstance(s, ast.Assign)
+        and len(s.targets) == 1
+        and dotted(s.targets[0]) == mine
+        and ends_in_eval(s.value)
+        for s in init.body
+    )
     for call in flow.mode_calls:
         if call.model == mine and call.function is init and call.mode is Mode.EVAL:
             stmt = ctx.facts.parents.get(call.node)
