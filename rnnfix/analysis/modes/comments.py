@@ -4,7 +4,8 @@ A comment is positive evidence of intent when it sits on the mode call's
 own lines or in the comment lines right above it, and says one of:
 
 - BatchNorm (or its statistics) kept fixed: ``# freeze bn``, ``# fix
-  batchnorm statistics``, ``# frozen BN``, ``# keep BN in eval``;
+  batchnorm statistics``, ``# frozen BN``, ``# keep BN in eval``,
+  ``# use_global_stats = True`` (Caffe's name for it, in ports);
 - a batch too small for batch statistics: ``# batch size 1``, ``# bs=1``;
 - dropout kept on for sampling: ``# MC dropout``, ``# Monte Carlo dropout``,
   ``# keep dropout on``, ``# uncertainty``;
@@ -35,6 +36,8 @@ _PHRASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"\b(?:bn|batch[\s_-]?norm\w*|bn\s+stat\w*|running\s+stat\w*|batch\s+stat\w*)\b"
             r"|\b(?:bn|batch[\s_-]?norm\w*)\b.{0,20}\b(?:frozen|fixed|freez\w*)\b"
             r"|\bfreeze_bn\b"
+            # Caffe's BatchNorm switch, kept in ports: running statistics only.
+            r"|\buse_global_stats\b"
         ),
     ),
     ("batch size 1", re.compile(r"\b(?:batch[\s_-]?size|bs)\s*(?:=|==|of|is)?\s*1\b")),

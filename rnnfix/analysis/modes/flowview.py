@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         Summary,
         TrainingStep,
     )
+    from rnnfix.analysis.modes.state import ModeState
     from rnnfix.analysis.project.summaries import ExternalCall, FunctionSummary
     from rnnfix.analysis.project.view import ProjectView
     from rnnfix.analysis.syntax.imports import ImportMap
@@ -123,6 +124,8 @@ class FlowView(FlowFacts, Protocol):
     def canonical(self, key: str, scope: FuncNode | None) -> str: ...
 
     def grad_enabled(self, node: ast.AST) -> bool | None: ...
+
+    def mode_before(self, node: ast.AST, model: str) -> ModeState: ...
 
     def stmt_of(self, node: ast.AST) -> ast.stmt | None: ...
 

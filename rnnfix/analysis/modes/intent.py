@@ -88,6 +88,8 @@ def _deliberate_entry(
         # module-level ``net.eval()`` (GAIC's answer to its issue #2): the
         # author says why, whatever runs between it and the step.
         return True
+    if _evaluated_on_purpose_before(flow, cause, model):
+        return True
     info = flow.function_info(scope)
     root = model.split(".")[0]
     passed = info is not None and root in info.params
@@ -116,6 +118,42 @@ def _deliberate_entry(
         top = statement_path(node, scope, flow.parents)
         feeds = top is not None and len(top) > 0 and top[0] is path[0]
         if _evaluates(flow, node, model, scope, training_stmt=feeds):
+            return False
+    return True
+
+
+def _evaluated_on_purpose_before(flow: FlowView, cause: ast.AST, model: str) -> bool:
+    """Every mode ``model`` may be in right before the ``eval()`` ``cause`` is
+    an eval the author said was on purpose: this ``eval()`` changes nothing
+    (PoolNet's ``__init__``: ``self.build_model()``, whose ``self.net.eval()
+    # use_global_stats = True`` freezes BatchNorm, then ``if config.mode ==
+    'test': ... self.net.eval()``). Read at the ``eval()`` itself, or in the
+    helper of the file whose call set it."""
+    facts = flow.mode_before(cause, model).facts
+    if not facts:
+        return False
+    scope = flow.scope_of(cause)
+    last = model.rsplit(".", 1)[-1]
+    for fact in facts:
+        if fact.mode is not Mode.EVAL:
+            return False
+        origin = fact.origin
+        if not isinstance(origin, ast.Call):
+            return False
+        if mode_switch(origin) is not None:
+            if intent_comment(flow.ctx.lines, origin, EVAL_INTENTS) is None:
+                return False
+            continue
+        res = flow.index.resolve(origin, scope)
+        if res is None or not any(
+            (sw := mode_switch(n)) is not None
+            and sw.mode is Mode.EVAL
+            and sw.target is not None
+            and sw.target.rsplit(".", 1)[-1] == last
+            and intent_comment(flow.ctx.lines, n, EVAL_INTENTS) is not None
+            for n in walk_local(res.callee.node)
+            if isinstance(n, ast.Call)
+        ):
             return False
     return True
 

@@ -223,6 +223,12 @@ class RegionJudge:
                 # helper differentiates, a gradient computation, not waste.
                 return Verdict.LEFT_ALONE
         need.escape = self._escape(region, body)
+        if need.escape is not None and need.volatile and self._fed_volatile(body, sites):
+            # Every forward takes a ``Variable(..., volatile=True)``: written for
+            # a PyTorch where that built no graph, so no caller can have
+            # differentiated what the region gives back (sylvester-flows'
+            # ``evaluate``, called from another file).
+            need.escape = None
         if region.signal == "eval-object" and need.escape is not None:
             # Only the object's constructor says it infers: a result that
             # leaves (features for a perceptual loss) may feed training.
@@ -258,7 +264,69 @@ class RegionJudge:
         from rnnfix.analysis.project.adapting import adapting_classes
 
         ctx = self.ctx
-        return adapting_classes(ctx.path, ctx.source, not ctx.settings.isolated)
+        # The project's other files only in a run with a project index (as
+        # ``callers.caller_models`` reads them): a source checked alone is alone.
+        whole = ctx.facts.project is not None and not ctx.settings.isolated
+        return adapting_classes(ctx.path, ctx.source, whole)
+
+    def _fed_volatile(self, body: list[ast.stmt], sites: list[ast.Call]) -> bool:
+        """Every forward in ``sites`` takes an argument made, in ``body``, from a
+        ``Variable(..., volatile=<not False>)`` (through names assigned from it:
+        ``data = data.view(...)``)."""
+        stmts = [n for n in walk_all_local(body) if isinstance(n, ast.Assign)]
+        volatile: set[str] = set()
+        for _ in range(3):
+            for stmt in stmts:
+                if _makes_volatile(stmt.value) or _mentions_any(stmt.value, volatile):
+                    volatile |= written([stmt])
+        return bool(sites) and all(
+            any(_mentions_any(a, volatile) for a in [*s.args, *(k.value for k in s.keywords)])
+            for s in sites
+        )
+
+    def _may_hold_graph(self, body: list[ast.stmt], seeds: set[str]) -> set[str]:
+        """Of ``seeds`` (names ``body`` writes), those whose value there may
+        come from something that records a graph: a forward, a call of code
+        rnnfix does not know to be torch's, numpy's or a builtin (a method of a
+        module, a helper), an attribute read, or another such name. DnCNN's
+        validation loop writes ``noise = torch.FloatTensor(...).normal_(...)``,
+        which the next epoch may read for its loss: the same tensor with or
+        without ``no_grad``, so no reason to leave the loop alone."""
+        qualname = self.ctx.facts.imports.qualname
+        models = {m.split(".")[0] for m in self.index.models}
+        stmts = [n for n in walk_all_local(body) if isinstance(n, ast.stmt)]
+        graph: set[str] = set()
+
+        def source(value: ast.AST) -> bool:
+            for n in ast.walk(value):
+                if isinstance(n, ast.Name) and n.id in graph:
+                    return True
+                if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
+                    root = n.value
+                    if isinstance(root, ast.Name) and (
+                        root.id in ("self", "cls") or root.id in models
+                    ):
+                        return True  # ``self.scale``, ``model.weight``: may be parameters
+                if isinstance(n, ast.Call) and not _plain_call(n, qualname, graph):
+                    return True
+            return False
+
+        for _ in range(3):  # ``out = model(x)``, then ``psnr += f(out)``, in any order
+            before = len(graph)
+            for stmt in stmts:
+                bound = _bound_names(stmt)
+                value = _bound_value(stmt)
+                if bound and value is not None and source(value):
+                    graph |= bound & seeds
+            if len(graph) == before:
+                break
+        # Names written any other way (``scores.append(...)``, ``a[i] = ...``,
+        # ``del``, ``global``, a walrus) are kept: unknown.
+        plain = {name for stmt in stmts for name in _bound_names(stmt)}
+        other = seeds - plain
+        for stmt in stmts:
+            other |= (written([stmt]) & seeds) - _bound_names(stmt) - _nested_bound(stmt)
+        return graph | other
 
     def _differentiated_by_helper(self, body: list[ast.stmt], sites: list[ast.Call]) -> bool:
         """What a forward of ``body`` computes reaches, through the body's
@@ -539,7 +607,7 @@ class RegionJudge:
         if region.signal != "data" and not after_step and in_training_iteration(self.ctx, node):
             return True  # sampling / generation inside a training step
         seeds = written(body) - set(self.index.models)
-        if self.flow.reaches_gradient_use(body, scope, seeds):
+        if self.flow.reaches_gradient_use(body, scope, self._may_hold_graph(body, seeds)):
             return True
         if after_step:
             # Every step of the scope came before it: what it computes feeds
@@ -611,7 +679,9 @@ class RegionJudge:
         train on what it computes, so it evaluates between steps (bidaf's
         ``test`` every N batches): fixed, with its mode restored."""
         node = region.node
-        if region.signal != "name" or not isinstance(node, ast.FunctionDef):
+        # Or one that switches the model to eval itself (DenseDepth's
+        # ``LogProgress``: ``model.eval()``, a forward, images logged).
+        if region.signal not in ("name", "self-eval") or not isinstance(node, ast.FunctionDef):
             return False
         return not self._escapes(node, body)
 
@@ -1335,3 +1405,107 @@ def _module_bindings(stmt: ast.stmt) -> list[str]:
 
 def _mentions_any(node: ast.AST, names: set[str]) -> bool:
     return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+# Builtins that make no tensor from their arguments' graph.
+_PLAIN_BUILTINS = frozenset(
+    {"range", "len", "enumerate", "zip", "int", "float", "str", "print", "min", "max", "abs",
+     "round", "sorted", "list", "tuple", "dict"}
+)  # fmt: skip
+
+
+def _plain_call(
+    call: ast.Call, qualname: Callable[[ast.expr], str | None], graph: set[str]
+) -> bool:
+    """A call that records no graph unless an argument holds one (checked
+    by the caller's walk): torch's and numpy's functions and tensor factories
+    (``torch.FloatTensor(...).normal_(...)``, ``Variable(x, volatile=True)``),
+    a few builtins, and a method of a name that holds no graph
+    (``img.cuda()``) or of such a call's result. Not a call with
+    ``requires_grad`` among its keywords."""
+    if any(k.arg == "requires_grad" for k in call.keywords):
+        return False
+    func = call.func
+    name = qualname(func)
+    if name is not None:
+        return name.split(".")[0] in ("torch", "numpy", "math", "random")
+    if isinstance(func, ast.Name):
+        return func.id in _PLAIN_BUILTINS
+    if isinstance(func, ast.Attribute):
+        if func.attr in ("requires_grad_", "backward"):
+            return False
+        owner = func.value
+        if isinstance(owner, ast.Name):
+            own = owner.id in ("self", "cls")
+            return owner.id not in graph and qualname(owner) is None and not own
+        if isinstance(owner, ast.Call):
+            return _plain_call(owner, qualname, graph)
+        if isinstance(owner, ast.Subscript):
+            return isinstance(owner.value, ast.Name) and owner.value.id not in graph
+    return False
+
+
+def _makes_volatile(value: ast.AST) -> bool:
+    """``Variable(x, volatile=True)`` somewhere in ``value``."""
+    return any(
+        isinstance(n, ast.keyword)
+        and n.arg == "volatile"
+        and not (isinstance(n.value, ast.Constant) and n.value.value is False)
+        for n in ast.walk(value)
+    )
+
+
+def _target_names(target: ast.expr) -> set[str] | None:
+    """The plain names a target binds; None when it writes into an object
+    (``a[i]``, ``self.x``)."""
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        out: set[str] = set()
+        for elt in target.elts:
+            found = _target_names(elt)
+            if found is None:
+                return None
+            out |= found
+        return out
+    return None
+
+
+def _bound_names(stmt: ast.stmt) -> set[str]:
+    """What ``stmt`` itself binds by assignment: its targets, a loop's
+    target, a ``with``'s ``as`` names (not what its body binds)."""
+    targets: list[ast.expr] = []
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        targets = [stmt.target]
+    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        targets = [i.optional_vars for i in stmt.items if i.optional_vars is not None]
+    out: set[str] = set()
+    for t in targets:
+        found = _target_names(t)
+        if found is None:
+            return set()
+        out |= found
+    return out
+
+
+def _bound_value(stmt: ast.stmt) -> ast.AST | None:
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        return stmt.value
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        return stmt.iter
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return ast.Tuple([i.context_expr for i in stmt.items], ast.Load())
+    return None
+
+
+def _nested_bound(stmt: ast.stmt) -> set[str]:
+    """What the statements nested in a compound ``stmt`` bind (each read on
+    its own by the caller's loop)."""
+    if not isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith,
+                             ast.Try, ast.TryStar)):  # fmt: skip
+        return set()
+    return written([n for n in walk_all_local([stmt]) if isinstance(n, ast.stmt) and n is not stmt])
