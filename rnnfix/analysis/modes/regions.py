@@ -972,7 +972,7 @@ def grad_off_evaluation(ctx: FileContext, loop: ast.stmt) -> bool:
         return False
     for n in walk_local(func):
         if isinstance(n, ast.Call):
-            if module_mode_switch(n) is not None or called_name(n) in _TRAINING_CALLS:
+            if module_mode_switch(n) is not None or _trains_by_name(n):
                 return False
             if set(words(called_name(n) or "")) & _MODE_HELPER_WORDS:
                 return False  # ``_enable_only_dropout_layers(model, p)``: a mode of its own
@@ -1128,7 +1128,7 @@ def evaluates_itself(ctx: FileContext, func: ast.AST) -> bool:
         # vocoder) switching itself: its caller owns the grad mode, and
         # typically calls it under ``no_grad``.
         return False
-    if any(isinstance(n, ast.Call) and called_name(n) in _TRAINING_CALLS for n in walk_local(func)):
+    if any(isinstance(n, ast.Call) and _trains_by_name(n) for n in walk_local(func)):
         return False  # ``svi.step(x)``, ``trainer.fit()``: training a library runs
     return not any(True for _ in training_steps(ctx, func))
 
@@ -1195,7 +1195,7 @@ def _find_held_in_eval(ctx: FileContext, cls: ast.ClassDef) -> set[str]:
     for n in ast.walk(cls):
         if isinstance(n, ast.Call):
             name = called_name(n)
-            if name in _TRAINING_CALLS or name in _GRADIENT_CALLS:
+            if _trains_by_name(n) or name in _GRADIENT_CALLS:
                 return set()
             switch = module_mode_switch(n, lenient=True)
             if switch is not None and switch.mode is not Mode.EVAL:
@@ -1262,6 +1262,30 @@ _TRAINING_CALLS = frozenset(
     {"step", "backward", "zero_grad", "fit", "train_step", "training_step", "update",
      "optimize", "learn"}
 )  # fmt: skip
+
+
+def _trains_by_name(call: ast.Call) -> bool:
+    """A call named like training (``_TRAINING_CALLS``), whoever the receiver,
+    except an ``update`` that is a dict's or a meter's: ``matplotlib.rcParams.
+    update({...})``, ``losses.update(loss.item(), n)``, ``pbar.update(1)``."""
+    name = called_name(call)
+    if name not in _TRAINING_CALLS:
+        return False
+    if name != "update":
+        return True
+    if len(call.args) == 1 and isinstance(call.args[0], (ast.Dict, ast.DictComp)):
+        return False
+    owner = dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
+    last = owner.rsplit(".", 1)[-1].lower() if owner else ""
+    return not any(w in last for w in _TALLIES)
+
+
+# Receivers whose ``update`` tallies or shows something (meters, progress
+# bars, settings, metrics), by the words of their names.
+_TALLIES = ("meter", "bar", "tqdm", "avg", "average", "rcparams", "metric", "stat", "loss",
+            "acc", "config", "params", "hist", "log", "dict", "counter")  # fmt: skip
+
+
 # What may happen to a model before its eval() in a self-eval function.
 _PREPARING = frozenset(
     {"load_state_dict", "to", "cuda", "cpu", "float", "half", "double", "requires_grad_"}

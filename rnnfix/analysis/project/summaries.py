@@ -99,6 +99,9 @@ class ClassSummary:
     # Methods that run the module's forward (``forwards.forward_methods``):
     # ``model.predict(x)`` of a caller is a forward of ``model``.
     forward_methods: frozenset[str] = frozenset()
+    # Of those, the ones decorated to run with grad off (``@torch.no_grad()
+    # def generate``: ``forwards.grad_off_methods``): their grad is settled.
+    no_grad_methods: frozenset[str] = frozenset()
     # Attributes the class assigns a module to (``models.module_attributes``):
     # ``model.decoder(z)`` of a caller runs part of ``model``.
     submodules: frozenset[str] = frozenset()

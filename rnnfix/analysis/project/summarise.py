@@ -171,6 +171,13 @@ def _summarise(
             ctor = constructor(name, defs) if methods else None
             grads = ctor_gradients(ctor, methods) if ctor is not None else {}
             if methods or specs or is_module:
+                forwards = (
+                    _forwards_with_bases(
+                        name, defs, module_classes.modules, submodules_of, known_forwards
+                    )
+                    if is_module and name in defs
+                    else frozenset()
+                )
                 overrides = table.overrides(name) if is_module else {}
                 submodules = submodules_of(name) if is_module and name in defs else frozenset()
                 state = table.holds_state(name) if is_module else True
@@ -187,10 +194,9 @@ def _summarise(
                         weight_loaders(defs[name]) if is_module and name in defs else frozenset()
                     ),
                     ctor_grads=grads,
-                    forward_methods=(
-                        _forwards_with_bases(
-                            name, defs, module_classes.modules, submodules_of, known_forwards
-                        )
+                    forward_methods=forwards,
+                    no_grad_methods=(
+                        _grad_off_forwards(defs[name], submodules)
                         if is_module and name in defs
                         else frozenset()
                     ),
@@ -642,3 +648,10 @@ def _forwards_with_bases(
         )
         found = known[name] = forward_methods(cls, submodules_of(name), inherited)
     return found
+
+
+def _grad_off_forwards(cls: ast.ClassDef, submodules: frozenset[str]) -> frozenset[str]:
+    """``forwards.grad_off_forwards`` (imported where used, as ``forward_methods``)."""
+    from rnnfix.analysis.torch.forwards import grad_off_forwards
+
+    return grad_off_forwards(cls, submodules)

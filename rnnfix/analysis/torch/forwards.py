@@ -30,9 +30,13 @@ keeps the base's meaning: a wrapper of a model of the same interface.
 
 Only plain forwards count: a method that switches a mode, opens a grad
 context (``with torch.no_grad():``), trains (``backward``, ``step``,
-``zero_grad``) or is decorated (``@torch.no_grad()``, ``@staticmethod``)
-decides something its caller's code does not show, so a call of it is not
-read as the caller's forward. Library classes' forward methods
+``zero_grad``) or is decorated (``@staticmethod``, a cache) decides
+something its caller's code does not show, so a call of it is not read as
+the caller's forward. Apart: methods decorated to run with grad off
+(``@torch.no_grad()``, ``@torch.inference_mode()``: nanoGPT's ``generate``,
+a translator's ``translate``), whose grad is settled and whose mode is the
+caller's (``grad_off_forwards``): a forward for a region's mode, never a
+graph a helper's summary records. Library classes' forward methods
 (transformers' ``generate``) are rows of ``library``, not computed.
 """
 
@@ -69,11 +73,13 @@ def forward_methods(
     cls: ast.ClassDef,
     submodules: frozenset[str] = frozenset(),
     inherited: frozenset[str] = frozenset(),
+    grad_off: bool = False,
 ) -> frozenset[str]:
     """The methods of ``cls`` that run its forward, ``forward`` itself
     excluded. ``submodules``: the attributes the class assigns a module to
     (``models.module_attributes``); ``inherited``: its bases' forward
-    methods."""
+    methods. With ``grad_off``, methods decorated to run with grad off
+    count too (``grad_off_forwards``)."""
     # Attributes the class assigns itself (``self.encoder = encoder``): an
     # inherited method (``self.parameters()``) is none.
     assigned = {attr for attr, _value, _fn in self_assignments(cls)}
@@ -81,7 +87,7 @@ def forward_methods(
         s.name: s
         for s in cls.body
         if isinstance(s, ast.FunctionDef)
-        and not s.decorator_list
+        and (not s.decorator_list or (grad_off and all(_grad_off(d) for d in s.decorator_list)))
         and not (s.name.startswith("__") and s.name.endswith("__"))
         and s.name not in MODULE_METHODS
     }
@@ -116,6 +122,42 @@ def forward_methods(
                 out.add(name)
                 changed = True
     return frozenset(out)
+
+
+# ``@torch.no_grad()``, ``@torch.inference_mode()`` (also bare, and as
+# imported names): the method runs with grad off whatever its caller does.
+_GRAD_OFF_DECORATORS = frozenset(
+    {"torch.no_grad", "no_grad", "torch.inference_mode", "inference_mode",
+     "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
+)  # fmt: skip
+
+
+def _grad_off(decorator: ast.expr) -> bool:
+    func = decorator.func if isinstance(decorator, ast.Call) else decorator
+    if isinstance(decorator, ast.Call) and (decorator.args or decorator.keywords):
+        return False  # ``inference_mode(False)``, ``set_grad_enabled(flag)``
+    return dotted(func) in _GRAD_OFF_DECORATORS
+
+
+def grad_off_forwards(
+    cls: ast.ClassDef,
+    submodules: frozenset[str] = frozenset(),
+    inherited: frozenset[str] = frozenset(),
+) -> frozenset[str]:
+    """The forward methods of ``cls`` decorated to run with grad off."""
+    return forward_methods(cls, submodules, inherited, grad_off=True) & grad_off_methods(cls)
+
+
+def grad_off_methods(cls: ast.ClassDef) -> frozenset[str]:
+    """The methods of ``cls`` decorated to run with grad off (and with no
+    other decorator)."""
+    return frozenset(
+        s.name
+        for s in cls.body
+        if isinstance(s, ast.FunctionDef)
+        and s.decorator_list
+        and all(_grad_off(d) for d in s.decorator_list)
+    )
 
 
 def _stateless_attributes(cls: ast.ClassDef) -> set[str]:

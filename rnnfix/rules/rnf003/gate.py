@@ -431,7 +431,9 @@ class ModelEvidence:
             for value in self._instances.get(owner, []):
                 cls = self.view.lookup(value.func)
                 if isinstance(cls, ClassSummary) and (
-                    func.attr in cls.forward_methods or func.attr in cls.submodules
+                    func.attr in cls.forward_methods
+                    or func.attr in cls.no_grad_methods
+                    or func.attr in cls.submodules
                 ):
                     out.append(owner)
                     break

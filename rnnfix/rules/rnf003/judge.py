@@ -1123,8 +1123,10 @@ class RegionJudge:
     def _grad_on(self, site: ast.AST) -> bool:
         if self.ctx.facts.modes.grad_enabled(site) is False:
             return False
-        if _library_no_grad(self.ctx, site):
-            return False  # ``model.generate(ids)``: transformers runs it under no_grad
+        if _library_no_grad(self.ctx, site) or self.index.grad_off_method(site):
+            # ``model.generate(ids)``: transformers runs it under no_grad; an
+            # in-repo ``@torch.no_grad() def generate`` does the same.
+            return False
         state = self.grad.in_function(site)
         if state is not None:
             return state == "on"

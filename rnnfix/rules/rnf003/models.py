@@ -30,6 +30,7 @@ from rnnfix.analysis.syntax.walks import (
 )
 from rnnfix.analysis.torch.api import module_mode_switch
 from rnnfix.analysis.torch.classfacts import module_functions, returned_class
+from rnnfix.analysis.torch.forwards import grad_off_forwards
 from rnnfix.analysis.torch.models import ModelInfo, built_class, unwrap_built
 
 if TYPE_CHECKING:
@@ -314,7 +315,9 @@ class ModelIndex:
             if mine is None or mine in out or mine not in self.models:
                 continue
             effect = summary.effects.get(param)
-            if (effect is None or not effect.sets) and self._forward_method(mine, method, call):
+            if (effect is None or not effect.sets) and self._forward_method(
+                mine, method, call, grad_off=False
+            ):
                 out.append(mine)
         return tuple(out)
 
@@ -478,9 +481,13 @@ class ModelIndex:
             return ()
         return (owner,) if self._forward_method(owner, func.attr, call) else ()
 
-    def _forward_method(self, owner: str, method: str, call: ast.Call) -> bool:
+    def _forward_method(
+        self, owner: str, method: str, call: ast.Call, grad_off: bool = True
+    ) -> bool:
         """``<owner>.<method>(...)``, at ``call``, runs ``owner``'s forward: a
-        forward method of its class, known from where it is built."""
+        forward method of its class, known from where it is built. With
+        ``grad_off``, one decorated to run with grad off counts too (a forward
+        of the region that calls it; not of a helper's, whose graph it is not)."""
         info = self.ctx.facts.modes.model_info(owner)
         cls = self._classes.get(info.class_name) if info is not None and info.class_name else None
         if info is not None and method in info.forwards:
@@ -489,10 +496,34 @@ class ModelIndex:
             cls = self._factory_class(call, owner)
         if cls is not None and method in self._forward_methods(cls):
             return True  # ``model.predict(x)`` -> ``self.scores(x)`` -> ``self(x)``
+        if grad_off and cls is not None and method in self._grad_off_forwards(cls):
+            return True  # ``@torch.no_grad() def generate``: a forward, grad settled
         found = self._local.methods.get((cls, method)) if cls is not None else None
         if found is not None and "self" in self._runs(found):
             return True
-        return cls is None and info is not None and self._imported_forward(info, method)
+        return cls is None and info is not None and self._imported_forward(info, method, grad_off)
+
+    def grad_off_method(self, call: ast.AST) -> bool:
+        """``<model>.<method>(...)`` calls a forward method its class (of this
+        file, or of another file of the run) decorates to run with grad off
+        (``@torch.no_grad() def generate``)."""
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+            return False
+        owner, method = dotted(call.func.value), call.func.attr
+        if owner is None or owner not in self.models:
+            return False
+        info = self.ctx.facts.modes.model_info(owner)
+        cls = self._classes.get(info.class_name) if info is not None and info.class_name else None
+        if cls is not None:
+            return method in self._grad_off_forwards(cls)
+        view = self.ctx.facts.project
+        built = (
+            unwrap_built(info.built_at, self.ctx.facts.imports) if info and info.built_at else None
+        )
+        if view is None or not isinstance(built, ast.Call):
+            return False
+        found = view.lookup_class(built.func)
+        return found is not None and method in found.no_grad_methods
 
     def _parameter_methods(self, fn: ast.AST) -> tuple[tuple[str, str], ...]:
         """``(parameter, method)`` for each ``<parameter>.<method>(...)`` the
@@ -522,6 +553,10 @@ class ModelIndex:
     def _forward_methods(self, cls: ast.ClassDef) -> frozenset[str]:
         """``forwards.forward_methods`` of a class of this file (the mode flow's, cached)."""
         return self.ctx.facts.modes.class_forward_methods(cls)
+
+    def _grad_off_forwards(self, cls: ast.ClassDef) -> frozenset[str]:
+        """``forwards.grad_off_forwards`` of a class of this file."""
+        return grad_off_forwards(cls, self.ctx.facts.modes.submodules(cls))
 
     def _factory_class(self, call: ast.Call, name: str) -> ast.ClassDef | None:
         """The module class of this file that ``name`` (a local of the
@@ -576,7 +611,7 @@ class ModelIndex:
         modules = self.ctx.facts.modes.classes.modules
         return cls if cls is not None and cls.name in modules else None
 
-    def _imported_forward(self, info: ModelInfo, method: str) -> bool:
+    def _imported_forward(self, info: ModelInfo, method: str, grad_off: bool = True) -> bool:
         """``method`` runs the forward of the class of another file of the run
         that ``info``'s model was built from (``ClassSummary.forward_methods``)."""
         view = self.ctx.facts.project
@@ -584,7 +619,11 @@ class ModelIndex:
         if view is None or not isinstance(call, ast.Call):
             return False
         found = view.lookup_class(call.func)
-        return found is not None and found.is_module and method in found.forward_methods
+        return (
+            found is not None
+            and found.is_module
+            and (method in found.forward_methods or (grad_off and method in found.no_grad_methods))
+        )
 
     def _wraps_for(self, call: ast.Call, cls: ast.ClassDef) -> bool:
         """Whether ``self.<method>(...)`` in a method of ``cls`` runs what the
