@@ -133,8 +133,12 @@ step can change it, so its mode is the author's (a textual-inversion UNet, a
 self-distillation teacher), an `eval()` beside a freeze of the same model, and
 mode calls made per branch at a loop head (`if finetune: model.train()` /
 `elif freeze: model.eval()`), and an `eval()` whose comment (on its line or right
-above it) says why: BatchNorm kept frozen (`# freeze BN statistics`), a batch size of 1,
-a frozen feature model (`# linear probing`); and a fixed loss network: switched to eval
+above it) says why: BatchNorm kept frozen (`# freeze BN statistics`, Caffe's
+`# use_global_stats = True`), a batch size of 1, a frozen feature model
+(`# linear probing`), also when more code runs between it and the step, or when a
+second `eval()` follows it; a module-level `net.eval()` followed only by wrapping
+(`DataParallel`, `.cuda()`) and the optimizer before the training function is
+called; and a fixed loss network: switched to eval
 right after it is built, given to no optimizer of the file, and passed to a training
 function that switches the other models to train itself but not it (the perceptual
 loss's VGG of an SRGAN).

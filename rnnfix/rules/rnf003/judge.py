@@ -623,7 +623,9 @@ class RegionJudge:
             # Only ``eval()`` says this is evaluation, and what the loop computes
             # leaves the function: a caller (maybe in another file) may
             # differentiate it — soft samples fed to a generator loss, say.
-            if self.flow.escapes(body, scope, seeds):
+            # Not when what leaves holds no graph (powerful-gnns'
+            # ``pass_data_iteratively``: ``output.append(model(g).detach())``).
+            if self.flow.escapes(body, scope, seeds) and self._escapes(scope, body):
                 return True
         if isinstance(scope, FUNCTIONS) and region.signal != "data":
             # A helper that evaluates and returns what it computed: its

@@ -98,6 +98,13 @@ A region is evaluation by intent when it is
   that is reported, never fixed. Not a module's own method that switches
   the module itself (a vocoder's `forward`, a model's `generate`): its
   caller owns the grad mode;
+- a method, whatever its name, of a class that is not a module and whose
+  `__init__` holds a model in eval mode for good (`self.model.eval()`,
+  `self.net = net.to(device).eval()`; no `train()`, training call or
+  gradient code anywhere in the class) that runs that model: an inference
+  object (img2vec's `Img2Vec.get_vec`). Fixed only when nothing with a graph
+  leaves it (features returned for a perceptual loss do); forward hooks it
+  registers must keep only `o.data`/`o.detach()`;
 
 and it calls a model (a name or attribute path that has `.eval()`/`.train()`
 called on it in the file, is built from an `nn.Module` class, or is a
@@ -112,8 +119,20 @@ calling `self.encoder`, `model.generate(idx)` calling `self(idx)`), the class
 known from where the model is built: a constructor, a factory of the file
 (`test_model = make_model(...)`), or a library's table (transformers'
 `generate`). A method that switches a mode, decides grad itself (a
-`@torch.no_grad()` decorator, a `with`), or trains (`backward`, `step`) is
-no plain forward: its callers are not judged on what it manages.
+`with torch.no_grad():` inside), or trains (`backward`, `step`) is no plain
+forward: its callers are not judged on what it manages. One decorated
+`@torch.no_grad()`/`@torch.inference_mode()` (nanoGPT's `generate`) is a
+forward of the region that calls it with its grad settled: only the mode
+is asked (`model.eval()`, no `no_grad`); a helper that calls it builds no
+graph.
+
+Not when the project holds modules that train in their own `forward`
+(test-time adaptation: Tent, CoTTA, a `backward()` and an optimizer step
+inside `forward`) and the region's model may be one of them: built from
+such a class, a parameter of the region's function, or bound again by a
+call rnnfix cannot read (`model = registry.init(args.mode, model)`).
+`no_grad` would break their first backward, `eval()` undo the adaptation's
+train mode.
 
 The call may go through a helper of the same file, at any depth: a function
 the model is passed to (`pred = greedy_decode(model, src)`), or a method of
