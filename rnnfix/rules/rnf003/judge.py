@@ -623,9 +623,12 @@ class RegionJudge:
             # Only ``eval()`` says this is evaluation, and what the loop computes
             # leaves the function: a caller (maybe in another file) may
             # differentiate it — soft samples fed to a generator loss, say.
-            # Not when what leaves holds no graph (powerful-gnns'
-            # ``pass_data_iteratively``: ``output.append(model(g).detach())``).
-            if self.flow.escapes(body, scope, seeds) and self._escapes(scope, body):
+            # Not when what leaves a module-level helper holds no graph
+            # (powerful-gnns' ``pass_data_iteratively``: ``output.append(
+            # model(g).detach())``); a method's results stay its object's.
+            if self.flow.escapes(body, scope, seeds) and (
+                self.parents.get(scope) is not self.ctx.tree or self._escapes(scope, body)
+            ):
                 return True
         if isinstance(scope, FUNCTIONS) and region.signal != "data":
             # A helper that evaluates and returns what it computed: its
