@@ -172,6 +172,13 @@ def _killed_names(stmt: ast.stmt) -> set[str]:
     return set()
 
 
+def bound_names(stmt: ast.AST) -> set[str]:
+    """The plain names ``stmt`` itself binds whole: its targets, a loop's
+    target, a ``with``'s ``as`` names (not what a nested block binds, not a
+    write into an object: ``a[i] = x``, ``self.x = v``)."""
+    return {n for t in _targets(stmt) for n in _target_names(t, whole_only=True) if "." not in n}
+
+
 def _targets(n: ast.AST) -> Iterator[ast.AST]:
     if isinstance(n, ast.Assign):
         yield from n.targets

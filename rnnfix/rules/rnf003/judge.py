@@ -21,7 +21,7 @@ from rnnfix.analysis.grads.gradctx import (
     gradient_uses,
     training_steps,
 )
-from rnnfix.analysis.grads.valueflow import ValueFlow, written
+from rnnfix.analysis.grads.valueflow import ValueFlow, bound_names, written
 from rnnfix.analysis.modes.batchstats import evaluates_with_batch_statistics
 from rnnfix.analysis.modes.modeapi import function_parameters, has_mode_setter
 from rnnfix.analysis.modes.regions import (
@@ -273,12 +273,7 @@ class RegionJudge:
         """Every forward in ``sites`` takes an argument made, in ``body``, from a
         ``Variable(..., volatile=<not False>)`` (through names assigned from it:
         ``data = data.view(...)``)."""
-        stmts = [n for n in walk_all_local(body) if isinstance(n, ast.Assign)]
-        volatile: set[str] = set()
-        for _ in range(3):
-            for stmt in stmts:
-                if _makes_volatile(stmt.value) or _mentions_any(stmt.value, volatile):
-                    volatile |= written([stmt])
+        volatile = _spread(body, set(), _makes_volatile)
         return bool(sites) and all(
             any(_mentions_any(a, volatile) for a in [*s.args, *(k.value for k in s.keywords)])
             for s in sites
@@ -314,7 +309,7 @@ class RegionJudge:
         for _ in range(3):  # ``out = model(x)``, then ``psnr += f(out)``, in any order
             before = len(graph)
             for stmt in stmts:
-                bound = _bound_names(stmt)
+                bound = bound_names(stmt)
                 value = _bound_value(stmt)
                 if bound and value is not None and source(value):
                     graph |= bound & seeds
@@ -322,10 +317,10 @@ class RegionJudge:
                 break
         # Names written any other way (``scores.append(...)``, ``a[i] = ...``,
         # ``del``, ``global``, a walrus) are kept: unknown.
-        plain = {name for stmt in stmts for name in _bound_names(stmt)}
+        plain = {name for stmt in stmts for name in bound_names(stmt)}
         other = seeds - plain
         for stmt in stmts:
-            other |= (written([stmt]) & seeds) - _bound_names(stmt) - _nested_bound(stmt)
+            other |= (written([stmt]) & seeds) - bound_names(stmt) - _nested_bound(stmt)
         return graph | other
 
     def _differentiated_by_helper(self, body: list[ast.stmt], sites: list[ast.Call]) -> bool:
@@ -339,12 +334,8 @@ class RegionJudge:
                 tainted |= written([stmt])
         if not tainted:
             return False
-        nodes = list(walk_all_local(body))
-        for _ in range(3):  # a few rounds of ``loss = f(y)``, in any order
-            for n in nodes:
-                if isinstance(n, (ast.Assign, ast.AugAssign)) and _mentions_any(n.value, tainted):
-                    tainted |= written([n])
-        for n in nodes:
+        tainted = _spread(body, tainted, lambda value: False)
+        for n in walk_all_local(body):
             if not isinstance(n, ast.Call) or self.local.gradient_helper(n) is None:
                 continue
             if any(_mentions_any(a, tainted) for a in [*n.args, *(k.value for k in n.keywords)]):
@@ -1410,6 +1401,22 @@ def _module_bindings(stmt: ast.stmt) -> list[str]:
     return []
 
 
+def _spread(body: list[ast.stmt], names: set[str], source: Callable[[ast.AST], bool]) -> set[str]:
+    """``names`` and what the assignments of ``body`` write from them or
+    from a value ``source`` accepts, a few rounds (``y = model(x)``, then
+    ``loss = f(y)``, in any order)."""
+    out = set(names)
+    assignments = [n for n in walk_all_local(body) if isinstance(n, (ast.Assign, ast.AugAssign))]
+    for _ in range(3):
+        before = len(out)
+        for n in assignments:
+            if source(n.value) or _mentions_any(n.value, out):
+                out |= written([n])
+        if len(out) == before:
+            break
+    return out
+
+
 def _mentions_any(node: ast.AST, names: set[str]) -> bool:
     return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
 
@@ -1460,43 +1467,6 @@ def _makes_volatile(value: ast.AST) -> bool:
         and not (isinstance(n.value, ast.Constant) and n.value.value is False)
         for n in ast.walk(value)
     )
-
-
-def _target_names(target: ast.expr) -> set[str] | None:
-    """The plain names a target binds; None when it writes into an object
-    (``a[i]``, ``self.x``)."""
-    if isinstance(target, ast.Name):
-        return {target.id}
-    if isinstance(target, ast.Starred):
-        return _target_names(target.value)
-    if isinstance(target, (ast.Tuple, ast.List)):
-        out: set[str] = set()
-        for elt in target.elts:
-            found = _target_names(elt)
-            if found is None:
-                return None
-            out |= found
-        return out
-    return None
-
-
-def _bound_names(stmt: ast.stmt) -> set[str]:
-    """What ``stmt`` itself binds by assignment: its targets, a loop's
-    target, a ``with``'s ``as`` names (not what its body binds)."""
-    targets: list[ast.expr] = []
-    if isinstance(stmt, ast.Assign):
-        targets = stmt.targets
-    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
-        targets = [stmt.target]
-    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-        targets = [i.optional_vars for i in stmt.items if i.optional_vars is not None]
-    out: set[str] = set()
-    for t in targets:
-        found = _target_names(t)
-        if found is None:
-            return set()
-        out |= found
-    return out
 
 
 def _bound_value(stmt: ast.stmt) -> ast.AST | None:
