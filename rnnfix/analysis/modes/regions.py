@@ -343,7 +343,7 @@ def _after_step_statements(ctx: FileContext, loops: set[int]) -> list[EvalRegion
     calls that model, where every training step of its function (or of the
     module) comes before it in the source and none is in a loop around it.
     Not inside a loop that is already a region."""
-    out: list[EvalRegion] = []
+    found_stmts: list[ast.stmt] = []
     parents = ctx.facts.parents
     steps_of: dict[ast.AST, list[ast.Call]] = {}
     for node in nodes_of(ctx.tree, *_BLOCK_HOLDERS):
@@ -374,8 +374,13 @@ def _after_step_statements(ctx: FileContext, loops: set[int]) -> list[EvalRegion
                     steps = steps_of[scope] = list(training_steps(ctx, scope))
                 switches = [evaluated[m] for m in called]
                 if steps and _after_every_step(parents, stmt, switches, steps, loops):
-                    out.append(EvalRegion(stmt, "after-step"))
-    return out
+                    found_stmts.append(stmt)
+    # Consecutive statements of one block make one region: one ``with`` for
+    # the three lines that encode, quantise and decode a validation batch.
+    return [
+        EvalRegion(first, "after-step", last if last is not first else None)
+        for first, last in statement_runs(parents, found_stmts)
+    ]
 
 
 # Statements an *after-training* region may be: a simple statement or a loop.
