@@ -50,10 +50,20 @@ def adapting_classes(path: str, source: str, whole_project: bool) -> frozenset[s
     if not whole_project:
         return frozenset(found)
     files = project_python_files(os.path.dirname(os.path.abspath(path)))
-    for other in files or ():
-        if other != os.path.abspath(path):
-            found |= _file_classes(other)
-    return frozenset(found)
+    if not files:
+        return frozenset(found)
+    project = _PROJECTS.get(files)
+    if project is None:
+        # Once per project and process (the file list is itself cached so),
+        # not once per file of a large tree.
+        project = _PROJECTS[files] = frozenset().union(*map(_file_classes, files))
+    # The file's own text as the run reads it, not as it is on disk.
+    others = project - _file_classes(os.path.abspath(path))
+    return frozenset(found | others)
+
+
+# The project's files (``tree.project_python_files``' answer) -> their classes.
+_PROJECTS: dict[tuple[str, ...], frozenset[str]] = {}
 
 
 def _file_classes(path: str) -> frozenset[str]:
