@@ -1267,6 +1267,7 @@ class RegionJudge:
         if need.no_fix is not None:
             return ctx.finding("RNF003", node, f"{message}; not fixed: {need.no_fix}")
         edits: list[Edit] = []
+        restored = False  # the mode switched and given back by the fix itself
         if need.restore and need.eval_models:
             assert isinstance(node, FUNCTIONS)
             found = (
@@ -1283,6 +1284,7 @@ class RegionJudge:
                 " (training code calls it: the fix restores the caller's mode on the way out)"
             )
             edits.extend(found)
+            restored = True
             need.eval_models = []  # done: saved, switched and restored
         for model in need.eval_models:
             leftover = need.leftover.get(model)
@@ -1312,7 +1314,7 @@ class RegionJudge:
                 edits.append(AddImport("torch"))
         inserted = [m for m in need.eval_models if m not in need.leftover]
         parts = [f"replace `{m}.train()` with `{m}.eval()`" for m in need.leftover]
-        if need.restore and not need.eval_models and edits:
+        if restored:
             parts.append("switch to `eval()` and restore the caller's mode before returning")
         parts += [f"insert {', '.join(f'`{m}.eval()`' for m in inserted)}"] if inserted else []
         if need.grad:
