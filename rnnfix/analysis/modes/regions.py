@@ -1154,7 +1154,7 @@ def runs_held_eval_model(ctx: FileContext, func: ast.AST) -> bool:
     held = _held_in_eval(ctx, cls)
     if not held or not any(_calls_any(stmt, set(held)) for stmt in func.body):
         return False
-    return _hooks_keep_detached(func)
+    return _hooks_keep_detached(ctx, func)
 
 
 # Per class: the ``self.<model>`` its constructor holds in eval mode for good.
@@ -1230,7 +1230,7 @@ _HOOKS = frozenset(
 )  # fmt: skip
 
 
-def _hooks_keep_detached(func: ast.FunctionDef) -> bool:
+def _hooks_keep_detached(ctx: FileContext, func: ast.FunctionDef) -> bool:
     """Every hook ``func`` registers is a function it defines whose inputs
     and outputs are read only as ``x.data`` or ``x.detach()`` (img2vec's
     ``my_embedding.copy_(o.data)``): an activation kept with its graph could
@@ -1240,14 +1240,13 @@ def _hooks_keep_detached(func: ast.FunctionDef) -> bool:
         if not (isinstance(n, ast.Call) and called_name(n) in _HOOKS):
             continue
         hook = local.get(n.args[0].id) if n.args and isinstance(n.args[0], ast.Name) else None
-        if hook is None or not _reads_detached(hook):
+        if hook is None or not _reads_detached(ctx.facts.parents, hook):
             return False
     return True
 
 
-def _reads_detached(hook: ast.FunctionDef) -> bool:
+def _reads_detached(parents: dict[ast.AST, ast.AST], hook: ast.FunctionDef) -> bool:
     params = {a.arg for a in hook.args.args[1:]}  # the module itself is not an activation
-    parents = {c: p for p in ast.walk(hook) for c in ast.iter_child_nodes(p)}
     for n in ast.walk(hook):
         if isinstance(n, ast.Name) and n.id in params:
             up = parents.get(n)

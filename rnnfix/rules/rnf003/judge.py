@@ -829,12 +829,7 @@ class RegionJudge:
             need.eval_models = []
         if calls and all(self._ran_before(node, func, m) for m in calls):
             need.eval_models, need.grad = [], False
-        need.volatile = need.grad and any(
-            isinstance(n, ast.keyword)
-            and n.arg == "volatile"
-            and not (isinstance(n.value, ast.Constant) and n.value.value is False)
-            for n in walk_all_local(body)
-        )
+        need.volatile = need.grad and any(map(_volatile_keyword, walk_all_local(body)))
         for model in list(need.eval_models):
             handoff = (
                 trainer_handoff(self.ctx, node, func, model)
@@ -1463,11 +1458,15 @@ def _plain_call(
 
 def _makes_volatile(value: ast.AST) -> bool:
     """``Variable(x, volatile=True)`` somewhere in ``value``."""
-    return any(
-        isinstance(n, ast.keyword)
-        and n.arg == "volatile"
-        and not (isinstance(n.value, ast.Constant) and n.value.value is False)
-        for n in ast.walk(value)
+    return any(map(_volatile_keyword, ast.walk(value)))
+
+
+def _volatile_keyword(node: ast.AST) -> bool:
+    """``volatile=<anything but False>``: the pre-0.4 way to build no graph."""
+    return (
+        isinstance(node, ast.keyword)
+        and node.arg == "volatile"
+        and not (isinstance(node.value, ast.Constant) and node.value.value is False)
     )
 
 
